@@ -1,0 +1,32 @@
+# pijit developer targets.
+PYTHON ?= python
+ASAN_LIB := $(shell gcc -print-file-name=libasan.so)
+
+.PHONY: install build test bench asan clean
+
+install:
+	$(PYTHON) -m pip install -e '.[test]'
+
+# Rebuild pijit/_C*.so in place (what `make asan` uses).
+build:
+	$(PYTHON) setup.py -q build_ext --inplace --force
+
+test: install
+	$(PYTHON) -m pytest -q tests
+
+bench:
+	@if [ -f benchmarks/__main__.py ]; then $(PYTHON) -m benchmarks; \
+	else echo "no benchmarks yet"; fi
+
+# Build with AddressSanitizer, run the tests under it, then rebuild normally
+# whatever happened, and exit with the tests' status.
+asan:
+	PIJIT_ASAN=1 $(PYTHON) setup.py -q build_ext --inplace --force
+	LD_PRELOAD=$(ASAN_LIB) ASAN_OPTIONS=detect_leaks=0 $(PYTHON) -m pytest -q -x tests; \
+	status=$$?; \
+	$(PYTHON) setup.py -q build_ext --inplace --force; \
+	exit $$status
+
+clean:
+	rm -rf build dist *.egg-info pijit/_C.c pijit/_C.o pijit/_C*.so .pytest_cache
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -1,0 +1,22 @@
+"""pijit: a bytecode-capturing JIT frame evaluator for NumPy programs.
+
+Pipeline, in processing order:
+  csrc/eval_frame.c       PEP 523 hook: marked code -> walk cache entries in C -> hit or callback
+  pijit/api.py            jit decorator, JitConfig (config.py), ArraySpec, set_context
+  pijit/runtime.py        the callback on a miss: policy, limits, fallbacks, recompile reasons
+  pijit/compile_frame.py  capture -> backend -> bytecode_gen -> guards
+  pijit/capture/          bytecode + arguments -> graph, guards and returned structure
+  pijit/graph/            the graph IR
+  pijit/backends/         graph -> callable (numpy_backend: generated Python)
+  pijit/bytecode_gen/     the transformed function called on a cache hit
+  pijit/guards.py         facts -> C guard program and readable failure reasons
+  pijit/cache.py          per-code records for reports
+  pijit/explain.py        explain, code_info, stats, dumps, PIJIT_LOG channels
+"""
+from pijit.api import (GRAPH_MODE, PYNATIVE_MODE, ArraySpec, code_info, explain, get_context,
+                       jit, reset, set_context, stats)
+from pijit.config import JitConfig
+from pijit.runtime import GraphBreakError
+
+__all__ = ["jit", "JitConfig", "ArraySpec", "GraphBreakError", "set_context", "get_context",
+           "GRAPH_MODE", "PYNATIVE_MODE", "explain", "code_info", "stats", "reset"]

@@ -1,0 +1,42 @@
+"""cffi builder of ``pijit._C``, the extension holding pijit's PEP 523 hook.
+
+The C sources live in ``csrc/``; they are compiled as one translation unit
+(``csrc/guards.c`` and ``csrc/eval_frame.c`` are included into the cffi
+source).  The only cffi-visible function is ``pijit_init_module``, which
+creates the real extension module ``pijit._eval_frame`` (see
+``pijit/eval_frame.py``).
+
+``PIJIT_ASAN=1`` builds with AddressSanitizer (run Python with
+``LD_PRELOAD=$(gcc -print-file-name=libasan.so)``; see ``make asan``).
+"""
+import os
+
+import numpy
+from cffi import FFI
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_CSRC = os.path.join(os.path.dirname(_HERE), "csrc")
+_FILES = ("pijit.h", "guards.c", "eval_frame.c")
+
+_compile_args = ["-std=gnu11", "-Wall", "-Wno-unused-function", "-Wno-missing-field-initializers"]
+_link_args = []
+if os.environ.get("PIJIT_ASAN") == "1":
+    _asan = ["-fsanitize=address", "-fno-omit-frame-pointer", "-g", "-O1"]
+    _compile_args += _asan
+    _link_args += _asan
+
+ffibuilder = FFI()
+ffibuilder.cdef("int pijit_init_module(void);")
+ffibuilder.set_source(
+    "pijit._C",
+    '#include "guards.c"\n#include "eval_frame.c"\n',
+    define_macros=[("_CFFI_NO_LIMITED_API", None)],
+    include_dirs=[_CSRC, numpy.get_include()],
+    depends=[os.path.join(_CSRC, f) for f in _FILES],
+    extra_compile_args=_compile_args,
+    extra_link_args=_link_args,
+    py_limited_api=False,
+)
+
+if __name__ == "__main__":
+    ffibuilder.compile(verbose=True)

@@ -1,0 +1,1 @@
+"""Capture: a frame's bytecode and arguments -> CaptureResult (graph, guards, return structure)."""

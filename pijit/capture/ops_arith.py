@@ -1,0 +1,173 @@
+"""Handlers for operators: BINARY_OP, COMPARE_OP, IS_OP, CONTAINS_OP and the unary ops.
+
+Operators on constants are evaluated at capture time (Python semantics); operators on graph
+values become nodes through the op table. In-place operators on arrays are captured only for
+arrays the graph itself created (an update of an input is a side effect the caller sees).
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+from bytecode import BinaryOp, Compare
+
+from pijit.capture import numpy_rules
+from pijit.capture.graph_break import Reason
+from pijit.capture.registry import handler
+from pijit.capture.ops_stack import truth
+from pijit.capture.values import ConstValue, GraphValue, ListValue, TupleValue, is_immutable
+from pijit.capture.wrap import ObjectValue
+
+# BinaryOp member -> (op table name, Python operator)
+BINARY = {
+    "ADD": ("add", operator.add), "SUBTRACT": ("sub", operator.sub),
+    "MULTIPLY": ("mul", operator.mul), "TRUE_DIVIDE": ("truediv", operator.truediv),
+    "FLOOR_DIVIDE": ("floordiv", operator.floordiv), "REMAINDER": ("mod", operator.mod),
+    "POWER": ("pow", operator.pow), "MATRIX_MULTIPLY": ("matmul", operator.matmul),
+    "LSHIFT": ("lshift", operator.lshift), "RSHIFT": ("rshift", operator.rshift),
+    "AND": ("and", operator.and_), "OR": ("or", operator.or_), "XOR": ("xor", operator.xor),
+}
+INPLACE = {
+    "add": operator.iadd, "sub": operator.isub, "mul": operator.imul,
+    "truediv": operator.itruediv, "floordiv": operator.ifloordiv, "mod": operator.imod,
+    "pow": operator.ipow, "matmul": operator.imatmul, "lshift": operator.ilshift,
+    "rshift": operator.irshift, "and": operator.iand, "or": operator.ior, "xor": operator.ixor,
+}
+COMPARE = {
+    "LT": ("lt", operator.lt), "LE": ("le", operator.le), "EQ": ("eq", operator.eq),
+    "NE": ("ne", operator.ne), "GT": ("gt", operator.gt), "GE": ("ge", operator.ge),
+}
+UNARY = {
+    "UNARY_NEGATIVE": ("neg", operator.neg), "UNARY_POSITIVE": ("pos", operator.pos),
+    "UNARY_INVERT": ("invert", operator.invert),
+}
+
+
+@handler("BINARY_OP")
+def BINARY_OP(cap, instr):
+    right, left = cap.pop(), cap.pop()
+    member = BinaryOp(instr.arg).name
+    inplace = member.startswith("INPLACE_")
+    name, fn = BINARY[member.removeprefix("INPLACE_")]
+    if inplace and isinstance(left, GraphValue) and left.meta.is_array:
+        cap.push(_inplace(cap, name, left, right))
+    else:
+        cap.push(apply_operator(cap, name, fn, (left, right)))
+
+
+@handler("COMPARE_OP")
+def COMPARE_OP(cap, instr):
+    right, left = cap.pop(), cap.pop()
+    name, fn = COMPARE[Compare(instr.arg).name]
+    cap.push(apply_operator(cap, name, fn, (left, right)))
+
+
+@handler("UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT")
+def UNARY(cap, instr):
+    name, fn = UNARY[instr.name]
+    cap.push(apply_operator(cap, name, fn, (cap.pop(),)))
+
+
+@handler("UNARY_NOT")
+def UNARY_NOT(cap, instr):
+    cap.push(ConstValue(not truth(cap, cap.pop())))
+
+
+@handler("IS_OP")
+def IS_OP(cap, instr):
+    right, left = cap.pop(), cap.pop()
+    cap.push(ConstValue(same_object(cap, left, right) != bool(instr.arg)))
+
+
+@handler("CONTAINS_OP")
+def CONTAINS_OP(cap, instr):
+    container, item = cap.pop(), cap.pop()
+    if isinstance(container, ConstValue) and isinstance(item, ConstValue):
+        result = fold(cap, operator.contains, (container.value, item.value))
+        cap.push(ConstValue(result.value != bool(instr.arg)))
+        return
+    cap.unsupported(Reason.UNSUPPORTED_OP, "`in` on values known only at run time")
+
+
+def apply_operator(cap, name, fn, operands):
+    if all(isinstance(v, ConstValue) for v in operands):
+        return fold(cap, fn, tuple(v.value for v in operands))
+    if any(isinstance(v, GraphValue) for v in operands):
+        if any(isinstance(v, ObjectValue) for v in operands):
+            cap.unsupported(Reason.UNSUPPORTED_VALUE, f"operator {name} with an opaque object")
+        return cap.add_op(numpy_rules.lookup_operator(name), operands, {})
+    seq = _sequence_op(cap, name, operands)
+    if seq is not None:
+        return seq
+    cap.unsupported(Reason.UNSUPPORTED_OP,
+                    f"operator {name} on {', '.join(type(v).__name__ for v in operands)}")
+
+
+def _sequence_op(cap, name, operands):
+    """tuple/list concatenation and repetition with values inside (`x.shape + (1,)` etc.)."""
+    if len(operands) != 2:
+        return None
+    left, right = operands
+    if name == "add" and type(left) is type(right) and isinstance(left, (TupleValue, ListValue)):
+        return type(left)(list(left.items) + list(right.items))
+    if name == "add" and isinstance(left, TupleValue) and isinstance(right, ConstValue) \
+            and type(right.value) is tuple:
+        return TupleValue(list(left.items) + [ConstValue(v) for v in right.value])
+    if name == "add" and isinstance(left, ConstValue) and type(left.value) is tuple \
+            and isinstance(right, TupleValue):
+        return TupleValue([ConstValue(v) for v in left.value] + list(right.items))
+    if name == "mul" and isinstance(left, (TupleValue, ListValue)) and \
+            isinstance(right, ConstValue) and type(right.value) is int:
+        return type(left)(list(left.items) * right.value)
+    return None
+
+
+def fold(cap, fn, args):
+    """Evaluate fn on constants at capture time; the result must be immutable or a fresh list."""
+    try:
+        result = fn(*args)
+    except Exception as e:
+        cap.unsupported(Reason.UNSUPPORTED_OP, f"{getattr(fn, '__name__', fn)} raises "
+                                               f"{type(e).__name__}: {e}")
+    if type(result) is list and all(is_immutable(v) for v in result):
+        return ListValue([ConstValue(v) for v in result])
+    if not is_immutable(result):
+        cap.unsupported(Reason.UNSUPPORTED_VALUE,
+                        f"{getattr(fn, '__name__', fn)} gives a mutable {type(result).__name__}")
+    return ConstValue(result)
+
+
+def same_object(cap, left, right) -> bool:
+    if isinstance(left, ConstValue) and isinstance(right, ConstValue):
+        return left.value is right.value
+    if left is right:
+        return True
+    kinds = (GraphValue, TupleValue, ListValue, ObjectValue)
+    if isinstance(left, ConstValue) and left.value is None and isinstance(right, kinds):
+        return False
+    if isinstance(right, ConstValue) and right.value is None and isinstance(left, kinds):
+        return False
+    cap.unsupported(Reason.UNSUPPORTED_OP, "`is` between values known only at run time")
+
+
+def _inplace(cap, name, left: GraphValue, right):
+    """`a += b` on an array: captured for arrays the graph created, as an in-place node."""
+    if not left.fresh:
+        cap.unsupported(Reason.SIDE_EFFECT,
+                        f"in-place {name} on an array the caller can see (input or view)")
+    rule = numpy_rules.lookup_operator(name)
+    result = cap.add_op(rule, (left, right), {})      # infers dtype/shape, raises if invalid
+    if result.meta.shape != left.meta.shape:
+        cap.unsupported(Reason.UNSUPPORTED_OP, f"in-place {name} would broadcast the target")
+    if not _can_cast_same_kind(result.meta.dtype, left.meta.dtype):
+        cap.unsupported(Reason.UNSUPPORTED_OP,
+                        f"in-place {name} cannot cast {result.meta.dtype} to {left.meta.dtype}")
+    # Replace the out-of-place node just recorded by the in-place one.
+    node = cap.graph.nodes.pop()
+    ref = cap.graph.add_node("i" + name, INPLACE[name], node.args, dict(node.kwargs),
+                             left.meta, node.lineno)
+    return GraphValue(ref, left.meta, fresh=True)
+
+
+def _can_cast_same_kind(src, dst) -> bool:
+    return bool(np.can_cast(src, dst, casting="same_kind"))

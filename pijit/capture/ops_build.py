@@ -1,0 +1,164 @@
+"""Handlers that build and take apart containers: tuples, lists, dicts, slices, strings,
+subscripts and unpacking."""
+from __future__ import annotations
+
+import operator
+
+from pijit.capture import numpy_rules
+from pijit.capture.graph_break import Reason
+from pijit.capture.ops_arith import fold
+from pijit.capture.registry import handler
+from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, SliceValue,
+                                  TupleValue)
+
+
+def make_tuple(items) -> TupleValue | ConstValue:
+    """A tuple of values; all-constant tuples stay constants so rules see plain tuples."""
+    if all(isinstance(v, ConstValue) for v in items):
+        return ConstValue(tuple(v.value for v in items))
+    return TupleValue(list(items))
+
+
+def sequence_items(cap, value) -> list:
+    """The items of a tuple/list value known at capture time."""
+    if isinstance(value, (TupleValue, ListValue)):
+        return list(value.items)
+    if isinstance(value, ConstValue) and type(value.value) in (tuple, list):
+        return [ConstValue(v) for v in value.value]
+    cap.unsupported(Reason.UNSUPPORTED_VALUE, f"unpacking a {type(value).__name__}")
+
+
+@handler("BUILD_TUPLE")
+def BUILD_TUPLE(cap, instr):
+    cap.push(make_tuple(cap.popn(instr.arg)))
+
+
+@handler("BUILD_LIST")
+def BUILD_LIST(cap, instr):
+    cap.push(ListValue(cap.popn(instr.arg)))
+
+
+@handler("LIST_EXTEND")
+def LIST_EXTEND(cap, instr):
+    items = sequence_items(cap, cap.pop())
+    target = cap.stack[-instr.arg]
+    if not isinstance(target, ListValue) or target.source is not None:
+        cap.unsupported(Reason.SIDE_EFFECT, "extending a list the function did not create")
+    target.items.extend(items)
+
+
+@handler("LIST_APPEND")
+def LIST_APPEND(cap, instr):
+    item = cap.pop()
+    target = cap.stack[-instr.arg]
+    if not isinstance(target, ListValue) or target.source is not None:
+        cap.unsupported(Reason.SIDE_EFFECT, "appending to a list the function did not create")
+    target.items.append(item)
+
+
+@handler("LIST_TO_TUPLE")
+def LIST_TO_TUPLE(cap, instr):
+    cap.push(make_tuple(sequence_items(cap, cap.pop())))
+
+
+@handler("BUILD_MAP")
+def BUILD_MAP(cap, instr):
+    flat = cap.popn(2 * instr.arg)
+    keys, values = flat[0::2], flat[1::2]
+    cap.push(DictValue({const_key(cap, k): v for k, v in zip(keys, values)}))
+
+
+@handler("BUILD_CONST_KEY_MAP")
+def BUILD_CONST_KEY_MAP(cap, instr):
+    keys = cap.pop()
+    values = cap.popn(instr.arg)
+    cap.push(DictValue(dict(zip(keys.value, values))))
+
+
+@handler("DICT_MERGE", "DICT_UPDATE")
+def DICT_MERGE(cap, instr):
+    update = cap.pop()
+    target = cap.stack[-instr.arg]
+    if not isinstance(update, DictValue) or not isinstance(target, DictValue):
+        cap.unsupported(Reason.UNSUPPORTED_VALUE, "** of something that is not a known dict")
+    if instr.name == "DICT_MERGE" and set(update.items) & set(target.items):
+        cap.unsupported(Reason.UNSUPPORTED_OP, "repeated keyword argument")
+    target.items.update(update.items)
+
+
+@handler("BUILD_SLICE")
+def BUILD_SLICE(cap, instr):
+    parts = cap.popn(instr.arg)
+    if len(parts) == 2:
+        parts.append(ConstValue(None))
+    if all(isinstance(p, ConstValue) for p in parts):
+        cap.push(ConstValue(slice(*(p.value for p in parts))))
+    elif all(isinstance(p, (ConstValue, GraphValue)) and
+             (isinstance(p, ConstValue) or p.meta.is_pyscalar) for p in parts):
+        cap.push(SliceValue(*parts))
+    else:
+        cap.unsupported(Reason.UNSUPPORTED_VALUE, "slice bound that is not an integer")
+
+
+@handler("BINARY_SUBSCR")
+def BINARY_SUBSCR(cap, instr):
+    key, container = cap.pop(), cap.pop()
+    cap.push(subscript(cap, container, key))
+
+
+def subscript(cap, container, key):
+    if isinstance(container, GraphValue):
+        return cap.add_op(numpy_rules.lookup_operator("getitem"), (container, key), {})
+    if not isinstance(key, ConstValue):
+        cap.unsupported(Reason.UNSUPPORTED_OP, "subscript of a container by a run-time value")
+    if isinstance(container, ConstValue):
+        return fold(cap, operator.getitem, (container.value, key.value))
+    if isinstance(container, (TupleValue, ListValue)):
+        try:
+            item = container.items[key.value]
+        except (IndexError, TypeError) as e:
+            cap.unsupported(Reason.UNSUPPORTED_OP, f"subscript raises {type(e).__name__}")
+        return make_tuple(item) if type(key.value) is slice else item
+    if isinstance(container, DictValue):
+        if key.value not in container.items:
+            cap.unsupported(Reason.UNSUPPORTED_OP, f"key {key.value!r} missing")
+        return container.items[key.value]
+    cap.unsupported(Reason.UNSUPPORTED_VALUE, f"subscript of a {type(container).__name__}")
+
+
+@handler("UNPACK_SEQUENCE")
+def UNPACK_SEQUENCE(cap, instr):
+    value = cap.pop()
+    n = instr.arg
+    if isinstance(value, GraphValue) and value.meta.is_array and value.meta.ndim >= 1 \
+            and value.meta.shape[0] == n:
+        getitem = numpy_rules.lookup_operator("getitem")
+        items = [cap.add_op(getitem, (value, ConstValue(i)), {}) for i in range(n)]
+    else:
+        items = sequence_items(cap, value)
+    if len(items) != n:
+        cap.unsupported(Reason.UNSUPPORTED_OP, f"unpacking {len(items)} values into {n}")
+    for item in reversed(items):
+        cap.push(item)
+
+
+@handler("FORMAT_VALUE")
+def FORMAT_VALUE(cap, instr):
+    spec = cap.pop().value if instr.arg & 0x04 else ""
+    value = cap.pop()
+    if not isinstance(value, ConstValue):
+        cap.unsupported(Reason.DATA_DEPENDENT, "formatting a value known only at run time")
+    convert = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[instr.arg & 0x03]
+    cap.push(fold(cap, lambda v: format(convert(v), spec), (value.value,)))
+
+
+@handler("BUILD_STRING")
+def BUILD_STRING(cap, instr):
+    parts = cap.popn(instr.arg)
+    cap.push(ConstValue("".join(p.value for p in parts)))
+
+
+def const_key(cap, value):
+    if not isinstance(value, ConstValue):
+        cap.unsupported(Reason.UNSUPPORTED_VALUE, "dict key known only at run time")
+    return value.value

@@ -1,0 +1,204 @@
+"""Handlers for calls (PUSH_NULL, KW_NAMES, PRECALL, CALL, CALL_FUNCTION_EX) and the call
+dispatch: NumPy calls become nodes, pure calls on constants are folded, the rest stop capture.
+"""
+from __future__ import annotations
+
+import math
+import operator
+import types
+
+import numpy as np
+
+from pijit.capture import numpy_rules
+from pijit.capture.graph_break import Reason
+from pijit.capture.ops_arith import fold
+from pijit.capture.ops_build import sequence_items
+from pijit.capture.registry import handler
+from pijit.capture.ops_load_store import shape_dim_value
+from pijit.capture.values import (NULL, ConstValue, DictValue, GraphValue, ListValue,
+                                  MethodValue, NullValue, TupleValue, contains_graph_value)
+from pijit.graph.ir import Meta
+
+# Builtins that are pure functions of their (constant) arguments.
+PURE_BUILTINS = frozenset({abs, min, max, len, int, float, bool, complex, round, divmod, pow,
+                           isinstance, issubclass, tuple, list, str, sum, range, type, hash,
+                           all, any, repr, slice, sorted})
+# Scalar conversions captured as graph nodes on scalar graph values.
+SCALAR_CONVERSIONS = {float: float, int: int, bool: bool, complex: complex}
+# Immutable types whose methods are pure (e.g. "{}".format, (1, 2).index).
+PURE_METHOD_TYPES = (str, bytes, tuple, int, float, complex, bool, np.dtype, np.generic)
+
+
+@handler("PUSH_NULL")
+def PUSH_NULL(cap, instr):
+    cap.push(NULL)
+
+
+@handler("KW_NAMES")
+def KW_NAMES(cap, instr):
+    cap.kw_names = instr.arg
+
+
+@handler("PRECALL")
+def PRECALL(cap, instr):
+    """3.11 splits a call in PRECALL + CALL; the call happens at CALL."""
+
+
+@handler("CALL")
+def CALL(cap, instr):
+    argc = instr.arg
+    args = cap.popn(argc)
+    second, first = cap.pop(), cap.pop()
+    if isinstance(first, NullValue):
+        fn = second
+    else:                              # [method, self, args...] form of LOAD_METHOD
+        fn, args = first, [second] + args
+    kw_names, cap.kw_names = cap.kw_names, ()
+    nkw = len(kw_names)
+    kwargs = dict(zip(kw_names, args[len(args) - nkw:])) if nkw else {}
+    positional = args[:len(args) - nkw]
+    cap.push(call_value(cap, fn, positional, kwargs))
+
+
+@handler("CALL_FUNCTION_EX")
+def CALL_FUNCTION_EX(cap, instr):
+    kwargs = cap.pop() if instr.arg & 0x01 else DictValue({})
+    star = cap.pop()
+    fn = cap.pop()
+    if not isinstance(cap.pop(), NullValue):
+        cap.unsupported(Reason.UNSUPPORTED_OPCODE, "CALL_FUNCTION_EX without NULL")
+    if not isinstance(kwargs, DictValue):
+        cap.unsupported(Reason.UNSUPPORTED_VALUE, "** of something that is not a known dict")
+    cap.push(call_value(cap, fn, sequence_items(cap, star), dict(kwargs.items)))
+
+
+def call_value(cap, fn, args: list, kwargs: dict):
+    """The value of `fn(*args, **kwargs)` where every part is an abstract value."""
+    if isinstance(fn, MethodValue):
+        return _call_method(cap, fn, args, kwargs)
+    if not isinstance(fn, ConstValue):
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"calling a {type(fn).__name__}")
+    target = fn.value
+    name = getattr(target, "__name__", type(target).__name__)
+    has_graph = any(contains_graph_value(v) for v in list(args) + list(kwargs.values()))
+    if not has_graph:
+        if _is_pure(target):
+            return _fold_call(cap, target, name, args, kwargs)
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{_qualname(target)}")
+    special = _builtin_on_graph(cap, target, args, kwargs)
+    if special is not None:
+        return special
+    rule = numpy_rules.lookup_call(target)
+    if rule is None:
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{_qualname(target)} with array arguments")
+    return cap.add_op(rule, tuple(args), kwargs)
+
+
+def _call_method(cap, method: MethodValue, args, kwargs):
+    obj = method.obj
+    if isinstance(obj, GraphValue):
+        rule = numpy_rules.lookup_method(obj.meta, method.name)
+        if rule is None:
+            cap.unsupported(Reason.UNSUPPORTED_OP, f"method {method.name!r} of {obj.meta}")
+        return cap.add_op(rule, (obj, *args), kwargs)
+    if isinstance(obj, ConstValue) and isinstance(obj.value, PURE_METHOD_TYPES) and \
+            not any(contains_graph_value(v) for v in list(args) + list(kwargs.values())):
+        bound = getattr(obj.value, method.name)
+        return _fold_call(cap, bound, method.name, args, kwargs)
+    if isinstance(obj, ListValue) and obj.source is None and method.name == "append" \
+            and len(args) == 1 and not kwargs:
+        obj.items.append(args[0])
+        return ConstValue(None)
+    cap.unsupported(Reason.UNSUPPORTED_CALL, f"method {method.name!r} of a {type(obj).__name__}")
+
+
+def _fold_call(cap, target, name, args, kwargs):
+    """Call a pure function on constants now; a fresh array result becomes a creation node."""
+    try:
+        const_args = [_const(cap, v) for v in args]
+        const_kwargs = {k: _const(cap, v) for k, v in kwargs.items()}
+        result = target(*const_args, **const_kwargs)
+    except _NotConstant:
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{name} of a value pijit cannot pass")
+    except Exception as e:
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{name} raises {type(e).__name__}: {e}")
+    if type(result) is np.ndarray:
+        if result.dtype.kind not in "biufc":
+            cap.unsupported(Reason.UNSUPPORTED_VALUE, f"{name} gives dtype {result.dtype}")
+        rule = numpy_rules.lookup_call(target)
+        op = rule.name if rule is not None else name
+        ref = cap.graph.add_node(op, target, tuple(const_args), const_kwargs,
+                                 Meta.of(result), cap.lineno)
+        return GraphValue(ref, Meta.of(result), fresh=True)
+    if type(result) in (range, types.GeneratorType):
+        cap.unsupported(Reason.UNSUPPORTED_VALUE, f"{name} gives an iterator")
+    return fold(cap, lambda: result, ())
+
+
+class _NotConstant(Exception):
+    pass
+
+
+def _const(cap, value):
+    """A Value as a concrete Python object, when it is fully known at capture time."""
+    if isinstance(value, ConstValue):
+        return value.value
+    if isinstance(value, TupleValue):
+        return tuple(_const(cap, v) for v in value.items)
+    if isinstance(value, ListValue):
+        return [_const(cap, v) for v in value.items]
+    if isinstance(value, DictValue):
+        return {k: _const(cap, v) for k, v in value.items.items()}
+    raise _NotConstant
+
+
+def _builtin_on_graph(cap, target, args, kwargs):
+    """Builtins with graph arguments whose result capture knows or can compute in the graph."""
+    if target is len and len(args) == 1 and isinstance(args[0], GraphValue):
+        meta = args[0].meta
+        if meta.ndim == 0:
+            cap.unsupported(Reason.UNSUPPORTED_OP, "len() of a 0-d array")
+        if meta.shape[0] is None:
+            return shape_dim_value(cap, args[0], 0)
+        return ConstValue(meta.shape[0])
+    if target in (isinstance, type) and args and isinstance(args[0], GraphValue):
+        pytype = args[0].meta.pytype
+        if target is type and len(args) == 1:
+            return ConstValue(pytype)
+        if target is isinstance and len(args) == 2 and isinstance(args[1], ConstValue):
+            return ConstValue(issubclass(pytype, args[1].value))
+    if target in SCALAR_CONVERSIONS and len(args) == 1 and not kwargs \
+            and isinstance(args[0], GraphValue):
+        meta = args[0].meta
+        if meta.ndim != 0:
+            cap.unsupported(Reason.DATA_DEPENDENT, f"{target.__name__}() of an array")
+        out = Meta.of(target(1))
+        ref = cap.graph.add_node(target.__name__, target, (args[0].ref,), {}, out, cap.lineno)
+        return GraphValue(ref, out)
+    return None
+
+
+def _is_pure(target) -> bool:
+    if isinstance(target, type) and issubclass(target, np.generic):
+        return True          # np.float32(2.0), np.int64(3)
+    if target is np.dtype:
+        return True
+    try:
+        if target in PURE_BUILTINS:
+            return True
+    except TypeError:        # unhashable callables
+        return False
+    module = getattr(target, "__module__", None)
+    if module == "math" or getattr(math, getattr(target, "__name__", ""), None) is target:
+        return True
+    if getattr(operator, getattr(target, "__name__", ""), None) is target:
+        return True
+    return numpy_rules.lookup_call(target) is not None
+
+
+def _qualname(target) -> str:
+    module = getattr(target, "__module__", None)
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) \
+        or type(target).__name__
+    return f"{module}.{name}" if module and module != "builtins" else name
+

@@ -1,0 +1,186 @@
+"""Handlers for loads and stores: fast locals, constants, globals, closure cells, attributes."""
+from __future__ import annotations
+
+import builtins
+import types
+
+import numpy as np
+
+from pijit.capture import numpy_rules
+from pijit.capture.graph_break import GraphBreak, Reason
+from pijit.capture.registry import handler
+from pijit.capture.sources import AttrSource, CellSource, GlobalSource
+from pijit.capture.values import (NULL, ConstValue, GraphValue, MethodValue, TupleValue,
+                                  is_immutable)
+from pijit.capture.wrap import ObjectValue
+from pijit.graph.ir import Meta
+
+# Library modules whose attributes are taken as constants without a guard per attribute
+# (the module itself is guarded by identity where it is loaded).
+TRUSTED_MODULES = ("numpy", "math", "builtins", "operator")
+
+# Attributes of an array that are known from its Meta.
+STATIC_ATTRS = frozenset({"shape", "ndim", "dtype", "size", "itemsize", "nbytes"})
+
+# What a deleted local holds until it is stored again (`del x`).
+DELETED = object()
+
+
+@handler("LOAD_FAST")
+def LOAD_FAST(cap, instr):
+    cap.push(load_local(cap, instr.arg))
+
+
+@handler("STORE_FAST")
+def STORE_FAST(cap, instr):
+    cap.locals[instr.arg] = cap.pop()
+
+
+@handler("DELETE_FAST")
+def DELETE_FAST(cap, instr):
+    load_local(cap, instr.arg)          # plain Python raises UnboundLocalError first
+    cap.locals[instr.arg] = DELETED
+
+
+@handler("LOAD_CONST")
+def LOAD_CONST(cap, instr):
+    cap.push(ConstValue(instr.arg))
+
+
+@handler("LOAD_GLOBAL")
+def LOAD_GLOBAL(cap, instr):
+    push_null, name = instr.arg
+    if push_null:
+        cap.push(NULL)
+    globs = cap.func.__globals__
+    if name in globs:
+        obj = globs[name]
+    elif hasattr(cap.func.__builtins__, "get") and name in cap.func.__builtins__:
+        obj = cap.func.__builtins__[name]
+    elif hasattr(builtins, name):
+        obj = getattr(builtins, name)
+    else:
+        cap.unsupported(Reason.UNSUPPORTED_VALUE, f"global {name!r} is not defined")
+    cap.push(cap.builder.wrap(obj, GlobalSource(name)))
+
+
+@handler("LOAD_DEREF")
+def LOAD_DEREF(cap, instr):
+    name = instr.arg.name
+    code = cap.code
+    if name not in code.co_freevars:
+        cap.push(load_local(cap, name))     # a cell variable of this frame
+        return
+    index = code.co_freevars.index(name)
+    cell = cap.func.__closure__[index]
+    try:
+        obj = cell.cell_contents
+    except ValueError:
+        cap.unsupported(Reason.UNSUPPORTED_VALUE, f"free variable {name!r} is empty")
+    cap.push(cap.builder.wrap(obj, CellSource(index, name)))
+
+
+@handler("STORE_DEREF")
+def STORE_DEREF(cap, instr):
+    name = instr.arg.name
+    if name in cap.code.co_freevars:
+        cap.unsupported(Reason.SIDE_EFFECT, f"nonlocal store to {name!r}")
+    cap.locals[name] = cap.pop()
+
+
+@handler("LOAD_ATTR")
+def LOAD_ATTR(cap, instr):
+    cap.push(load_attr(cap, cap.pop(), instr.arg, method=False))
+
+
+@handler("LOAD_METHOD")
+def LOAD_METHOD(cap, instr):
+    # 3.11 pushes [method, self] or [NULL, attr]; the NULL form is simpler to simulate and the
+    # call handler sees the same callable and arguments either way.
+    obj = cap.pop()
+    cap.push(NULL)
+    cap.push(load_attr(cap, obj, instr.arg, method=True))
+
+
+def load_local(cap, name):
+    value = cap.locals.get(name)
+    if value is not None and value is not DELETED:
+        return value
+    code = cap.code
+    nargs = len(cap.builder.args)
+    if value is None and name in code.co_varnames[:nargs]:
+        value = cap.builder.argument(code.co_varnames.index(name), name)
+        cap.locals[name] = value
+        return value
+    cap.unsupported(Reason.UNSUPPORTED_VALUE, f"local {name!r} is unbound here")
+
+
+def load_attr(cap, obj, name, method):
+    if isinstance(obj, ConstValue):
+        return _const_attr(cap, obj, name)
+    if isinstance(obj, GraphValue):
+        if name in STATIC_ATTRS:
+            return _static_attr(cap, obj, name)
+        rule = numpy_rules.lookup_attr(obj.meta, name)
+        if rule is not None:
+            return cap.add_op(rule, (obj,), {})
+        if numpy_rules.lookup_method(obj.meta, name) is not None:
+            return MethodValue(obj, name)
+        cap.unsupported(Reason.UNSUPPORTED_OP, f"attribute {name!r} of {obj.meta}")
+    if isinstance(obj, ObjectValue):
+        return cap.builder.attribute(obj, name)
+    if method:
+        return MethodValue(obj, name)
+    cap.unsupported(Reason.UNSUPPORTED_VALUE, f"attribute {name!r} of a {type(obj).__name__}")
+
+
+def _const_attr(cap, obj, name):
+    value = obj.value
+    if isinstance(value, types.ModuleType):
+        try:
+            attr = getattr(value, name)
+        except AttributeError:
+            cap.unsupported(Reason.UNSUPPORTED_VALUE, f"module {value.__name__} has no {name!r}")
+        if value.__name__.split(".")[0] in TRUSTED_MODULES or obj.source is None:
+            if isinstance(attr, types.ModuleType) or is_immutable(attr) or callable(attr):
+                return ConstValue(attr)
+        if obj.source is None:
+            cap.unsupported(Reason.UNSUPPORTED_VALUE, f"{value.__name__}.{name}")
+        return cap.builder.wrap(attr, AttrSource(obj.source, name))
+    if is_immutable(value) and type(value).__module__ in ("builtins", "numpy") or \
+            isinstance(value, np.dtype):
+        try:
+            attr = getattr(value, name)
+        except AttributeError:
+            cap.unsupported(Reason.UNSUPPORTED_VALUE, f"{type(value).__name__} has no {name!r}")
+        if is_immutable(attr):
+            return ConstValue(attr)
+        if callable(attr):
+            return MethodValue(obj, name)
+    cap.unsupported(Reason.UNSUPPORTED_VALUE, f"attribute {name!r} of {type(value).__name__}")
+
+
+def _static_attr(cap, value: GraphValue, name):
+    """shape/ndim/dtype/... of a graph value; dynamic dims become graph scalars."""
+    meta = value.meta
+    if name == "shape" and None in meta.shape:
+        return TupleValue([ConstValue(d) if d is not None else shape_dim_value(cap, value, i)
+                           for i, d in enumerate(meta.shape)])
+    if name in ("size", "nbytes") and None in meta.shape:
+        cap.unsupported(Reason.UNSUPPORTED_OP, f".{name} of an array with dynamic shape")
+    try:
+        return ConstValue(numpy_rules.static_attr(meta, name))
+    except numpy_rules.Unsupported as e:
+        raise GraphBreak(Reason.UNSUPPORTED_OP, f".{name}: {e}") from None
+
+
+def shape_dim_value(cap, value, axis):
+    """`value.shape[axis]` of a dynamic dimension, as a graph scalar."""
+    ref = cap.graph.add_node("dim", _shape_dim, (value.ref, axis), {},
+                             Meta(int, np.dtype(int), ()), cap.lineno)
+    return GraphValue(ref, Meta(int, np.dtype(int), ()))
+
+
+def _shape_dim(a, axis):
+    return a.shape[axis]
+

@@ -1,0 +1,92 @@
+"""Handlers for frame set-up, stack shuffles, return, and jumps decided at capture time.
+
+A conditional jump on a guarded constant is followed (the branch is pruned); one on array data
+stops capture. Backward jumps (loops) stop capture until loop support lands.
+"""
+from __future__ import annotations
+
+from pijit.capture.graph_break import Reason
+from pijit.capture.registry import handler
+from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, NullValue,
+                                  TupleValue)
+from pijit.capture.wrap import ObjectValue
+
+
+@handler("RESUME", "NOP", "COPY_FREE_VARS", "MAKE_CELL")
+def NOP(cap, instr):
+    """Frame set-up: cells and free variables are read through sources, not frame slots."""
+
+
+@handler("POP_TOP")
+def POP_TOP(cap, instr):
+    cap.pop()
+
+
+@handler("COPY")
+def COPY(cap, instr):
+    cap.push(cap.stack[-instr.arg])
+
+
+@handler("SWAP")
+def SWAP(cap, instr):
+    i = instr.arg
+    cap.stack[-1], cap.stack[-i] = cap.stack[-i], cap.stack[-1]
+
+
+@handler("RETURN_VALUE")
+def RETURN_VALUE(cap, instr):
+    cap.ret = cap.pop()
+
+
+@handler("JUMP_FORWARD", "JUMP_NO_INTERRUPT")
+def JUMP_FORWARD(cap, instr):
+    return instr.arg
+
+
+@handler("POP_JUMP_FORWARD_IF_TRUE", "POP_JUMP_FORWARD_IF_FALSE")
+def POP_JUMP_FORWARD_IF(cap, instr):
+    if truth(cap, cap.pop()) == instr.name.endswith("TRUE"):
+        return instr.arg
+    return None
+
+
+@handler("POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_FORWARD_IF_NOT_NONE")
+def POP_JUMP_FORWARD_IF_NONE(cap, instr):
+    jump_if_none = instr.name == "POP_JUMP_FORWARD_IF_NONE"
+    if is_none_value(cap, cap.pop()) == jump_if_none:
+        return instr.arg
+    return None
+
+
+@handler("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP")
+def JUMP_IF_OR_POP(cap, instr):
+    if truth(cap, cap.stack[-1]) == (instr.name == "JUMP_IF_TRUE_OR_POP"):
+        return instr.arg
+    cap.pop()
+    return None
+
+
+def truth(cap, value) -> bool:
+    """bool(value) when capture knows it: constants (guarded) and containers (length guarded)."""
+    if isinstance(value, ConstValue):
+        try:
+            return bool(value.value)
+        except Exception as e:
+            cap.unsupported(Reason.CONTROL_FLOW, f"bool() of {type(value.value).__name__} raises {e}")
+    if isinstance(value, (TupleValue, ListValue)):
+        return bool(value.items)
+    if isinstance(value, DictValue):
+        return bool(value.items)
+    if isinstance(value, GraphValue):
+        cap.unsupported(Reason.DATA_DEPENDENT, "branch on the value of an array or scalar")
+    cap.unsupported(Reason.CONTROL_FLOW, f"branch on a {type(value).__name__}")
+
+
+def is_none_value(cap, value) -> bool:
+    if isinstance(value, ConstValue):
+        return value.value is None
+    if isinstance(value, (GraphValue, TupleValue, ListValue, DictValue, ObjectValue)):
+        return False        # their types are guarded, and none is NoneType
+    if isinstance(value, NullValue):
+        cap.unsupported(Reason.CONTROL_FLOW, "NULL on the stack")
+    cap.unsupported(Reason.CONTROL_FLOW, f"`is None` test of a {type(value).__name__}")

@@ -1,0 +1,100 @@
+"""Abstract values on the simulated stack and in simulated locals.
+
+A value is either known at capture time (ConstValue: a module, a function, a guarded Python
+scalar, a dtype), a graph value known by its Meta (GraphValue: an array or scalar computed
+from inputs), a container of values, or a callable built by attribute lookup (MethodValue).
+"""
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pijit.graph.ir import Meta, Ref
+
+# Types whose instances cannot change, so a capture-time object may be baked into code.
+IMMUTABLE_TYPES = (int, float, complex, bool, str, bytes, type(None), type(Ellipsis),
+                   np.generic, np.dtype, slice, range, type, types.ModuleType,
+                   types.FunctionType, types.BuiltinFunctionType, np.ufunc)
+
+
+def is_immutable(obj) -> bool:
+    if type(obj) in (tuple, frozenset):
+        return all(is_immutable(o) for o in obj)
+    return isinstance(obj, IMMUTABLE_TYPES)
+
+
+@dataclass(eq=False)
+class Value:
+    source: object = field(default=None, kw_only=True)
+
+
+@dataclass(eq=False)
+class ConstValue(Value):
+    """A Python object known at capture time (guarded through its source if it has one)."""
+    value: object
+
+
+@dataclass(eq=False)
+class GraphValue(Value):
+    """An array or scalar computed in the graph.
+
+    fresh: the object is created by the graph and aliases nothing the caller can see,
+    so an in-place update of it is invisible outside the graph.
+    """
+    ref: Ref
+    meta: Meta
+    fresh: bool = False
+
+
+@dataclass(eq=False)
+class TupleValue(Value):
+    items: list
+
+
+@dataclass(eq=False)
+class ListValue(Value):
+    """A list created by the function (lists that come from inputs are not captured)."""
+    items: list
+
+
+@dataclass(eq=False)
+class DictValue(Value):
+    """A dict with constant keys: keys are Python objects, values are Values."""
+    items: dict
+
+
+@dataclass(eq=False)
+class SliceValue(Value):
+    """slice(start, stop, step) where a part is a graph scalar."""
+    start: Value
+    stop: Value
+    step: Value
+
+
+@dataclass(eq=False)
+class MethodValue(Value):
+    """`obj.name` about to be called: a method of a graph value or of a constant."""
+    obj: Value
+    name: str
+
+
+@dataclass(eq=False)
+class NullValue(Value):
+    """The NULL that 3.11 pushes below a callable (PUSH_NULL, LOAD_GLOBAL with the low bit)."""
+
+
+NULL = NullValue()
+
+
+def contains_graph_value(value: Value) -> bool:
+    if isinstance(value, GraphValue):
+        return True
+    if isinstance(value, (TupleValue, ListValue)):
+        return any(contains_graph_value(v) for v in value.items)
+    if isinstance(value, DictValue):
+        return any(contains_graph_value(v) for v in value.items.values())
+    if isinstance(value, SliceValue):
+        return any(contains_graph_value(v) for v in (value.start, value.stop, value.step))
+    return False

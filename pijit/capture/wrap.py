@@ -1,0 +1,145 @@
+"""Real objects read from a source -> abstract values, recording the guards they rely on.
+
+Arrays become graph inputs guarded by dtype, shape and layout (never by id); Python scalars
+are constants guarded by value (or typed graph inputs when `specialize_scalar` is off);
+modules and functions are constants guarded by identity; tuples and lists are unpacked item
+by item; other objects are opaque and guarded by type.
+"""
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from pijit.capture.graph_break import GraphBreak, Reason
+from pijit.capture.sources import AttrSource, ItemSource, LocalSource, Source
+from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, TupleValue,
+                                  Value, is_immutable)
+from pijit.graph.ir import PY_SCALARS, Meta
+from pijit.guards import Guard, freeze, layout_flags
+
+# dtype kinds the graph can carry: bool, signed, unsigned, float, complex.
+SUPPORTED_DTYPE_KINDS = "biufc"
+
+# Callables and types guarded by identity and used as constants.
+IDENTITY_TYPES = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
+                  types.MethodDescriptorType, types.WrapperDescriptorType, np.ufunc, type,
+                  type(None), type(Ellipsis), type(NotImplemented))
+
+
+class ObjectValue(Value):
+    """An opaque object (e.g. `self`) guarded by type: its attributes may be read, nothing else."""
+
+    def __init__(self, obj, source):
+        super().__init__(source=source)
+        self.obj = obj
+
+
+class ValueBuilder:
+    """Wraps objects read during capture; one graph input per source, guards deduplicated."""
+
+    def __init__(self, capture, func, args, dynamic_dims):
+        self.capture = capture
+        self.func = func
+        self.args = args
+        self.dynamic_dims = dynamic_dims     # Source -> set of dims to treat as dynamic
+        self.guards: list[Guard] = []
+        self._guard_keys = set()
+        self.input_sources: list[Source] = []
+        self._by_source: dict[Source, Value] = {}
+
+    def guard(self, source: Source, kind: str, *params):
+        g = Guard(source, kind, params)
+        key = g.key()
+        if key not in self._guard_keys:
+            self._guard_keys.add(key)
+            self.guards.append(g)
+
+    def wrap(self, obj, source: Source) -> Value:
+        """The abstract value of `obj`, read from `source` (cached: a source wraps once)."""
+        cached = self._by_source.get(source)
+        if cached is None:
+            cached = self._wrap(obj, source)
+            self._by_source[source] = cached
+        return cached
+
+    def _wrap(self, obj, source: Source) -> Value:
+        t = type(obj)
+        if t is np.ndarray:
+            return self._wrap_array(obj, source)
+        if t in PY_SCALARS:
+            if t is bool or self.capture.config.specialize_scalar:
+                self.guard(source, "eq", obj)
+                return ConstValue(obj, source=source)
+            self.guard(source, "type", t)
+            return self._input(Meta.of(obj), source)
+        if isinstance(obj, np.generic):
+            if obj.dtype.kind not in SUPPORTED_DTYPE_KINDS:
+                raise GraphBreak(Reason.UNSUPPORTED_VALUE, f"{source.name()} is a {t.__name__}")
+            self.guard(source, "eq", obj)
+            return ConstValue(obj, source=source)
+        if t in (str, bytes) or isinstance(obj, np.dtype):
+            self.guard(source, "eq", obj)
+            return ConstValue(obj, source=source)
+        if isinstance(obj, IDENTITY_TYPES):
+            self.guard(source, "id", obj)
+            return ConstValue(obj, source=source)
+        if t is tuple or t is list:
+            self.guard(source, "type", t)
+            self.guard(source, "len", len(obj))
+            items = [self.wrap(item, ItemSource(source, i)) for i, item in enumerate(obj)]
+            return (TupleValue if t is tuple else ListValue)(items, source=source)
+        if t is dict and all(type(k) is str and is_immutable(v) for k, v in obj.items()):
+            frozen = freeze(obj)
+            self.guard(source, "call", lambda d, frozen=frozen: type(d) is dict and freeze(d) == frozen,
+                       f"dict value {frozen!r}")
+            return DictValue({k: ConstValue(v) for k, v in obj.items()}, source=source)
+        if isinstance(obj, (types.MethodType, types.BuiltinMethodType)) or callable(obj):
+            raise GraphBreak(Reason.UNSUPPORTED_VALUE,
+                             f"{source.name()} is a {t.__name__}, a callable pijit does not capture")
+        if t.__module__ == "builtins" or isinstance(obj, np.ndarray):
+            raise GraphBreak(Reason.UNSUPPORTED_VALUE, f"{source.name()} is a {t.__name__}")
+        self.guard(source, "type", t)
+        return ObjectValue(obj, source)
+
+    def _wrap_array(self, obj: np.ndarray, source: Source) -> Value:
+        if obj.dtype.kind not in SUPPORTED_DTYPE_KINDS or not obj.dtype.isnative:
+            raise GraphBreak(Reason.UNSUPPORTED_VALUE,
+                             f"{source.name()} has dtype {obj.dtype}, not a native numeric dtype")
+        dynamic = self.dynamic_dims.get(source, ())
+        shape = tuple(None if i in dynamic else d for i, d in enumerate(obj.shape))
+        self.guard(source, "array", obj.dtype, shape, layout_flags(obj))
+        return self._input(Meta.array(shape, obj.dtype), source)
+
+    def _input(self, meta: Meta, source: Source) -> GraphValue:
+        self.input_sources.append(source)
+        ref = self.capture.graph.add_input(meta, source.name())
+        return GraphValue(ref, meta, source=source)
+
+    # -- reads that create sources -------------------------------------------------------
+    def argument(self, slot: int, name: str) -> Value:
+        return self.wrap(self.args[slot], LocalSource(slot, name))
+
+    def attribute(self, obj_value: ObjectValue, name: str) -> Value:
+        """`obj.name` for an opaque object: only plain data attributes, never descriptors."""
+        obj = obj_value.obj
+        inst = getattr(obj, "__dict__", None)
+        if inst is not None and name in inst:
+            value = inst[name]
+        else:
+            cls_attr = _class_attribute(type(obj), name)
+            if cls_attr is _MISSING or hasattr(type(cls_attr), "__get__"):
+                raise GraphBreak(Reason.UNSUPPORTED_VALUE,
+                                 f"{obj_value.source.name()}.{name} is not a plain data attribute")
+            value = cls_attr
+        return self.wrap(value, AttrSource(obj_value.source, name))
+
+
+_MISSING = object()
+
+
+def _class_attribute(cls, name):
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return _MISSING

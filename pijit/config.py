@@ -1,0 +1,140 @@
+"""JitConfig: the frozen, validated options of one jitted function, and the environment.
+
+Options follow MindSpore PIJit's names where one exists. `OPTIONS` is the single table of
+names, types, defaults, valid values and documentation; the README's table is checked
+against it by the tests. Environment variables are read here and nowhere else.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    type: type
+    default: object
+    doc: str
+    choices: tuple = ()        # valid values, for str options
+    minimum: int | None = None
+
+
+OPTIONS = (
+    Option("print_after_all", bool, False,
+           "Print, for each compile, the original bytecode, the captured graph (one op per "
+           "line with shapes and dtypes), the guards and the transformed bytecode, to stderr."),
+    Option("print_bb", bool, False, "Print the original bytecode of each compiled function."),
+    Option("print_guard", bool, False, "Print the guards of each new cache entry."),
+    Option("LOG_GRAPH_BREAK", bool, False,
+           "Log every graph break and fallback at WARNING level on the `pijit.graph_breaks` "
+           "logger, even when PIJIT_LOG does not name that channel."),
+    Option("compile_with_try", bool, True,
+           "An internal error while compiling runs the function as plain Python (logged) "
+           "instead of raising."),
+    Option("specialize_scalar", bool, True,
+           "Python int/float/complex arguments are constants guarded by value. When False "
+           "they are typed graph inputs (guarded by type only), so new values do not recompile."),
+    Option("limit_graph_count", int, 8,
+           "Cache entries per code object. Past it, inputs that match an existing entry still "
+           "use it; others run as plain Python.", minimum=1),
+    Option("enable_dynamic_shape", bool, True,
+           "When a recompile is caused only by changed dimensions, the new entry treats those "
+           "dimensions as dynamic, so further sizes reuse it."),
+    Option("fullgraph", bool, False,
+           "Whole-function capture: anything that cannot be captured raises "
+           "pijit.GraphBreakError (same as mode='PSJit')."),
+    Option("jit_syntax_level", str, "LAX",
+           "'STRICT' behaves like fullgraph=True; 'LAX' falls back to plain Python.",
+           choices=("STRICT", "LAX")),
+    Option("jit_level", str, "O1",
+           "'O0': captured graph run by the NumPy reference backend. 'O1' and 'O2' are "
+           "reserved for the fused C backend and currently also run the NumPy backend.",
+           choices=("O0", "O1", "O2")),
+)
+_BY_NAME = {o.name: o for o in OPTIONS}
+
+
+def _validate(name, value):
+    option = _BY_NAME.get(name)
+    if option is None:
+        raise ValueError(f"jit_config: unknown option {name!r}; valid options are: "
+                         f"{', '.join(sorted(_BY_NAME))}")
+    ok_type = type(value) is option.type if option.type in (bool, int) else isinstance(value, option.type)
+    if not ok_type:
+        raise TypeError(f"jit_config[{name!r}] must be {option.type.__name__}, "
+                        f"got {type(value).__name__} {value!r}")
+    if option.choices and value not in option.choices:
+        raise ValueError(f"jit_config[{name!r}] must be one of "
+                         f"{', '.join(map(repr, option.choices))}; got {value!r}")
+    if option.minimum is not None and value < option.minimum:
+        raise ValueError(f"jit_config[{name!r}] must be >= {option.minimum}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class JitConfig:
+    """Options of a jitted function. Build it with keywords or from a dict (`JitConfig.of`)."""
+    print_after_all: bool = False
+    print_bb: bool = False
+    print_guard: bool = False
+    LOG_GRAPH_BREAK: bool = False
+    compile_with_try: bool = True
+    specialize_scalar: bool = True
+    limit_graph_count: int = 8
+    enable_dynamic_shape: bool = True
+    fullgraph: bool = False
+    jit_syntax_level: str = "LAX"
+    jit_level: str = "O1"
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            _validate(f.name, getattr(self, f.name))
+
+    @classmethod
+    def of(cls, config) -> "JitConfig":
+        """A JitConfig from None, a dict of options, or a JitConfig."""
+        if config is None:
+            return cls()
+        if isinstance(config, JitConfig):
+            return config
+        if isinstance(config, dict):
+            for key, value in config.items():
+                if not isinstance(key, str):
+                    raise TypeError(f"jit_config keys must be option names (str), got {key!r}")
+                _validate(key, value)
+            return cls(**config)
+        raise TypeError(f"jit_config must be a dict or pijit.JitConfig, got {type(config).__name__}")
+
+    @property
+    def strict(self) -> bool:
+        return self.fullgraph or self.jit_syntax_level == "STRICT"
+
+    def replace(self, **changes) -> "JitConfig":
+        return dataclasses.replace(self, **changes)
+
+
+assert [f.name for f in dataclasses.fields(JitConfig)] == [o.name for o in OPTIONS]
+assert all(f.default == _BY_NAME[f.name].default for f in dataclasses.fields(JitConfig))
+
+
+# -- environment ----------------------------------------------------------------------------
+def env_disabled() -> bool:
+    """PIJIT_DISABLE=1 turns every jit off (plain Python)."""
+    return os.environ.get("PIJIT_DISABLE", "").strip() not in ("", "0")
+
+
+LOG_CHANNELS = ("graph_breaks", "guards", "recompiles", "bytecode", "graph")
+
+
+def env_log_channels() -> list:
+    """PIJIT_LOG=graph_breaks,guards,... (or `all`): the logging channels to turn on."""
+    raw = os.environ.get("PIJIT_LOG", "")
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    if names == ["all"]:
+        return list(LOG_CHANNELS)
+    unknown = [n for n in names if n not in LOG_CHANNELS]
+    if unknown:
+        raise ValueError(f"PIJIT_LOG: unknown channel(s) {', '.join(unknown)}; valid channels "
+                         f"are: {', '.join(LOG_CHANNELS)}, all")
+    return names

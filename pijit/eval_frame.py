@@ -1,0 +1,36 @@
+"""Python face of pijit's C frame-evaluation hook (``csrc/eval_frame.c``).
+
+``pijit._C`` is a cffi extension with a single entry point that creates the
+real extension module ``pijit._eval_frame``; everything it offers is
+re-exported here:
+
+* ``set_callback(cb)``: ``cb(func, args)`` runs on a cache miss of a marked
+  code and returns a function to call with the frame's argument slots, or
+  None to evaluate the frame normally.
+* ``mark(code)``, ``reset(code)``, ``set_state(code, s)``, ``get_state(code)``,
+  ``add_entry(code, sources, checks, fn)``, ``entry_count(code)``,
+  ``entries(code)``, ``counters(code)``: the per-code cache.
+* States ``NEVER_COMPILE``, ``CANDIDATE``, ``BUILDING``, ``CALLABLE``, ``FROZEN``.
+* ``Wrapper(fn)``: a C callable that installs the hook for the duration of
+  each call; ``set_enabled``/``is_enabled`` switch that off.
+* ``install()``, ``uninstall()``, ``is_installed()``, ``depth()``,
+  ``set_compiling(flag)``, ``set_array_type(numpy.ndarray)``.
+"""
+try:
+    from pijit._C import lib as _lib
+except ImportError as exc:  # pragma: no cover - depends on the build
+    raise ImportError(
+        "pijit's C extension (pijit._C) is not built: run `pip install -e .` "
+        "or `python setup.py build_ext --inplace`"
+    ) from exc
+
+if _lib.pijit_init_module() != 0:  # pragma: no cover
+    raise ImportError("pijit._eval_frame failed to initialise (see the traceback above)")
+
+from pijit._eval_frame import *  # noqa: E402,F401,F403
+from pijit._eval_frame import (  # noqa: E402,F401
+    BUILDING, CALLABLE, CANDIDATE, FROZEN, NEVER_COMPILE, Wrapper,
+    add_entry, counters, depth, entries, entry_count, get_state, install,
+    is_enabled, is_installed, mark, reset, set_array_type, set_callback,
+    set_compiling, set_enabled, set_state, uninstall,
+)

@@ -1,0 +1,132 @@
+"""What happened, for people and tests: reports (explain, code_info, stats), dumps
+(print_after_all) and the PIJIT_LOG logging channels."""
+from __future__ import annotations
+
+import dis
+import io
+import logging
+import sys
+from dataclasses import dataclass, field
+
+from pijit import cache, config as config_mod, eval_frame
+
+STATE_NAMES = {eval_frame.NEVER_COMPILE: "never_compile", eval_frame.CANDIDATE: "candidate",
+               eval_frame.BUILDING: "building", eval_frame.CALLABLE: "callable",
+               eval_frame.FROZEN: "callable"}
+
+
+# -- logging channels ---------------------------------------------------------------------
+def _setup_channels():
+    for channel in config_mod.env_log_channels():
+        logger = logging.getLogger(f"pijit.{channel}")
+        logger.setLevel(logging.DEBUG)
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
+        logger.addHandler(handler)
+
+
+_setup_channels()
+
+
+def log(channel: str, message: str, *, warn: bool = False):
+    """Log on channel `pijit.<channel>`; `warn` forces WARNING level (LOG_GRAPH_BREAK)."""
+    logger = logging.getLogger(f"pijit.{channel}")
+    logger.log(logging.WARNING if warn else logging.INFO, message)
+
+
+def dump(title: str, text: str):
+    print(f"=== pijit: {title} ===\n{text}", file=sys.stderr)
+
+
+def bytecode_text(code) -> str:
+    out = io.StringIO()
+    dis.dis(code, file=out, depth=0)
+    return out.getvalue()
+
+
+# -- reports ------------------------------------------------------------------------------
+@dataclass
+class ExplainOutput:
+    """How one call ran, with TorchDynamo's field names."""
+    graph_count: int = 0
+    graph_break_count: int = 0
+    break_reasons: list = field(default_factory=list)   # dicts: reason, filename, lineno
+    op_count: int = 0
+    ops_per_graph: list = field(default_factory=list)   # op names per graph
+    guards: list = field(default_factory=list)          # readable strings
+    bytecode: str = ""                                  # transformed code, as text
+    graphs: list = field(default_factory=list)          # graph text per graph
+    fallback: str | None = None                         # why it ran as plain Python
+
+    def __str__(self) -> str:
+        lines = [f"Graph count: {self.graph_count}",
+                 f"Graph break count: {self.graph_break_count}",
+                 f"Op count: {self.op_count}"]
+        if self.fallback:
+            lines.append(f"Ran as plain Python: {self.fallback}")
+        for i, reason in enumerate(self.break_reasons, 1):
+            lines.append(f"Break reason {i}: {reason['reason']} "
+                         f"({reason['filename']}:{reason['lineno']})")
+        for i, (ops, text) in enumerate(zip(self.ops_per_graph, self.graphs), 1):
+            lines.append(f"Graph {i} ({len(ops)} ops):\n{text}")
+        if self.guards:
+            lines.append("Guards:\n" + "\n".join(f"  {g}" for g in self.guards))
+        if self.bytecode:
+            lines.append("Transformed bytecode:\n" + self.bytecode)
+        return "\n".join(lines)
+
+
+def report(code) -> ExplainOutput:
+    """The report over every entry compiled for `code` since its last reset."""
+    rec = cache.record(code)
+    out = ExplainOutput()
+    if rec is None:
+        return out
+    for entry in rec.entries:
+        out.guards.extend(str(g) for g in entry.guards)
+        if entry.fallback is not None:
+            fb = entry.fallback
+            out.break_reasons.append({"reason": fb.reason, "filename": fb.filename,
+                                      "lineno": fb.lineno})
+            out.fallback = str(fb)
+            continue
+        out.graph_count += 1
+        ops = entry.graph.op_names()
+        out.ops_per_graph.append(ops)
+        out.graphs.append(str(entry.graph))
+        out.op_count += len(ops)
+        out.bytecode = entry.bytecode
+    for fb in rec.eager_fallbacks:
+        if out.fallback is None:
+            out.fallback = str(fb)
+    out.graph_break_count = len(out.break_reasons)
+    return out
+
+
+def code_info(code) -> dict:
+    """State, counts and entries of a jitted code object (MindSpore's get_code_extra)."""
+    rec = cache.record(code)
+    counters = eval_frame.counters(code)
+    entries = []
+    for entry in rec.entries if rec else ():
+        entries.append({"guards": [str(g) for g in entry.guards],
+                        "ops": entry.graph.op_names() if entry.graph is not None else None,
+                        "fallback": str(entry.fallback) if entry.fallback else None})
+    return {
+        "state": STATE_NAMES.get(counters["state"], "candidate"),
+        "compile_count": rec.compile_count if rec else 0,
+        "break_count": sum(1 for e in entries if e["fallback"]),
+        "call_count": counters["calls"],
+        "entries": entries,
+    }
+
+
+def stats(code) -> dict:
+    """code_info plus cache hits and misses, recompile reasons and eager fallbacks."""
+    info = code_info(code)
+    rec = cache.record(code)
+    counters = eval_frame.counters(code)
+    info.update(cache_hits=counters["hits"], cache_misses=counters["misses"],
+                recompile_reasons=list(rec.recompile_reasons) if rec else [],
+                eager_fallbacks=[str(f) for f in rec.eager_fallbacks] if rec else [])
+    return info

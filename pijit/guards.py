@@ -1,0 +1,202 @@
+"""Guards: facts capture relied on -> a C guard program and readable failure reasons.
+
+Each Guard names a Source and one check. The same list is compiled into the tuples the C hook
+walks on every call (`to_program`) and checked in Python only on a miss, to say which fact
+changed (`first_failure`), for recompile reasons and the `guards` log channel.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pijit.capture.sources import ConstSource, Source, SourceMissing
+
+# ndarray flags the array guard checks (NPY_ARRAY_C_CONTIGUOUS, NPY_ARRAY_F_CONTIGUOUS).
+C_CONTIGUOUS = 0x1
+F_CONTIGUOUS = 0x2
+LAYOUT_MASK = C_CONTIGUOUS | F_CONTIGUOUS
+
+
+@dataclass(frozen=True, eq=False)
+class Guard:
+    """One check on one source. kind: type, id, eq, len, array, call (see csrc/guards.c).
+
+    params: for "array" (dtype, shape with None for dynamic dims, layout flags); for "call"
+    (predicate, description); otherwise the expected type/object/value/length.
+    """
+    source: Source
+    kind: str
+    params: tuple
+
+    def key(self):
+        params = self.params
+        if self.kind in ("id", "call"):
+            params = tuple(id(p) for p in params)
+        elif self.kind == "eq":
+            params = (type(params[0]), repr(params[0]))
+        return (self.source, self.kind, params)
+
+    def __str__(self) -> str:
+        name = self.source.name()
+        p = self.params
+        if self.kind == "type":
+            return f"type({name}) is {p[0].__qualname__}"
+        if self.kind == "id":
+            return f"{name} is {_describe(p[0])}"
+        if self.kind == "eq":
+            return f"{name} == {p[0]!r}"
+        if self.kind == "len":
+            return f"len({name}) == {p[0]}"
+        if self.kind == "array":
+            return f"{name}: ndarray {_array_text(p[0], p[1], p[2])}"
+        return f"{p[1]}({name})"
+
+    def failure(self, func, args):
+        """None when the guard holds for this call, else why not (old vs new value)."""
+        name = self.source.name()
+        try:
+            value = self.source.read(func, args)
+        except SourceMissing as e:
+            return str(e)
+        p = self.params
+        if self.kind == "type":
+            if type(value) is not p[0]:
+                return f"type({name}): expected {p[0].__qualname__}, got {type(value).__qualname__}"
+        elif self.kind == "id":
+            if value is not p[0]:
+                return f"{name}: expected {_describe(p[0])}, got {_describe(value)}"
+        elif self.kind == "eq":
+            if not same_scalar(value, p[0]):
+                return f"{name}: expected {p[0]!r}, got {value!r}"
+        elif self.kind == "len":
+            if type(value) not in (tuple, list, dict) or len(value) != p[0]:
+                return f"len({name}): expected {p[0]}, got {_len_text(value)}"
+        elif self.kind == "array":
+            if type(value) is not np.ndarray:
+                return f"{name}: expected ndarray, got {type(value).__qualname__}"
+            if not array_matches(value, *p):
+                got = _array_text(value.dtype, value.shape, layout_flags(value))
+                return f"{name}: expected {_array_text(*p)}, got {got}"
+        elif self.kind == "call":
+            if not p[0](value):
+                return f"{name}: {p[1]} no longer holds"
+        return None
+
+
+def same_scalar(value, expected) -> bool:
+    """The "eq" check: same exact type and equal; floats compare bitwise (NaN == NaN, -0.0 != 0.0)."""
+    if type(value) is not type(expected):
+        return False
+    if type(value) is float:
+        return np.float64(value).tobytes() == np.float64(expected).tobytes()
+    if type(value) is complex:
+        return np.complex128(value).tobytes() == np.complex128(expected).tobytes()
+    try:
+        return bool(value == expected)
+    except Exception:
+        return False
+
+
+def layout_flags(a: np.ndarray) -> int:
+    return (C_CONTIGUOUS if a.flags.c_contiguous else 0) | (F_CONTIGUOUS if a.flags.f_contiguous else 0)
+
+
+def array_matches(a: np.ndarray, dtype, shape, flags) -> bool:
+    if a.dtype != dtype or a.ndim != len(shape) or not a.dtype.isnative:
+        return False
+    if any(d is not None and d != s for d, s in zip(shape, a.shape)):
+        return False
+    return layout_flags(a) == flags
+
+
+def first_failure(guards, func, args):
+    """The reason of the first guard that fails for this call, or None if all hold."""
+    for guard in guards:
+        why = guard.failure(func, args)
+        if why is not None:
+            return why
+    return None
+
+
+def to_program(guards):
+    """Guards -> (sources, checks): the tuples `pijit.eval_frame.add_entry` compiles into C."""
+    index = {}
+    sources = []
+
+    def source_index(src):
+        if src in index:
+            return index[src]
+        kind = type(src).__name__
+        if kind == "LocalSource":
+            entry = ("local", src.slot)
+        elif kind == "GlobalSource":
+            entry = ("global", src.global_name)
+        elif kind == "CellSource":
+            entry = ("cell", src.index)
+        elif kind == "AttrSource":
+            entry = ("attr", source_index(src.base), src.attr)
+        elif kind == "ItemSource":
+            entry = ("item", source_index(src.base), src.index)
+        elif kind == "ConstSource":
+            entry = ("const", src.obj)
+        else:
+            raise TypeError(f"no C form for source {src!r}")
+        index[src] = len(sources)
+        sources.append(entry)
+        return index[src]
+
+    checks = []
+    for g in guards:
+        i = source_index(g.source)
+        if g.kind == "array":
+            dtype, shape, flags = g.params
+            dims = tuple(-1 if d is None else d for d in shape)
+            checks.append(("array", i, dtype.num, len(shape), dims, LAYOUT_MASK, flags))
+        elif g.kind == "call":
+            checks.append(("call", i, g.params[0]))
+        else:
+            checks.append((g.kind, i, g.params[0]))
+    return tuple(sources), tuple(checks)
+
+
+def hash_args_guard(objs) -> Guard:
+    """A guard that the `hash_args` objects still have the value they had at compile time."""
+    source = ConstSource(objs, "hash_args")
+    frozen = freeze(objs)
+    return Guard(source, "call", (lambda value: freeze(value) == frozen, "hash_args value"))
+
+
+def freeze(obj):
+    """A hashable, comparable fingerprint of obj's value (containers and arrays by content)."""
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__, tuple(freeze(o) for o in obj))
+    if isinstance(obj, dict):
+        return ("dict", tuple(sorted((repr(k), freeze(v)) for k, v in obj.items())))
+    if isinstance(obj, np.ndarray):
+        return ("ndarray", obj.dtype.str, obj.shape, obj.tobytes())
+    try:
+        hash(obj)
+        return obj
+    except TypeError:
+        return ("repr", repr(obj))
+
+
+def _array_text(dtype, shape, flags) -> str:
+    dims = ",".join("?" if d is None else str(d) for d in shape)
+    layout = {C_CONTIGUOUS | F_CONTIGUOUS: "C/F", C_CONTIGUOUS: "C", F_CONTIGUOUS: "F"}.get(flags, "strided")
+    return f"{np.dtype(dtype)}[{dims}] {layout}"
+
+
+def _describe(obj) -> str:
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if name is not None:
+        return f"<{type(obj).__name__} {name}>"
+    return repr(obj) if len(repr(obj)) < 60 else f"<{type(obj).__name__} object>"
+
+
+def _len_text(value) -> str:
+    try:
+        return str(len(value))
+    except TypeError:
+        return f"{type(value).__name__} (no len)"

@@ -1,0 +1,490 @@
+"""The NumPy op table against NumPy itself: every inferred Meta equals Meta.of(real result)."""
+from __future__ import annotations
+
+import math
+import operator
+import types
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from pijit.capture import numpy_rules as R
+from pijit.capture.numpy_rules import Unsupported
+from pijit.graph.ir import Meta, PY_SCALARS
+
+from op_cases import CASES
+
+
+def meta_of(value):
+    if isinstance(value, tuple):
+        return tuple(meta_of(v) for v in value)
+    return Meta.of(value)
+
+
+def quiet(fn, *args, **kwargs):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
+
+
+def check_rule(rule, real_args, real_kwargs, meta_args, meta_kwargs):
+    """Run the op for real and assert the rule infers the same Meta; returns the real result."""
+    expected = quiet(rule.fn, *real_args, **real_kwargs)
+    got = rule.infer(meta_args, meta_kwargs)
+    assert got == meta_of(expected), (rule.name, got, meta_of(expected))
+    return expected
+
+
+# ---------------------------------------------------------------------------------------------
+# Tracing the op cases: every op on a traced value goes through the table.
+
+def _is_value(x):
+    return type(x) is np.ndarray or isinstance(x, np.generic) or type(x) in PY_SCALARS
+
+
+class Traced:
+    """A graph value stand-in carrying its real value; every op is checked against the table."""
+    __array_priority__ = 1000
+    __array_ufunc__ = None  # make NumPy defer reflected operators to us
+
+    def __init__(self, value):
+        self.value = value
+
+    def __getattr__(self, name):
+        meta = Meta.of(self.value)
+        if name in ("shape", "ndim", "dtype", "size", "itemsize", "nbytes"):
+            got = R.static_attr(meta, name)
+            assert got == getattr(self.value, name)
+            return got
+        rule = R.lookup_attr(meta, name)
+        if rule is not None:
+            return _apply(rule, (self,), {})
+        rule = R.lookup_method(meta, name)
+        if rule is None:
+            raise AssertionError(f"no rule for method/attribute {name} of {meta}")
+        return lambda *a, **k: _apply(rule, (self,) + a, k)
+
+    def __len__(self):
+        return len(self.value)
+
+    def __bool__(self):
+        raise AssertionError("op cases are straight-line")
+
+
+def _unwrap(obj, to_meta):
+    if type(obj) is Traced:
+        return Meta.of(obj.value) if to_meta else obj.value
+    if type(obj) is TypeProxy:
+        return obj.tp
+    if type(obj) in (tuple, list):
+        return type(obj)(_unwrap(o, to_meta) for o in obj)
+    if type(obj) is dict:
+        return {k: _unwrap(v, to_meta) for k, v in obj.items()}
+    if type(obj) is slice:
+        return slice(*(_unwrap(p, to_meta) for p in (obj.start, obj.stop, obj.step)))
+    return obj
+
+
+def _wrap(result):
+    if type(result) is tuple:
+        return tuple(_wrap(r) for r in result)
+    return Traced(result) if _is_value(result) else result
+
+
+APPLIED = set()
+
+
+def _apply(rule, args, kwargs):
+    APPLIED.add(rule.name)
+    expected = check_rule(rule, _unwrap(args, False), _unwrap(kwargs, False),
+                          _unwrap(args, True), _unwrap(kwargs, True))
+    return _wrap(expected)
+
+
+def _operator(name, reflected=False):
+    rule = R.lookup_operator(name)
+    if reflected:
+        return lambda self, other: _apply(rule, (other, self), {})
+    return lambda self, *other: _apply(rule, (self,) + other, {})
+
+
+for _name, _dunder in [("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "truediv"),
+                       ("floordiv", "floordiv"), ("mod", "mod"), ("pow", "pow"),
+                       ("matmul", "matmul"), ("lshift", "lshift"), ("rshift", "rshift"),
+                       ("and", "and"), ("or", "or"), ("xor", "xor")]:
+    setattr(Traced, f"__{_dunder}__", _operator(_name))
+    setattr(Traced, f"__r{_dunder}__", _operator(_name, reflected=True))
+for _name in ("lt", "le", "eq", "ne", "gt", "ge", "neg", "pos", "invert", "getitem"):
+    setattr(Traced, f"__{_name}__", _operator(_name))
+Traced.__hash__ = None
+
+
+class ModuleProxy:
+    """np / math / np.linalg with every traced call checked against lookup_call."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def __getattr__(self, name):
+        obj = getattr(self._module, name)
+        if isinstance(obj, types.ModuleType):
+            return ModuleProxy(obj)
+        rule = R.lookup_call(obj) if callable(obj) else None
+        if rule is None:
+            if not callable(obj) or isinstance(obj, type) and not issubclass(obj, np.generic):
+                return obj
+            return lambda *a, **k: _untraced(obj, name, a, k)
+        if isinstance(obj, type):
+            return TypeProxy(obj, rule)
+        return lambda *a, **k: _call(rule, obj, a, k)
+
+
+class TypeProxy:
+    """np.float32 and friends: callable through the table, usable as a dtype once unwrapped."""
+
+    def __init__(self, tp, rule):
+        self.tp, self.rule = tp, rule
+
+    def __call__(self, *args, **kwargs):
+        return _call(self.rule, self.tp, args, kwargs)
+
+
+def _untraced(fn, name, args, kwargs):
+    if any(type(x) is Traced for x in _flatten((args, kwargs))):
+        raise AssertionError(f"no rule for {name}")
+    return fn(*args, **kwargs)
+
+
+def _flatten(obj):
+    if type(obj) in (tuple, list):
+        return [x for o in obj for x in _flatten(o)]
+    if type(obj) is dict:
+        return [x for o in obj.values() for x in _flatten(o)]
+    if type(obj) is slice:
+        return _flatten([obj.start, obj.stop, obj.step])
+    return [obj]
+
+
+def _call(rule, fn, args, kwargs):
+    args, kwargs = _unwrap_types(args), _unwrap_types(kwargs)
+    if not any(type(x) is Traced for x in _flatten((args, kwargs))):
+        # An all-constant call: capture folds it, but the rule must still agree.
+        result = fn(*args, **kwargs)
+        if _is_value(result) or type(result) is tuple:
+            got = rule.infer(args, kwargs)
+            assert got == meta_of(result), (rule.name, got)
+        return result
+    return _apply(rule, args, kwargs)
+
+
+def _unwrap_types(obj):
+    if type(obj) is TypeProxy:
+        return obj.tp
+    if type(obj) in (tuple, list):
+        return type(obj)(_unwrap_types(o) for o in obj)
+    if type(obj) is dict:
+        return {k: _unwrap_types(v) for k, v in obj.items()}
+    return obj
+
+
+def _builtin_abs(x):
+    if type(x) is Traced:
+        return _apply(R.lookup_call(abs), (x,), {})
+    return abs(x)
+
+
+def traced_fn(fn):
+    g = dict(fn.__globals__)
+    g.update(np=ModuleProxy(np), math=ModuleProxy(math), abs=_builtin_abs)
+    return types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+def _plain(result):
+    if type(result) is Traced:
+        return result.value
+    if type(result) in (tuple, list):
+        return type(result)(_plain(r) for r in result)
+    return result
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_op_case(case):
+    rng = np.random.default_rng(0)
+    args = case.make_args(rng)
+    expected = quiet(case.fn, *args)
+    got = quiet(traced_fn(case.fn), *[Traced(a) if _is_value(a) else a for a in args])
+    np.testing.assert_equal(_plain(got), expected)
+
+
+def test_case_list_is_large_and_distinct():
+    assert len(CASES) >= 90
+    assert len({c.name for c in CASES}) == len(CASES)
+
+
+# ---------------------------------------------------------------------------------------------
+# A generated op x dtype x shape matrix from the table itself.
+
+DTYPES = [np.dtype(t) for t in ("bool", "int8", "int32", "int64", "uint8", "float16",
+                                "float32", "float64", "complex128")]
+SHAPE_PAIRS = [((), ()), ((3,), ()), ((2, 3), (3,)), ((2, 1), (1, 4)), ((0, 3), (1,)),
+               ((4,), (4,))]
+
+
+def sample(shape, dtype, rng):
+    if dtype.kind == "b":
+        return rng.random(shape) < 0.5
+    if dtype.kind in "iu":
+        return rng.integers(1, 4, shape).astype(dtype)
+    return (rng.uniform(0.2, 0.9, shape)).astype(dtype)
+
+
+def as_value(arr, kind):
+    """kind: 'array', 'npscalar' or 'pyscalar' form of a 0-d sample."""
+    if kind == "array":
+        return arr
+    if kind == "npscalar":
+        return arr[()]
+    return arr.item()
+
+
+UFUNCS = sorted({r for r in R.all_call_rules().values() if isinstance(r.fn, np.ufunc)},
+                key=lambda r: r.name)
+
+
+@pytest.mark.parametrize("rule", [r for r in UFUNCS if r.fn.nin == 1], ids=lambda r: r.name)
+def test_unary_ufunc_matrix(rule):
+    rng = np.random.default_rng(1)
+    for dtype in DTYPES:
+        for shape, _ in SHAPE_PAIRS[:4]:
+            for kind in ("array", "npscalar", "pyscalar"):
+                if kind != "array" and shape:
+                    continue
+                x = as_value(sample(shape, dtype, rng), kind)
+                _check_or_both_raise(rule, (x,), {}, (Meta.of(x),), {})
+
+
+def _check_or_both_raise(rule, args, kwargs, margs, mkwargs):
+    try:
+        expected = quiet(rule.fn, *args, **kwargs)
+    except Exception:
+        with pytest.raises(Exception):
+            rule.infer(margs, mkwargs)
+        return
+    got = rule.infer(margs, mkwargs)
+    assert got == meta_of(expected), (rule.name, args, got, meta_of(expected))
+
+
+BINARY_OPERANDS = ["array", "npscalar", "pyscalar"]
+
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "truediv", "floordiv", "mod", "pow",
+                                  "and", "or", "xor", "lshift", "lt", "eq", "ge"])
+def test_binary_operator_matrix(name):
+    rule = R.lookup_operator(name)
+    rng = np.random.default_rng(2)
+    for da in DTYPES[::2] + [np.dtype("uint8"), np.dtype("float32")]:
+        for db in DTYPES[::2] + [np.dtype("int8")]:
+            for sa, sb in SHAPE_PAIRS:
+                for ka in BINARY_OPERANDS:
+                    for kb in BINARY_OPERANDS:
+                        if (ka != "array" and sa) or (kb != "array" and sb):
+                            continue
+                        a = as_value(sample(sa, da, rng), ka)
+                        b = as_value(sample(sb, db, rng), kb)
+                        _check_or_both_raise(rule, (a, b), {}, (Meta.of(a), Meta.of(b)), {})
+
+
+@pytest.mark.parametrize("rule", [r for r in UFUNCS if r.fn.nin == 2], ids=lambda r: r.name)
+def test_binary_ufunc_matrix(rule):
+    rng = np.random.default_rng(3)
+    for da in (np.dtype("int32"), np.dtype("float32"), np.dtype("float64"), np.dtype("bool")):
+        for db in (np.dtype("int64"), np.dtype("float32")):
+            for sa, sb in SHAPE_PAIRS[:4]:
+                a = sample(sa, da, rng)
+                b = sample(sb, db, rng)
+                _check_or_both_raise(rule, (a, b), {}, (Meta.of(a), Meta.of(b)), {})
+                # a weak Python scalar on the right, as a graph value and as a constant
+                _check_or_both_raise(rule, (a, 2.0), {}, (Meta.of(a), Meta(float, np.dtype(float))), {})
+                _check_or_both_raise(rule, (a, 2), {}, (Meta.of(a), 2), {})
+
+
+REDUCTION_NAMES = sorted(R.REDUCTIONS)
+
+
+@pytest.mark.parametrize("name", REDUCTION_NAMES)
+def test_reduction_matrix(name):
+    rule = R.lookup_call(getattr(np, name))
+    rng = np.random.default_rng(4)
+    axes_for = {0: [None], 1: [None, 0, -1], 3: [None, 0, 2, (0, 2), -1, (1,)]}
+    for dtype in (np.dtype("bool"), np.dtype("int32"), np.dtype("float32"),
+                  np.dtype("complex128")):
+        for shape in ((), (5,), (2, 3, 4), (0, 3, 2)):
+            x = sample(shape, dtype, rng)
+            for axis in axes_for[len(shape)]:
+                kws = [{"axis": axis}]
+                if name not in ("cumsum", "cumprod", "nancumsum", "nancumprod", "argmax",
+                                "argmin", "nanargmax", "nanargmin", "count_nonzero"):
+                    kws.append({"axis": axis, "keepdims": True})
+                for kw in kws:
+                    _check_or_both_raise(rule, (x,), kw, (Meta.of(x),), kw)
+                    method = R.lookup_method(Meta.of(x), name)
+                    if method is not None:
+                        _check_or_both_raise(method, (x,), kw, (Meta.of(x),), kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors: the rule raises when NumPy raises; Unsupported for data-dependent shapes.
+
+A23 = Meta.array((2, 3), np.float64)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: R.lookup_operator("add").infer((A23, Meta.array((4,), np.float64)), {}),
+    lambda: R.lookup_operator("matmul").infer((A23, A23), {}),
+    lambda: R.lookup_call(np.sum).infer((A23,), {"axis": 2}),
+    lambda: R.lookup_call(np.sum).infer((A23,), {"axis": (0, 0)}),
+    lambda: R.lookup_method(A23, "reshape").infer((A23, 4, 2), {}),
+    lambda: R.lookup_method(A23, "reshape").infer((A23, -1, -1), {}),
+    lambda: R.lookup_call(np.concatenate).infer(((A23, Meta.array((2, 4), np.float64)),), {}),
+    lambda: R.lookup_call(np.stack).infer(((A23, Meta.array((3, 2), np.float64)),), {}),
+    lambda: R.lookup_call(np.add).infer((A23, Meta.array((2, 3), np.int64)),
+                                        {"dtype": np.int32, "casting": "safe"}),
+    lambda: R.lookup_operator("getitem").infer((A23, (0, 0, 0)), {}),
+    lambda: R.lookup_operator("getitem").infer((A23, (5,)), {}),
+    lambda: R.lookup_operator("getitem").infer((A23, 2.5), {}),
+    lambda: R.lookup_method(A23, "transpose").infer((A23, 0, 0), {}),
+    lambda: R.lookup_call(np.max).infer((Meta.array((0, 3), np.float64),), {"axis": 0}),
+    lambda: R.lookup_call(np.einsum).infer(("ij,jk->ik", A23, A23), {}),
+    lambda: R.lookup_operator("sub").infer((Meta.array((3,), bool), Meta(bool, np.dtype(bool))), {}),
+    lambda: R.lookup_operator("add").infer((Meta.array((3,), np.int8), 300), {}),
+])
+def test_rules_raise_where_numpy_raises(call):
+    with pytest.raises(Exception):
+        call()
+
+
+@pytest.mark.parametrize("call", [
+    lambda: R.lookup_operator("getitem").infer((A23, Meta.array((2, 3), bool)), {}),
+    lambda: R.lookup_operator("getitem").infer((A23, (Meta.array((2,), bool),)), {}),
+    lambda: R.lookup_call(np.nonzero).infer((A23,), {}),
+    lambda: R.lookup_call(np.unique).infer((A23,), {}),
+    lambda: R.lookup_call(np.where).infer((A23,), {}),
+    lambda: R.lookup_call(np.arange).infer((Meta(int, np.dtype(int)),), {}),
+    lambda: R.lookup_call(np.zeros).infer(((Meta(int, np.dtype(int)), 3),), {}),
+    lambda: R.lookup_operator("getitem").infer((A23, slice(Meta(int, np.dtype(int)), None)), {}),
+    lambda: R.lookup_operator("pow").infer((Meta(int, np.dtype(int)), Meta(int, np.dtype(int))), {}),
+    lambda: R.lookup_call(math.sqrt).infer((A23,), {}),
+    lambda: R.lookup_call(np.squeeze).infer((Meta.array((None, 3), np.float64),), {}),
+    lambda: R.lookup_call(np.add).infer((A23, A23), {"out": A23}),
+])
+def test_unsupported(call):
+    with pytest.raises(Unsupported):
+        call()
+
+
+# ---------------------------------------------------------------------------------------------
+# Dynamic dims
+
+DYN = Meta.array((None, 3), np.float32)
+
+
+def test_dynamic_dims():
+    assert R.lookup_operator("add").infer((DYN, Meta.array((4, 1), np.float64)), {}) == \
+        Meta.array((4, 3), np.float64)
+    assert R.lookup_operator("mul").infer((DYN, 2.0), {}) == DYN
+    assert R.lookup_call(np.sum).infer((DYN,), {"axis": 1}) == Meta.array((None,), np.float32)
+    assert R.lookup_attr(DYN, "T").infer((DYN,), {}) == Meta.array((3, None), np.float32)
+    assert R.lookup_method(DYN, "reshape").infer((DYN, -1), {}) == \
+        Meta.array((None,), np.float32)
+    assert R.lookup_operator("getitem").infer((DYN, (slice(None), 0)), {}) == \
+        Meta.array((None,), np.float32)
+    assert R.lookup_operator("matmul").infer((DYN, Meta.array((3, 5), np.float32)), {}) == \
+        Meta.array((None, 5), np.float32)
+    assert R.lookup_call(np.concatenate).infer(((DYN, DYN),), {}) == DYN
+    with pytest.raises(Unsupported):
+        R.lookup_operator("getitem").infer((DYN, slice(1, None)), {})
+    with pytest.raises(Unsupported):
+        R.static_attr(DYN, "shape")
+    assert R.static_attr(DYN, "ndim") == 2
+
+
+def test_static_attrs():
+    m = Meta.array((2, 3), np.int32)
+    assert [R.static_attr(m, n) for n in ("shape", "ndim", "size", "itemsize", "nbytes")] == \
+        [(2, 3), 2, 6, 4, 24]
+
+
+def test_views_are_marked():
+    for rule in (R.lookup_operator("getitem"), R.lookup_call(np.reshape),
+                 R.lookup_call(np.transpose), R.lookup_attr(A23, "T"),
+                 R.lookup_call(np.asarray), R.lookup_method(A23, "ravel")):
+        assert rule.aliases, rule.name
+    for rule in (R.lookup_call(np.exp), R.lookup_call(np.array), R.lookup_method(A23, "copy")):
+        assert not rule.aliases, rule.name
+
+
+# ---------------------------------------------------------------------------------------------
+# Hypothesis: random shapes, dtypes, axes and indices.
+
+dtypes_st = st.sampled_from(DTYPES)
+shape_st = st.lists(st.integers(0, 4), min_size=0, max_size=4).map(tuple)
+
+
+@settings(max_examples=150, deadline=None)
+@given(shape_st, shape_st, dtypes_st, dtypes_st,
+       st.sampled_from(["add", "mul", "truediv", "floordiv", "lt", "and", "pow"]))
+def test_hyp_elementwise(sa, sb, da, db, name):
+    rng = np.random.default_rng(0)
+    # make the shapes broadcastable most of the time
+    sb = tuple(d if d == 1 or i % 2 else 1 for i, d in enumerate(sb))
+    a, b = sample(sa, da, rng), sample(sb, db, rng)
+    _check_or_both_raise(R.lookup_operator(name), (a, b), {}, (Meta.of(a), Meta.of(b)), {})
+
+
+@settings(max_examples=150, deadline=None)
+@given(shape_st, dtypes_st, st.data(),
+       st.sampled_from(["sum", "mean", "max", "argmin", "any", "std", "cumsum", "prod"]))
+def test_hyp_reduction(shape, dtype, data, name):
+    x = sample(shape, dtype, np.random.default_rng(0))
+    nd = len(shape)
+    axis = data.draw(st.one_of(
+        st.none(), st.integers(-nd - 1, nd),
+        st.lists(st.integers(-nd, max(nd - 1, 0)), max_size=nd).map(tuple)))
+    kw = {"axis": axis}
+    if name not in ("argmin", "cumsum") and data.draw(st.booleans()):
+        kw["keepdims"] = True
+    rule = R.lookup_call(getattr(np, name))
+    _check_or_both_raise(rule, (x,), kw, (Meta.of(x),), kw)
+
+
+def _index_item(draw, dim):
+    kind = draw(st.sampled_from(["int", "slice", "none", "array", "list", "ell"]))
+    if kind == "int":
+        return draw(st.integers(-dim - 1, dim))
+    if kind == "slice":
+        return slice(draw(st.one_of(st.none(), st.integers(-5, 5))),
+                     draw(st.one_of(st.none(), st.integers(-5, 5))),
+                     draw(st.sampled_from([None, 1, 2, -1, -2])))
+    if kind == "none":
+        return None
+    if kind == "array":
+        n = draw(st.integers(0, 3))
+        return np.zeros((n,) if draw(st.booleans()) else (1, n), np.int64)
+    if kind == "list":
+        return [0] * draw(st.integers(0, 2))
+    return Ellipsis
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=0, max_size=4).map(tuple), st.data())
+def test_hyp_getitem(shape, data):
+    x = np.zeros(shape)
+    items = tuple(_index_item(data.draw, 3) for _ in range(data.draw(st.integers(0, 4))))
+    idx = items[0] if len(items) == 1 and data.draw(st.booleans()) else items
+    # graph-value index arrays: ndarray items become Metas
+    midx = tuple(Meta.of(i) if type(i) is np.ndarray else i for i in items) \
+        if type(idx) is tuple else (Meta.of(idx) if type(idx) is np.ndarray else idx)
+    rule = R.lookup_operator("getitem")
+    _check_or_both_raise(rule, (x, idx), {}, (Meta.of(x), midx), {})

@@ -1,5 +1,5 @@
 # pijit developer targets.
-PYTHON ?= python
+PYTHON ?= python3
 ASAN_LIB := $(shell gcc -print-file-name=libasan.so)
 
 .PHONY: install build test bench asan clean

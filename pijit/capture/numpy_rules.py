@@ -83,8 +83,13 @@ def python_pow(fn):
     def infer(args, kwargs):
         if len(args) > 2:
             raise Unsupported("three-argument pow")
-        if _is_py_int(args[0]) and type(args[1]) is Meta and _is_py_int(args[1]):
-            raise Unsupported("int ** int: the result type depends on the exponent's sign")
+        base_arg, exp = args[0], args[1]
+        if type(exp) is Meta and _is_py_int(exp):
+            if _is_py_int(base_arg):
+                raise Unsupported("int ** int: the result type depends on the exponent's sign")
+            if type(base_arg) is Meta and base_arg.dtype.kind == "b":
+                # ndarray.__pow__ turns `** 2` into np.square: bool ** 2 is int8, ** 3 int64
+                raise Unsupported("bool ** int: the result dtype depends on the exponent")
         return base(args, kwargs)
     return infer
 
@@ -128,6 +133,8 @@ def reduction(fn, name):
             raise Unsupported("overwrite_input mutates the input")
         a = args[0] if args else params.pop("a")
         shape = shape_of(a)
+        if not shape:  # the 0-d stand-in has the real shape; 0-d inputs accept axis=0/-1
+            return result_meta(probe(fn, args, kwargs))
         axis = require_const(params.get("axis"), "axis")
         keepdims = require_const(params.get("keepdims", False), "keepdims")
         axes = normalize_axes(axis, len(shape))
@@ -168,6 +175,16 @@ def view(fn, squeeze_like=False, static_only=False):
             raise Unsupported("axis/shape argument depends on a graph value")
         return view_probe(fn, args, kwargs)
     return infer
+
+
+def broadcast_to_infer(args, kwargs):
+    params = _bind(args, ("shape", "subok"), kwargs)
+    target = as_shape(params["shape"])
+    shape = shape_of(args[0])
+    if len(shape) > len(target) or broadcast(shape, target) != target:
+        raise ValueError(f"cannot broadcast shape {shape} to {target}")
+    value = probe(np.broadcast_to, (args[0], (1,) * len(target)), {})
+    return result_meta(value, target)
 
 
 def _squeeze_axis(args, kwargs):
@@ -213,6 +230,30 @@ def contraction(fn, shape_rule, n_operands=2):
 
 def outer_shape(a, b):
     return (size_of(a) if a else 1, size_of(b) if b else 1)
+
+
+def _core(shape, n, name):
+    if len(shape) < n:
+        raise ValueError(f"{name}: operand has too few dimensions")
+    return tuple(shape[:len(shape) - n]), tuple(shape[len(shape) - n:])
+
+
+def vecdot_shape(a, b):
+    (ba, (n,)), (bb, (m,)) = _core(a, 1, "vecdot"), _core(b, 1, "vecdot")
+    merge_dims(n, m, "vecdot core dimensions")
+    return broadcast(ba, bb)
+
+
+def matvec_shape(a, b):
+    (ba, (m, n)), (bb, (k,)) = _core(a, 2, "matvec"), _core(b, 1, "matvec")
+    merge_dims(n, k, "matvec core dimensions")
+    return broadcast(ba, bb) + (m,)
+
+
+def vecmat_shape(a, b):
+    (ba, (k,)), (bb, (n, m)) = _core(a, 1, "vecmat"), _core(b, 2, "vecmat")
+    merge_dims(n, k, "vecmat core dimensions")
+    return broadcast(ba, bb) + (m,)
 
 
 def vdot_shape(a, b):
@@ -389,6 +430,8 @@ def sort_infer(fn):
     def infer(args, kwargs):
         params = _bind(args, ("axis", "kind", "order"), kwargs)
         shape = shape_of(args[0])
+        if not shape:
+            return result_meta(probe(fn, args, kwargs))
         axis = require_const(params.get("axis", -1), "axis")
         if axis is None:
             shape = (size_of(shape),)
@@ -627,7 +670,7 @@ def _build_call_table() -> dict:
 
     for attr in dir(np):
         obj = getattr(np, attr)
-        if isinstance(obj, np.ufunc) and obj not in table:
+        if isinstance(obj, np.ufunc) and obj.signature is None and obj not in table:
             add(obj, obj.__name__, elementwise(obj, obj.nin))
     for name in REDUCTIONS:
         add(getattr(np, name), name, reduction(getattr(np, name), name))
@@ -642,10 +685,11 @@ def _build_call_table() -> dict:
         add(fn, fn.__name__, elementwise(fn, 0))  # scalar result of any two shapes
     add(np.linalg.norm, "norm", norm_infer)
     # views
-    for fn in (np.transpose, np.swapaxes, np.moveaxis, np.expand_dims, np.broadcast_to,
+    for fn in (np.transpose, np.swapaxes, np.moveaxis, np.expand_dims,
                np.real, np.imag, np.flip, np.flipud, np.fliplr, np.rot90, np.atleast_1d,
                np.atleast_2d, np.atleast_3d, np.matrix_transpose):
         add(fn, fn.__name__, view(fn), aliases=True)
+    add(np.broadcast_to, "broadcast_to", broadcast_to_infer, aliases=True)
     add(np.squeeze, "squeeze", view(np.squeeze, squeeze_like=True), aliases=True)
     add(np.diagonal, "diagonal", static_only_view(np.diagonal), aliases=True)
     add(np.reshape, "reshape", reshape_infer(np.reshape, method=False), aliases=True)
@@ -663,6 +707,9 @@ def _build_call_table() -> dict:
     add(np.outer, "outer", contraction(np.outer, outer_shape))
     add(np.vdot, "vdot", contraction(np.vdot, vdot_shape))
     add(np.tensordot, "tensordot", tensordot_infer)
+    add(np.vecdot, "vecdot", contraction(np.vecdot, vecdot_shape))
+    add(np.matvec, "matvec", contraction(np.matvec, matvec_shape))
+    add(np.vecmat, "vecmat", contraction(np.vecmat, vecmat_shape))
     add(np.einsum, "einsum", einsum_infer)
     # joining
     for fn, kind in ((np.concatenate, "concatenate"), (np.stack, "stack"),

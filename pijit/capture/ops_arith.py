@@ -37,7 +37,7 @@ COMPARE = {
     "LT": ("lt", operator.lt), "LE": ("le", operator.le), "EQ": ("eq", operator.eq),
     "NE": ("ne", operator.ne), "GT": ("gt", operator.gt), "GE": ("ge", operator.ge),
 }
-UNARY = {
+UNARY_OPS = {
     "UNARY_NEGATIVE": ("neg", operator.neg), "UNARY_POSITIVE": ("pos", operator.pos),
     "UNARY_INVERT": ("invert", operator.invert),
 }
@@ -64,7 +64,7 @@ def COMPARE_OP(cap, instr):
 
 @handler("UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT")
 def UNARY(cap, instr):
-    name, fn = UNARY[instr.name]
+    name, fn = UNARY_OPS[instr.name]
     cap.push(apply_operator(cap, name, fn, (cap.pop(),)))
 
 

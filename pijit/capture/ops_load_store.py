@@ -153,10 +153,10 @@ def _const_attr(cap, obj, name):
             attr = getattr(value, name)
         except AttributeError:
             cap.unsupported(Reason.UNSUPPORTED_VALUE, f"{type(value).__name__} has no {name!r}")
-        if is_immutable(attr):
-            return ConstValue(attr)
         if callable(attr):
             return MethodValue(obj, name)
+        if is_immutable(attr):
+            return ConstValue(attr)
     cap.unsupported(Reason.UNSUPPORTED_VALUE, f"attribute {name!r} of {type(value).__name__}")
 
 

@@ -76,8 +76,10 @@ class ValueBuilder:
         if isinstance(obj, np.generic):
             if obj.dtype.kind not in SUPPORTED_DTYPE_KINDS:
                 raise GraphBreak(Reason.UNSUPPORTED_VALUE, f"{source.name()} is a {t.__name__}")
-            self.guard(source, "eq", obj)
-            return ConstValue(obj, source=source)
+            # Like a 0-d array: a graph input guarded by type (so by dtype), not by value,
+            # since NumPy scalars usually come from reductions and change every call.
+            self.guard(source, "type", t)
+            return self._input(Meta.of(obj), source)
         if t in (str, bytes) or isinstance(obj, np.dtype):
             self.guard(source, "eq", obj)
             return ConstValue(obj, source=source)

@@ -14,6 +14,42 @@ from pijit import cache
 from pijit.explain import report as explain_report
 
 
+def layout_copy(a: np.ndarray) -> np.ndarray:
+    """A copy of `a` with the same strides and offset into a copy of its base (deepcopy would
+    make non-contiguous inputs contiguous, and then their layout would go untested)."""
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if root is a or root.base is not None:
+        return a.copy(order="K") if a.flags.forc else np.array(a, copy=True, order="K")
+    root_copy = root.copy(order="A")
+    offset = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return np.ndarray(a.shape, a.dtype, buffer=root_copy, offset=offset, strides=a.strides)
+
+
+def clone(value):
+    """Deep copy keeping array layouts, and keeping objects that appear twice shared."""
+    memo = {}
+
+    def visit(obj, depth=0):
+        if id(obj) in memo or depth > 4:
+            return
+        if isinstance(obj, np.ndarray):
+            memo[id(obj)] = layout_copy(obj)
+        elif isinstance(obj, (tuple, list)):
+            for o in obj:
+                visit(o, depth + 1)
+        elif isinstance(obj, dict):
+            for o in obj.values():
+                visit(o, depth + 1)
+        elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+            for o in vars(obj).values():
+                visit(o, depth + 1)
+
+    visit(value)
+    return copy.deepcopy(value, memo)
+
+
 def run_captured(fn, args, kwargs):
     """(result, exception, stdout) of fn(*args, **kwargs)."""
     out = io.StringIO()
@@ -86,12 +122,12 @@ def assert_same(fn, *args, graphs=1, breaks=0, ops=None, jit_kwargs=None, kwargs
     and `breaks` breaks (graphs=0: the function must have fallen back to plain Python), that
     the op names include `ops`, and that later calls hit the cache. Returns the report."""
     kwargs = kwargs or {}
-    plain_args, plain_kwargs = copy.deepcopy((args, kwargs))
+    plain_args, plain_kwargs = clone((args, kwargs))
     expected, expected_exc, expected_out = run_captured(fn, plain_args, plain_kwargs)
     jitted = pijit.jit(fn, **(jit_kwargs or {}))
     pijit.reset(jitted)
     for call in range(calls):
-        jit_args, jit_kwargs_ = copy.deepcopy((args, kwargs))
+        jit_args, jit_kwargs_ = clone((args, kwargs))
         got, exc, out = run_captured(jitted, jit_args, jit_kwargs_)
         where = f"call {call + 1}"
         assert out == expected_out, f"{where}: printed output differs:\n{out!r}\n{expected_out!r}"

@@ -496,3 +496,96 @@ def test_hyp_getitem(shape, data):
         if type(idx) is tuple else (Meta.of(idx) if type(idx) is np.ndarray else idx)
     rule = R.lookup_operator("getitem")
     _check_or_both_raise(rule, (x, idx), {}, (Meta.of(x), midx), {})
+
+
+# ---------------------------------------------------------------------------------------------
+# Single-array table entries over dtypes x shapes: (callable, extra args, kwargs).
+
+UNARY_CALLS = [
+    (np.transpose, (), {}), (np.ravel, (), {}), (np.copy, (), {}), (np.flip, (), {}),
+    (np.expand_dims, (0,), {}), (np.squeeze, (), {}), (np.atleast_2d, (), {}),
+    (np.real, (), {}), (np.imag, (), {}), (np.round, (1,), {}), (np.nan_to_num, (), {}),
+    (np.clip, (0, 1), {}), (np.clip, (None, 2.5), {}), (np.sort, (), {}),
+    (np.argsort, (), {"axis": None}), (np.zeros_like, (), {}),
+    (np.ones_like, (), {"dtype": np.float32}), (np.full_like, (3,), {}),
+    (np.empty_like, (), {"shape": (2, 2)}), (np.asarray, (), {}),
+    (np.array, (), {"dtype": np.int16}), (np.float32, (), {}), (np.int64, (), {}),
+    (np.complex64, (), {}), (np.bool_, (), {}), (np.linalg.norm, (), {}),
+    (np.tile, ((2, 1),), {}), (np.repeat, (2,), {}), (np.where, (1.0, 0), {}),
+    (np.reshape, (-1,), {}), (np.outer, (np.ones(2),), {}), (np.vdot, (np.ones(1),), {}),
+    (np.broadcast_to, ((2, 1, 1),), {}), (np.sinc, (), {}), (abs, (), {}),
+]
+UNARY_METHODS = [
+    ("astype", (np.float16,), {}), ("copy", (), {}), ("ravel", (), {}), ("flatten", (), {}),
+    ("transpose", (), {}), ("squeeze", (), {}), ("round", (), {}), ("conj", (), {}),
+    ("clip", (0, None), {}), ("reshape", (1, -1), {}), ("repeat", (3,), {}),
+]
+
+
+@pytest.mark.parametrize("fn,extra,kwargs", UNARY_CALLS,
+                         ids=[getattr(c[0], "__name__", str(c[0])) for c in UNARY_CALLS])
+def test_single_array_call_matrix(fn, extra, kwargs):
+    rule = R.lookup_call(fn)
+    rng = np.random.default_rng(5)
+    for dtype in DTYPES:
+        for shape in ((), (1,), (3,), (1, 1), (2, 1), (0, 1)):
+            for kind in ("array", "npscalar", "pyscalar"):
+                if kind != "array" and shape:
+                    continue
+                x = as_value(sample(shape, dtype, rng), kind)
+                _check_or_both_raise(rule, (x,) + extra, kwargs, (Meta.of(x),) + extra, kwargs)
+
+
+@pytest.mark.parametrize("name,extra,kwargs", UNARY_METHODS, ids=[m[0] for m in UNARY_METHODS])
+def test_single_array_method_matrix(name, extra, kwargs):
+    rng = np.random.default_rng(6)
+    for dtype in DTYPES:
+        for shape in ((), (1,), (3,), (2, 1), (0, 1)):
+            for kind in ("array", "npscalar"):
+                if kind != "array" and shape:
+                    continue
+                x = as_value(sample(shape, dtype, rng), kind)
+                rule = R.lookup_method(Meta.of(x), name)
+                _check_or_both_raise(rule, (x,) + extra, kwargs, (Meta.of(x),) + extra, kwargs)
+
+
+CONTRACTION_SHAPES = [(), (3,), (2, 3), (3, 2), (4, 2, 3), (1, 3, 3)]
+
+
+@pytest.mark.parametrize("fn", [np.matmul, np.dot, np.inner, np.outer, np.vdot, np.vecdot,
+                                np.matvec, np.vecmat, operator.matmul],
+                         ids=lambda f: f.__name__)
+def test_contraction_matrix(fn):
+    rule = R.lookup_call(fn) or R.lookup_operator("matmul")
+    rng = np.random.default_rng(7)
+    for sa in CONTRACTION_SHAPES:
+        for sb in CONTRACTION_SHAPES:
+            for da, db in ((np.float32, np.float64), (np.int32, np.int8), (bool, bool)):
+                a, b = sample(sa, np.dtype(da), rng), sample(sb, np.dtype(db), rng)
+                _check_or_both_raise(rule, (a, b), {}, (Meta.of(a), Meta.of(b)), {})
+
+
+@pytest.mark.parametrize("spec", ["ij,jk->ik", "ij,jk", "ii", "ii->i", "ij->ji", "...ij,...jk",
+                                  "i,i", "i,j->ij", "ij->", "bij,bjk->bik", "...i->..."])
+def test_einsum_matrix(spec):
+    rule = R.lookup_call(np.einsum)
+    rng = np.random.default_rng(8)
+    n_ops = spec.split("->")[0].count(",") + 1
+    for shapes in [((3, 3), (3, 3)), ((2, 3), (3, 4)), ((3,), (3,)), ((2, 3, 3), (2, 3, 3)),
+                   ((1, 3), (3, 1)), ((3,), (1,))]:
+        ops = [sample(s, np.dtype(np.float32), rng) for s in shapes[:n_ops]]
+        _check_or_both_raise(rule, (spec, *ops), {}, (spec, *map(Meta.of, ops)), {})
+
+
+@pytest.mark.parametrize("fn,kind", [(np.concatenate, 0), (np.concatenate, 1),
+                                     (np.concatenate, None), (np.stack, 0), (np.stack, -1),
+                                     (np.hstack, 0), (np.vstack, 0), (np.column_stack, 0)],
+                         ids=lambda v: getattr(v, "__name__", str(v)))
+def test_joining_matrix(fn, kind):
+    rule = R.lookup_call(fn)
+    rng = np.random.default_rng(9)
+    kw = {} if fn in (np.hstack, np.vstack, np.column_stack) else {"axis": kind}
+    for sa, sb in [((), ()), ((3,), (3,)), ((3,), (2,)), ((2, 3), (2, 3)), ((2, 3), (1, 3)),
+                   ((2, 3), (2, 1)), ((2, 3), (3,))]:
+        a, b = sample(sa, np.dtype(np.int32), rng), sample(sb, np.dtype(np.float32), rng)
+        _check_or_both_raise(rule, ((a, b),), kw, ((Meta.of(a), Meta.of(b)),), kw)

@@ -352,6 +352,8 @@ def _check_bound(value, dim, axis):
 
 def index_meta(x: Meta, idx) -> Meta:
     """x[idx] with basic and integer-array (advanced) indexing; boolean masks are Unsupported."""
+    if x.dtype.kind not in PROBE_KINDS:
+        raise Unsupported(f"indexing values of dtype {x.dtype}")
     if not x.is_array:
         if x.is_pyscalar:
             raise TypeError(f"'{x.pytype.__name__}' object is not subscriptable")

@@ -1,0 +1,367 @@
+"""Capture patterns beyond single ops: argument kinds, closures, globals, methods, containers,
+pruned branches, in-place updates of fresh arrays, dynamic shapes; and what falls back."""
+import math
+
+import numpy as np
+import pytest
+
+import pijit
+from differential import assert_same
+
+G_SCALE = 2.5
+G_ARRAY = np.linspace(0.0, 1.0, 4)
+CONFIG = {"eps": 1e-5}
+
+
+def rng_array(*shape, dtype=np.float64, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+X = rng_array(3, 4)
+Y = rng_array(3, 4, seed=1)
+
+
+# -- arguments --------------------------------------------------------------------------
+def defaults(x, scale=2.0, shift=1):
+    return x * scale + shift
+
+
+def kwonly(x, *, axis=0, keepdims=False):
+    return x.sum(axis=axis, keepdims=keepdims)
+
+
+def star_args(x, *rest):
+    return x + rest[0] * rest[1]
+
+
+def star_kwargs(x, **kw):
+    return x * kw["a"] - kw["b"]
+
+
+def all_kinds(x, y=1.0, *args, z, w=2, **kw):
+    return x * y + z - w + len(args) + len(kw)
+
+
+def test_defaults():
+    assert_same(defaults, X)
+    assert_same(defaults, X, kwargs={"shift": 3})
+
+
+def test_kwonly():
+    assert_same(kwonly, X, kwargs={"axis": 1, "keepdims": True}, ops=["sum"])
+
+
+def test_star_args():
+    assert_same(star_args, X, Y, 3.0)
+
+
+def test_star_kwargs():
+    assert_same(star_kwargs, X, kwargs={"a": 2.0, "b": 0.5})
+
+
+def test_all_argument_kinds():
+    assert_same(all_kinds, X, 2.0, 7, 8, kwargs={"z": 1.5, "q": 4})
+
+
+# -- globals, closures, attributes ------------------------------------------------------
+def uses_globals(x):
+    return x * G_SCALE + G_ARRAY + CONFIG["eps"]
+
+
+def make_closure(scale, offset):
+    def closure(x):
+        return np.tanh(x * scale) + offset
+    return closure
+
+
+def test_globals():
+    report = assert_same(uses_globals, X)
+    assert any("G_ARRAY" in g for g in report.guards)
+    assert any("G_SCALE" in g for g in report.guards)
+
+
+def test_closure():
+    report = assert_same(make_closure(2.0, np.ones(4)), X, ops=["tanh", "mul", "add"])
+    assert any(g.startswith("scale") for g in report.guards)
+
+
+class Linear:
+    def __init__(self, n_in, n_out):
+        self.w = rng_array(n_in, n_out, seed=3)
+        self.b = rng_array(n_out, seed=4)
+        self.act = True
+
+    def forward(self, x):
+        h = x @ self.w + self.b
+        return np.maximum(h, 0) if self.act else h
+
+
+def test_method_self_attributes():
+    layer = Linear(4, 5)
+    report = assert_same(Linear.forward, layer, X, ops=["matmul", "add", "maximum"])
+    assert "type(self) is Linear" in report.guards
+    assert any(g.startswith("self.w: ndarray float64[4,5]") for g in report.guards)
+    assert "self.act == True" in report.guards
+
+
+def test_jitted_method_decorator():
+    class Model:
+        def __init__(self):
+            self.scale = 3.0
+
+        @pijit.jit
+        def construct(self, x):
+            return x * self.scale
+
+    m = Model()
+    np.testing.assert_array_equal(m.construct(X), X * 3.0)
+    np.testing.assert_array_equal(m.construct(X), X * 3.0)
+    assert pijit.stats(Model.construct)["cache_hits"] == 1
+    assert pijit.explain(Model.construct, m, X).ops_per_graph == [["mul"]]
+
+
+# -- containers and constants -----------------------------------------------------------
+def returns_structures(x):
+    s = x.sum()
+    return {"sum": s, "rows": [x[0], x[-1]], "meta": (x.shape, x.dtype.name, "tag")}, None
+
+
+def returns_input_itself(x, y):
+    return x, y, x.T
+
+
+def tuple_unpack(x):
+    a, b, c = x
+    rows, cols = x.shape
+    return a + b * c, rows * cols
+
+
+def shape_arithmetic(x):
+    n, m = x.shape
+    return x.reshape(n * m // 2, 2), np.zeros((n, m + 1), dtype=x.dtype), x.shape + (1,)
+
+
+def fstring_constant(x):
+    label = f"{x.shape[0]}x{x.ndim}"
+    return x * len(label)
+
+
+def test_structures():
+    assert_same(returns_structures, X)
+
+
+def test_identity_of_returned_inputs():
+    x, y = X.copy(), Y.copy()
+    f = pijit.jit(returns_input_itself)
+    for _ in range(2):
+        a, b, t = f(x, y)
+        assert a is x and b is y and t.base is x
+    assert_same(returns_input_itself, X, Y)
+
+
+def test_unpack_rows_and_shape():
+    assert_same(tuple_unpack, X, ops=["getitem", "mul", "add"])
+
+
+def test_shape_arithmetic():
+    assert_same(shape_arithmetic, X, ops=["reshape", "zeros"])
+
+
+def test_fstring_of_constants():
+    assert_same(fstring_constant, X)
+
+
+# -- branches on guarded constants ------------------------------------------------------
+def branchy(x, mode, bias=None):
+    if mode == "relu":
+        y = np.maximum(x, 0)
+    elif mode == "tanh":
+        y = np.tanh(x)
+    else:
+        y = x
+    if bias is not None:
+        y = y + bias
+    if x.ndim == 2 and x.shape[1] > 2:
+        y = y.sum(axis=1)
+    return y
+
+
+@pytest.mark.parametrize("mode", ["relu", "tanh", "none"])
+def test_branch_pruned_on_constants(mode):
+    report = assert_same(branchy, X, mode)
+    assert f"mode == {mode!r}" in report.guards
+    assert_same(branchy, X, mode, np.ones(4))
+
+
+def conditional_expression(x, flag):
+    return x * 2 if flag else x - 1
+
+
+def test_conditional_expression():
+    assert_same(conditional_expression, X, True)
+    assert_same(conditional_expression, X, False)
+
+
+# -- in-place updates, dtypes -----------------------------------------------------------
+def inplace_on_fresh(x):
+    y = x * 2.0
+    y += 1.0
+    y *= x
+    return y
+
+
+def test_inplace_on_fresh_array():
+    assert_same(inplace_on_fresh, X, ops=["iadd", "imul"])
+
+
+def mixed_dtypes(a, b, c):
+    return a + b, a * c, b / c, (a > 0) & (b < 0.5), c // 2
+
+
+def test_mixed_dtype_promotion():
+    a = np.arange(12, dtype=np.int32).reshape(3, 4)
+    b = rng_array(3, 4, dtype=np.float32)
+    c = np.arange(1, 5, dtype=np.int64)
+    assert_same(mixed_dtypes, a, b, c)
+
+
+def python_scalar_math(x, n):
+    return x * math.sqrt(n) + math.pi, math.floor(n / 3)
+
+
+def test_math_on_python_scalars():
+    assert_same(python_scalar_math, X, 7)
+    report = assert_same(python_scalar_math, X, 7,
+                         jit_kwargs={"jit_config": {"specialize_scalar": False}})
+    assert "type(n) is int" in report.guards
+
+
+def noncontiguous(x):
+    return np.exp(x) * 2
+
+
+def test_noncontiguous_inputs():
+    base = rng_array(6, 8)
+    assert_same(noncontiguous, base.T)
+    assert_same(noncontiguous, base[::2, 1::3])
+    report = assert_same(noncontiguous, base[:, ::2])
+    assert any("strided" in g for g in report.guards)
+
+
+def zero_d_and_empty(x, e):
+    return x * 2 + 1, e.sum(), e * 3
+
+
+def test_zero_d_and_empty():
+    assert_same(zero_d_and_empty, np.array(2.5), np.zeros((0, 3)))
+
+
+def delete_local(x):
+    y = x * 2
+    z = y + 1
+    del y
+    return z
+
+
+def test_del_local():
+    assert_same(delete_local, X)
+
+
+# -- dynamic shapes ---------------------------------------------------------------------
+def rowwise(x):
+    return x - x.mean(axis=1, keepdims=True)
+
+
+def test_input_signature_dynamic_dim():
+    spec = (pijit.ArraySpec((None, 4), "float64"),)
+    f = pijit.jit(rowwise, input_signature=spec)
+    for n in (3, 5, 9):
+        x = rng_array(n, 4)
+        np.testing.assert_array_equal(f(x), rowwise(x))
+    info = pijit.code_info(f)
+    assert info["compile_count"] == 1
+    assert "x: ndarray float64[?,4] C" in info["entries"][0]["guards"]
+
+
+def test_automatic_dynamic_dims_after_shape_change():
+    f = pijit.jit(rowwise)
+    for n in (3, 5, 9, 11):
+        x = rng_array(n, 4)
+        np.testing.assert_array_equal(f(x), rowwise(x))
+    stats = pijit.stats(f)
+    assert stats["compile_count"] == 2
+    assert "x: expected float64[3,4] C, got float64[5,4] C" in stats["recompile_reasons"][0]
+
+
+# -- fallbacks: the whole function runs as plain Python, with the reason and line ----------
+def with_print(x):
+    y = x * 2
+    print("y sum", float(y.sum()))
+    return y
+
+
+def data_dependent_branch(x):
+    if x.sum() > 0:
+        return x * 2
+    return x
+
+
+def has_loop(x):
+    for _ in range(3):
+        x = x * 0.5
+    return x
+
+
+def has_try(x):
+    try:
+        return x * 2
+    except ValueError:
+        return x
+
+
+def unknown_call(x):
+    return np.random.default_rng(0).standard_normal(x.shape) + x
+
+
+def mutates_input(x):
+    x[0] = 1.0
+    return x
+
+
+@pytest.mark.parametrize("fn, reason, line_offset", [
+    (with_print, "print", 2),
+    (data_dependent_branch, "depends on array data", 1),
+    (has_loop, "", None),
+    (has_try, "exception handling", None),
+    (unknown_call, "default_rng", 1),
+    (mutates_input, "STORE_SUBSCR", 1),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_fallback_reports_reason_and_line(fn, reason, line_offset):
+    report = assert_same(fn, X, graphs=0, breaks=1)
+    (brk,) = report.break_reasons
+    assert reason in brk["reason"]
+    assert brk["filename"] == __file__
+    if line_offset is not None:
+        assert brk["lineno"] == fn.__code__.co_firstlineno + line_offset
+    with pytest.raises(pijit.GraphBreakError, match=fn.__name__):
+        pijit.jit(fn, mode="PSJit")(X.copy())
+    with pytest.raises(pijit.GraphBreakError):
+        pijit.jit(fn, jit_config={"jit_syntax_level": "STRICT"})(X.copy())
+
+
+def test_fallback_entry_serves_later_calls_without_recompiling():
+    f = pijit.jit(with_print)
+    pijit.reset(f)
+    for _ in range(3):
+        f(X)
+    stats = pijit.stats(f)
+    assert stats["compile_count"] == 0 and stats["cache_misses"] == 1
+    assert stats["cache_hits"] == 2
+
+
+def raises_at_capture(x):
+    return x.reshape(5, 7)
+
+
+def test_error_the_user_would_see_is_raised_unchanged():
+    assert_same(raises_at_capture, X, graphs=0, breaks=1)

@@ -5,6 +5,8 @@ capture (bytecode -> graph + guards) -> backend (graph -> callable) -> bytecode_
 """
 from __future__ import annotations
 
+import re
+
 from pijit import explain
 from pijit.backends import numpy_backend
 from pijit.bytecode_gen.transform import build_transformed, graph_outputs
@@ -23,7 +25,8 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards=()):
         raise
     graph = capture.graph
     graph.outputs = list(graph_outputs(capture.ret, {}))
-    compiled = numpy_backend.compile_graph(graph, f"__pijit_graph_{code.co_name}",
+    name = "__pijit_graph_" + re.sub(r"\W", "_", code.co_name)     # <lambda>, <genexpr>
+    compiled = numpy_backend.compile_graph(graph, name,
                                            code.co_filename, code.co_firstlineno)
     fn = build_transformed(func, capture, compiled.fn, capture.return_lineno)
     info = EntryInfo(guards=list(capture.guards) + list(extra_guards), graph=graph,

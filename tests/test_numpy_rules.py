@@ -16,6 +16,8 @@ from pijit.graph.ir import Meta, PY_SCALARS
 
 from op_cases import CASES
 
+PY_FLOAT, PY_INT, PY_BOOL = (Meta(t, np.dtype(t)) for t in (float, int, bool))
+
 
 def meta_of(value):
     if isinstance(value, tuple):
@@ -171,6 +173,7 @@ def _call(rule, fn, args, kwargs):
     args, kwargs = _unwrap_types(args), _unwrap_types(kwargs)
     if not any(type(x) is Traced for x in _flatten((args, kwargs))):
         # An all-constant call: capture folds it, but the rule must still agree.
+        APPLIED.add(rule.name)
         result = fn(*args, **kwargs)
         if _is_value(result) or type(result) is tuple:
             got = rule.infer(args, kwargs)
@@ -314,7 +317,7 @@ def test_binary_ufunc_matrix(rule):
                 b = sample(sb, db, rng)
                 _check_or_both_raise(rule, (a, b), {}, (Meta.of(a), Meta.of(b)), {})
                 # a weak Python scalar on the right, as a graph value and as a constant
-                _check_or_both_raise(rule, (a, 2.0), {}, (Meta.of(a), Meta(float, np.dtype(float))), {})
+                _check_or_both_raise(rule, (a, 2.0), {}, (Meta.of(a), PY_FLOAT), {})
                 _check_or_both_raise(rule, (a, 2), {}, (Meta.of(a), 2), {})
 
 
@@ -365,7 +368,7 @@ A23 = Meta.array((2, 3), np.float64)
     lambda: R.lookup_method(A23, "transpose").infer((A23, 0, 0), {}),
     lambda: R.lookup_call(np.max).infer((Meta.array((0, 3), np.float64),), {"axis": 0}),
     lambda: R.lookup_call(np.einsum).infer(("ij,jk->ik", A23, A23), {}),
-    lambda: R.lookup_operator("sub").infer((Meta.array((3,), bool), Meta(bool, np.dtype(bool))), {}),
+    lambda: R.lookup_operator("sub").infer((Meta.array((3,), bool), PY_BOOL), {}),
     lambda: R.lookup_operator("add").infer((Meta.array((3,), np.int8), 300), {}),
 ])
 def test_rules_raise_where_numpy_raises(call):
@@ -382,7 +385,7 @@ def test_rules_raise_where_numpy_raises(call):
     lambda: R.lookup_call(np.arange).infer((Meta(int, np.dtype(int)),), {}),
     lambda: R.lookup_call(np.zeros).infer(((Meta(int, np.dtype(int)), 3),), {}),
     lambda: R.lookup_operator("getitem").infer((A23, slice(Meta(int, np.dtype(int)), None)), {}),
-    lambda: R.lookup_operator("pow").infer((Meta(int, np.dtype(int)), Meta(int, np.dtype(int))), {}),
+    lambda: R.lookup_operator("pow").infer((PY_INT, PY_INT), {}),
     lambda: R.lookup_call(math.sqrt).infer((A23,), {}),
     lambda: R.lookup_call(np.squeeze).infer((Meta.array((None, 3), np.float64),), {}),
     lambda: R.lookup_call(np.add).infer((A23, A23), {"out": A23}),

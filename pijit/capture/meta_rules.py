@@ -22,10 +22,6 @@ class Unsupported(Exception):
 # ---------------------------------------------------------------------------------------------
 # Walking arguments
 
-def is_meta(x) -> bool:
-    return type(x) is Meta
-
-
 def metas_in(obj) -> list:
     """Every Meta inside a nested argument (tuples, lists, dicts, slices)."""
     if type(obj) is Meta:
@@ -120,10 +116,6 @@ def shape_of(obj) -> tuple:
     if metas_in(obj):
         raise Unsupported("nested sequence of graph values used as an array")
     return np.shape(obj)
-
-
-def ndim_of(obj) -> int:
-    return len(shape_of(obj))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,6 +249,69 @@ def inner_shape(a, b) -> tuple:
         return broadcast(a, b)
     merge_dims(a[-1], b[-1], "inner dimensions")
     return tuple(a[:-1]) + tuple(b[:-1])
+
+
+def outer_shape(a, b):
+    return (size_of(a) if a else 1, size_of(b) if b else 1)
+
+
+def _core(shape, n, name):
+    if len(shape) < n:
+        raise ValueError(f"{name}: operand has too few dimensions")
+    return tuple(shape[:len(shape) - n]), tuple(shape[len(shape) - n:])
+
+
+def vecdot_shape(a, b):
+    (ba, (n,)), (bb, (m,)) = _core(a, 1, "vecdot"), _core(b, 1, "vecdot")
+    merge_dims(n, m, "vecdot core dimensions")
+    return broadcast(ba, bb)
+
+
+def matvec_shape(a, b):
+    (ba, (m, n)), (bb, (k,)) = _core(a, 2, "matvec"), _core(b, 1, "matvec")
+    merge_dims(n, k, "matvec core dimensions")
+    return broadcast(ba, bb) + (m,)
+
+
+def vecmat_shape(a, b):
+    (ba, (k,)), (bb, (n, m)) = _core(a, 1, "vecmat"), _core(b, 2, "vecmat")
+    merge_dims(n, k, "vecmat core dimensions")
+    return broadcast(ba, bb) + (m,)
+
+
+def vdot_shape(a, b):
+    sa, sb = size_of(a), size_of(b)
+    if sa is not None and sb is not None and sa != sb:
+        raise ValueError("vdot: cannot reshape, sizes differ")
+    return ()
+
+
+def concat_shape(shapes, axis):
+    if axis is None:
+        sizes = [size_of(s) for s in shapes]
+        return (None if None in sizes else sum(sizes),)
+    ndim = len(shapes[0])
+    if ndim == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    if any(len(s) != ndim for s in shapes):
+        raise ValueError("all the input arrays must have same number of dimensions")
+    ax = normalize_axis(axis, ndim)
+    out = []
+    for i in range(ndim):
+        dims = [s[i] for s in shapes]
+        if i == ax:
+            out.append(None if None in dims else sum(dims))
+        else:
+            d = dims[0]
+            for e in dims[1:]:
+                d = merge_dims(d, e, "concatenation dimensions")
+            out.append(d)
+    return tuple(out)
+
+
+def atleast_shape(shape, n):
+    """np.atleast_2d's shape rule (pad with leading 1s)."""
+    return (1,) * max(0, n - len(shape)) + tuple(shape)
 
 
 def tensordot_shape(a, b, axes) -> tuple:

@@ -17,10 +17,11 @@ import numpy as np
 
 from pijit.graph.ir import Meta
 from pijit.capture.meta_rules import (
-    Unsupported, as_shape, broadcast, dot_shape, einsum_shape, index_meta, inner_shape,
-    matmul_shape, merge_dims, metas_in, ndim_of, normalize_axes, normalize_axis, probe,
-    reduce_shape, require_const, reshape_shape, result_meta, shape_of, size_of, small_const,
-    stand_in, tensordot_shape, view_probe,
+    Unsupported, as_shape, atleast_shape, broadcast, concat_shape, dot_shape, einsum_shape,
+    index_meta, inner_shape, matmul_shape, matvec_shape, merge_dims, metas_in, normalize_axes,
+    normalize_axis, outer_shape, probe, reduce_shape, require_const, reshape_shape,
+    result_meta, shape_of, size_of, small_const, stand_in, tensordot_shape, vdot_shape,
+    vecdot_shape, vecmat_shape, view_probe,
 )
 
 __all__ = ["Unsupported", "OpRule", "lookup_call", "lookup_method", "lookup_attr",
@@ -228,41 +229,6 @@ def contraction(fn, shape_rule, n_operands=2):
     return infer
 
 
-def outer_shape(a, b):
-    return (size_of(a) if a else 1, size_of(b) if b else 1)
-
-
-def _core(shape, n, name):
-    if len(shape) < n:
-        raise ValueError(f"{name}: operand has too few dimensions")
-    return tuple(shape[:len(shape) - n]), tuple(shape[len(shape) - n:])
-
-
-def vecdot_shape(a, b):
-    (ba, (n,)), (bb, (m,)) = _core(a, 1, "vecdot"), _core(b, 1, "vecdot")
-    merge_dims(n, m, "vecdot core dimensions")
-    return broadcast(ba, bb)
-
-
-def matvec_shape(a, b):
-    (ba, (m, n)), (bb, (k,)) = _core(a, 2, "matvec"), _core(b, 1, "matvec")
-    merge_dims(n, k, "matvec core dimensions")
-    return broadcast(ba, bb) + (m,)
-
-
-def vecmat_shape(a, b):
-    (ba, (k,)), (bb, (n, m)) = _core(a, 1, "vecmat"), _core(b, 2, "vecmat")
-    merge_dims(n, k, "vecmat core dimensions")
-    return broadcast(ba, bb) + (m,)
-
-
-def vdot_shape(a, b):
-    sa, sb = size_of(a), size_of(b)
-    if sa is not None and sb is not None and sa != sb:
-        raise ValueError("vdot: cannot reshape, sizes differ")
-    return ()
-
-
 def tensordot_infer(args, kwargs):
     params = _bind(args, ("b", "axes"), kwargs)
     a, b = args[0], params["b"]
@@ -289,35 +255,6 @@ def _seq(args, kwargs, key):
     return seq
 
 
-def concat_shape(shapes, axis):
-    if axis is None:
-        sizes = [size_of(s) for s in shapes]
-        return (None if None in sizes else sum(sizes),)
-    ndim = len(shapes[0])
-    if ndim == 0:
-        raise ValueError("zero-dimensional arrays cannot be concatenated")
-    if any(len(s) != ndim for s in shapes):
-        raise ValueError("all the input arrays must have same number of dimensions")
-    ax = normalize_axis(axis, ndim)
-    out = []
-    for i in range(ndim):
-        dims = [s[i] for s in shapes]
-        if i == ax:
-            out.append(None if None in dims else sum(dims))
-        else:
-            d = dims[0]
-            for e in dims[1:]:
-                d = merge_dims(d, e, "concatenation dimensions")
-            out.append(d)
-    return tuple(out)
-
-
-def _atleast(shape, n):
-    if n == 2 and len(shape) < 2:
-        return (1,) * (2 - len(shape)) + tuple(shape)
-    return tuple(shape) if len(shape) >= n else (1,) * (n - len(shape)) + tuple(shape)
-
-
 def stacking(fn, kind):
     def infer(args, kwargs):
         _no_out(kwargs)
@@ -340,7 +277,7 @@ def stacking(fn, kind):
             shapes = [s if s else (1,) for s in shapes]
             shape = concat_shape(shapes, 0 if all(len(s) == 1 for s in shapes) else 1)
         elif kind == "vstack":
-            shape = concat_shape([_atleast(s, 2) for s in shapes], 0)
+            shape = concat_shape([atleast_shape(s, 2) for s in shapes], 0)
         else:  # column_stack
             cols = [(s[0] if s else 1, 1) if len(s) < 2 else s for s in shapes]
             shape = concat_shape(cols, 1)

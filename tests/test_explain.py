@@ -1,0 +1,143 @@
+"""Reports and dumps: explain, code_info, print_after_all and friends, PIJIT_LOG channels,
+and the README's jit_config table kept equal to the option table."""
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+import pijit
+from pijit.config import OPTIONS
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def scaled_exp(x, y):
+    z = np.exp(x) * 2.0
+    return z + y.sum(axis=0)
+
+
+X = np.ones((2, 3), dtype=np.float32)
+Y = np.arange(6.0).reshape(2, 3)
+
+
+def test_explain_fields():
+    report = pijit.explain(pijit.jit(scaled_exp), X, Y)
+    assert report.graph_count == 1 and report.graph_break_count == 0
+    assert report.ops_per_graph == [["exp", "mul", "sum", "add"]]
+    assert report.op_count == 4 and report.fallback is None
+    assert "x: ndarray float32[2,3] C" in report.guards
+    assert "np is <module numpy>" in report.guards
+    assert "CALL" in report.bytecode and "RETURN_VALUE" in report.bytecode
+    text = str(report)
+    assert "Graph count: 1" in text and "exp(%0)  : float32[2,3]" in text
+
+
+def test_explain_of_a_fallback_names_reason_and_line():
+    def f(x):
+        y = x + 1
+        print(y)      # the line reported
+        return y
+
+    report = pijit.explain(pijit.jit(f), X)
+    assert report.graph_count == 0 and report.graph_break_count == 1
+    assert report.break_reasons[0]["lineno"] == f.__code__.co_firstlineno + 2
+    assert "print" in report.fallback
+
+
+def test_code_info_and_stats():
+    f = pijit.jit(scaled_exp)
+    pijit.reset(f)
+    assert pijit.code_info(f)["state"] == "candidate"
+    f(X, Y)
+    f(X, Y)
+    f(X.astype(np.float64), Y)
+    info = pijit.stats(f)
+    assert info["state"] == "callable"
+    assert info["compile_count"] == 2 and info["call_count"] == 3
+    assert info["cache_hits"] == 1 and info["cache_misses"] == 2
+    assert len(info["entries"]) == 2
+    assert info["recompile_reasons"] == ["x: expected float32[2,3] C, got float64[2,3] C"]
+
+
+def test_print_after_all(capsys):
+    f = pijit.jit(scaled_exp, jit_config={"print_after_all": True})
+    pijit.reset(f)
+    f(X, Y)
+    err = capsys.readouterr().err
+    for title in ("original bytecode", "captured graph", "guards", "transformed bytecode"):
+        assert f"=== pijit: {title} ===" in err
+    assert "%1 = exp(%0)  : float32[2,3]" in err
+    assert "LOAD_GLOBAL" in err                  # the original bytecode
+    assert "y: ndarray float64[2,3] C" in err
+    f(X, Y)                                       # a hit prints nothing
+    assert capsys.readouterr().err == ""
+
+
+def test_print_guard_and_print_bb_alone(capsys):
+    f = pijit.jit(scaled_exp, jit_config={"print_guard": True})
+    f(X, Y)
+    err = capsys.readouterr().err
+    assert "=== pijit: guards ===" in err and "captured graph" not in err
+    g = pijit.jit(lambda x: x * 3, jit_config={"print_bb": True})
+    g(X)
+    err = capsys.readouterr().err
+    assert "=== pijit: original bytecode ===" in err and "guards" not in err
+
+
+def run_python(code, **env):
+    full_env = dict(os.environ, **env)
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, env=full_env, cwd=ROOT, timeout=120)
+
+
+PROGRAM = """
+    import numpy as np, pijit
+    @pijit.jit
+    def f(x):
+        return x * 2
+    @pijit.jit
+    def g(x):
+        print("side effect")
+        return x
+    f(np.ones(3)); f(np.ones(4, dtype=np.int32)); g(np.ones(2))
+    print("compiles", pijit.stats(f)["compile_count"])
+"""
+
+
+def test_log_channels():
+    proc = run_python(PROGRAM, PIJIT_LOG="graph_breaks,recompiles,guards,graph,bytecode")
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr
+    assert "[pijit.guards]" in err and "x: ndarray float64[3] C" in err
+    assert "[pijit.recompiles]" in err and "recompiling f" in err
+    assert "[pijit.graph]" in err and "mul(%0, 2)" in err
+    assert "[pijit.bytecode]" in err
+    assert "[pijit.graph_breaks]" in err and "g runs as plain Python" in err
+    assert "<string>:8" in err             # the user's file:line of the print
+
+
+def test_no_log_output_by_default():
+    proc = run_python(PROGRAM)
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert "compiles 2" in proc.stdout
+
+
+def test_pijit_disable_env_runs_plain():
+    proc = run_python(PROGRAM, PIJIT_DISABLE="1")
+    assert proc.returncode == 0, proc.stderr
+    assert "compiles 0" in proc.stdout
+
+
+def test_readme_option_table_matches_options():
+    readme = (ROOT / "README.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`"): line for line in readme.splitlines()
+            if line.startswith("| `")}
+    assert set(rows) == {o.name for o in OPTIONS}
+    for option in OPTIONS:
+        cells = [c.strip() for c in rows[option.name].split("|")[1:-1]]
+        assert cells[1] == option.type.__name__
+        assert cells[2] == f"`{option.default!r}`"
+        assert option.doc in cells[3]

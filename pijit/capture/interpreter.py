@@ -86,7 +86,7 @@ class FrameCapture:
         if isinstance(metas, tuple):
             # A tuple result (np.divmod, ...) is one node; items are read with getitem nodes.
             return TupleValue([self._tuple_item(ref, i, m) for i, m in enumerate(metas)])
-        fresh = not getattr(rule, "aliases", False)
+        fresh = not rule.may_alias(args, kwargs)
         return GraphValue(ref, metas, fresh=fresh)
 
     def _tuple_item(self, ref: Ref, i: int, meta) -> GraphValue:

@@ -32,11 +32,15 @@ __all__ = ["Unsupported", "OpRule", "lookup_call", "lookup_method", "lookup_attr
 class OpRule:
     """name: short op name; fn: what the backend calls with the real values (same argument
     structure as the user's call); infer(args, kwargs) -> Meta | tuple[Meta, ...];
-    aliases: the result may share memory with the first array argument (views)."""
+    aliases: the result may share memory with the first array argument (views); a callable
+    aliases(args, kwargs) -> bool decides per call."""
     name: str
     fn: Callable
     infer: Callable
-    aliases: bool = False
+    aliases: bool | Callable = False
+
+    def may_alias(self, args, kwargs) -> bool:
+        return self.aliases(args, kwargs) if callable(self.aliases) else self.aliases
 
 
 # ---------------------------------------------------------------------------------------------
@@ -583,7 +587,9 @@ _METHOD_MAKERS = {
     "swapaxes": (view, True),
     "squeeze": (lambda f: view(f, squeeze_like=True), True),
     "diagonal": (static_only_view, True),
-    "astype": (lambda f: same_shape(f), True),  # astype(copy=False) may return self
+    # astype copies unless asked not to (copy=False may return self).
+    "astype": (lambda f: same_shape(f),
+               lambda args, kwargs: len(args) > 5 or kwargs.get("copy", True) is not True),
     "copy": (same_shape, False),
     "ravel": (flatten_infer, True),
     "flatten": (flatten_infer, False),

@@ -80,6 +80,8 @@ def call_value(cap, fn, args: list, kwargs: dict):
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"calling a {type(fn).__name__}")
     target = fn.value
     name = getattr(target, "__name__", type(target).__name__)
+    if target is len and len(args) == 1 and isinstance(args[0], (TupleValue, ListValue, DictValue)):
+        return ConstValue(len(args[0].items))      # lengths of containers are guarded
     has_graph = any(contains_graph_value(v) for v in list(args) + list(kwargs.values()))
     if not has_graph:
         if _is_pure(target):

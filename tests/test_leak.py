@@ -1,0 +1,171 @@
+"""No leaks on the hot paths: cache hits, alternating entries, recompiles and guarded
+plain-Python entries leave the refcounts of arguments and function unchanged, and the
+process's resident memory (RSS) does not grow."""
+from __future__ import annotations
+
+import gc
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import pijit
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+MB = 1 << 20
+
+
+def rss() -> int:
+    """Resident set size in bytes, from /proc/self/statm."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE
+
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/statm"),
+                                reason="needs /proc/self/statm")
+
+
+def refcounts(*objs):
+    """Refcounts of objs. Call it outside `assert`: pytest's assertion rewriting keeps the
+    evaluated arguments alive in temporaries, which would show up as +1s."""
+    gc.collect()
+    return [sys.getrefcount(o) for o in objs]
+
+
+def _mul_add(x, y):
+    return x * y + 1
+
+
+def test_million_cache_hits_do_not_leak():
+    f = pijit.jit(_mul_add)
+    pijit.reset(f)
+    x, y = np.arange(3.0), np.full(3, 2.0)
+    expected = _mul_add(x, y)
+    for _ in range(10_000):                     # warm up: compile, allocator pools, caches
+        r = f(x, y)
+    del r
+    assert np.array_equal(f(x, y), expected)
+    before_refs = refcounts(x, y, f, f.fn, f.fn.__code__)
+    before_rss = rss()
+    for _ in range(1_000_000):
+        f(x, y)
+    after_rss = rss()
+    after_refs = refcounts(x, y, f, f.fn, f.fn.__code__)
+    assert after_refs == before_refs
+    assert after_rss - before_rss < 4 * MB, f"RSS grew by {(after_rss - before_rss) / MB:.1f} MB"
+    s = pijit.stats(f)
+    assert s["compile_count"] == 1
+    assert s["cache_hits"] >= 1_010_000
+    assert s["cache_misses"] == 1
+
+
+def _mul_add_2(x, y):
+    return x * y + 1
+
+
+def test_alternating_dtypes_do_not_leak():
+    f = pijit.jit(_mul_add_2)
+    pijit.reset(f)
+    a64, b64 = np.arange(3.0), np.ones(3)
+    a32, b32 = a64.astype(np.float32), b64.astype(np.float32)
+    for _ in range(5_000):
+        f(a64, b64)
+        f(a32, b32)
+    assert f(a32, b32).dtype == np.float32 and f(a64, b64).dtype == np.float64
+    before_refs = refcounts(a64, b64, a32, b32, f, f.fn)
+    before_rss = rss()
+    for _ in range(50_000):                     # 100k calls, every one switching entry
+        f(a64, b64)
+        f(a32, b32)
+    after_rss = rss()
+    after_refs = refcounts(a64, b64, a32, b32, f, f.fn)
+    assert after_refs == before_refs
+    assert after_rss - before_rss < 4 * MB, f"RSS grew by {(after_rss - before_rss) / MB:.1f} MB"
+    s = pijit.stats(f)
+    assert s["compile_count"] == 2
+    assert s["cache_misses"] == 2
+    assert len(s["recompile_reasons"]) == 1 and "float32" in s["recompile_reasons"][0]
+
+
+def _mul_add_3(x, y):
+    return x * y + 1
+
+
+def test_repeated_recompiles_do_not_leak():
+    """reset + compile + recompile + hits, many times: compiled entries are freed."""
+    f = pijit.jit(_mul_add_3)
+    a64 = np.arange(3.0)
+    a32 = a64.astype(np.float32)
+
+    def cycle():
+        pijit.reset(f)
+        f(a64, a64)                              # compile
+        f(a32, a32)                              # recompile (dtype)
+        f(a64, a64)                              # hit
+        f(a32, a32)                              # hit
+
+    for _ in range(200):
+        cycle()
+    before_refs = refcounts(a64, a32, f, f.fn, f.fn.__code__)
+    before_rss = rss()
+    for _ in range(2_000):
+        cycle()
+    after_rss = rss()
+    after_refs = refcounts(a64, a32, f, f.fn, f.fn.__code__)
+    assert after_refs == before_refs
+    assert after_rss - before_rss < 4 * MB, f"RSS grew by {(after_rss - before_rss) / MB:.1f} MB"
+    s = pijit.stats(f)
+    assert (s["compile_count"], s["cache_hits"], s["cache_misses"]) == (2, 2, 2)
+
+
+def _falls_back(x, y):
+    print(end="")                               # not captured: runs as plain Python
+    return x * y + 1
+
+
+def test_plain_python_entry_does_not_leak():
+    f = pijit.jit(_falls_back)
+    pijit.reset(f)
+    x, y = np.arange(3.0), np.ones(3)
+    for _ in range(1_000):
+        f(x, y)
+    report_fallback = pijit.stats(f)["entries"][0]["fallback"]
+    assert report_fallback is not None and "print" in report_fallback
+    before_refs = refcounts(x, y, f, f.fn, f.fn.__code__)
+    before_rss = rss()
+    for _ in range(10_000):
+        f(x, y)
+    after_rss = rss()
+    after_refs = refcounts(x, y, f, f.fn, f.fn.__code__)
+    assert after_refs == before_refs
+    assert after_rss - before_rss < 4 * MB
+    s = pijit.stats(f)
+    assert s["compile_count"] == 0
+    assert s["cache_hits"] == 11_000 - 1
+
+
+def _raises(x, i):
+    return x[i] + 1
+
+
+def test_exceptions_on_hits_do_not_leak():
+    f = pijit.jit(_raises)
+    pijit.reset(f)
+    x, bad = np.arange(3.0), np.array([5])
+    for _ in range(100):
+        with pytest.raises(IndexError):
+            f(x, bad)
+    before_refs = refcounts(x, bad, f, f.fn)
+    before_rss = rss()
+    for _ in range(10_000):
+        try:
+            f(x, bad)
+        except IndexError:
+            pass
+    after_rss = rss()
+    after_refs = refcounts(x, bad, f, f.fn)
+    assert after_refs == before_refs
+    assert after_rss - before_rss < 4 * MB
+    s = pijit.stats(f)
+    assert s["compile_count"] == 1 and s["cache_hits"] == 10_099

@@ -44,7 +44,7 @@ class FrameCapture:
         self.code = func.__code__
         self.config = config
         self.graph = Graph()
-        self.builder = ValueBuilder(self, func, args, dynamic_dims or {})
+        self.builder = ValueBuilder(self.graph, config, func, args, dynamic_dims or {})
         self.stack: list[Value] = []
         self.locals: dict[str, Value] = {}
         self.kw_names: tuple = ()

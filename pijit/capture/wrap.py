@@ -38,8 +38,9 @@ class ObjectValue(Value):
 class ValueBuilder:
     """Wraps objects read during capture; one graph input per source, guards deduplicated."""
 
-    def __init__(self, capture, func, args, dynamic_dims):
-        self.capture = capture
+    def __init__(self, graph, config, func, args, dynamic_dims):
+        self.graph = graph          # not the FrameCapture: no reference cycle keeps args alive
+        self.config = config
         self.func = func
         self.args = args
         self.dynamic_dims = dynamic_dims     # Source -> set of dims to treat as dynamic
@@ -68,7 +69,7 @@ class ValueBuilder:
         if t is np.ndarray:
             return self._wrap_array(obj, source)
         if t in PY_SCALARS:
-            if t is bool or self.capture.config.specialize_scalar:
+            if t is bool or self.config.specialize_scalar:
                 self.guard(source, "eq", obj)
                 return ConstValue(obj, source=source)
             self.guard(source, "type", t)
@@ -115,7 +116,7 @@ class ValueBuilder:
 
     def _input(self, meta: Meta, source: Source) -> GraphValue:
         self.input_sources.append(source)
-        ref = self.capture.graph.add_input(meta, source.name())
+        ref = self.graph.add_input(meta, source.name())
         return GraphValue(ref, meta, source=source)
 
     # -- reads that create sources -------------------------------------------------------

@@ -1,0 +1,349 @@
+"""The benchmark suite: plain NumPy functions, each with an input generator and sizes.
+
+Every kernel here is ordinary NumPy code written the way a user would write it; none is
+shaped to suit pijit. A `Workload` gives:
+
+- `fn`: the plain function (the baseline *is* this function; pijit and peers run copies),
+- `make(size, rng)`: a list of argument tuples; one timed "call" runs `fn` on each tuple
+  (several tuples only for `changing_shapes`, which calls with a new shape each time),
+- `sizes`: the size parameter for the `tiny` (tests), `quick` and `full` suites,
+- `memory_bound`: True when the minimum time is set by memory traffic; the runner then
+  reports bytes-that-must-move / measured bandwidth beside the times,
+- `numexpr`: the same computation as a numexpr expression, where one is expressible,
+- `jax`: True when the function body runs unchanged with `np` bound to `jax.numpy`
+  (the jax port is that rebinding: written once, checked like every other variant).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    fn: Callable
+    make: Callable                     # (size, rng) -> list of argument tuples
+    sizes: dict                        # suite size name -> size parameter
+    description: str
+    memory_bound: bool = False
+    numexpr: str | None = None         # expression over the parameter names
+    jax: bool = False
+    tags: tuple = field(default_factory=tuple)
+
+    def inputs(self, scale: str, seed: int = 0) -> list:
+        return self.make(self.sizes[scale], np.random.default_rng(seed))
+
+
+def _rand(rng, shape, dtype=np.float64, lo=0.0, hi=1.0):
+    return (rng.random(shape) * (hi - lo) + lo).astype(dtype, copy=False)
+
+
+# -- the issue's named workloads ------------------------------------------------------------
+def chain_f64(a, b, c, d, e):
+    return a * b + c * d - np.exp(e) * 0.5
+
+
+def chain_f32(a, b, c):
+    t = np.tanh(a * b + c) * 0.5 + 0.5
+    return t * a - c / (1.0 + b * b)
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def layernorm(x, gamma, beta):
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + 1e-5) * gamma + beta
+
+
+def mlp(x, w1, b1, w2, b2):
+    h = np.maximum(x @ w1 + b1, 0.0)
+    return h @ w2 + b2
+
+
+def sum_of_product(a, b, c):
+    return np.sum(a * b + c)
+
+
+def loop_update(x):
+    for i in range(10):
+        x = x * 0.9 + 0.1
+    return x
+
+
+def stencil(u):
+    return 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]) - u[1:-1, 1:-1]
+
+
+_DEVNULL = open(os.devnull, "w")
+
+
+def graph_break(x, y):
+    z = np.sin(x) * y + 1.0
+    print("checkpoint", z.shape, file=_DEVNULL)     # uncapturable: breaks the graph
+    return np.sqrt(z * z + y)
+
+
+def tiny(x, y):
+    return x * y + 1.0
+
+
+def changing_shapes(x):
+    return np.sqrt(x * x + 1.0) - x
+
+
+# -- kernels of the kind scientific users write ---------------------------------------------
+def pairwise_distances(x, y):
+    sq = (x * x).sum(axis=1)[:, None] + (y * y).sum(axis=1)[None, :] - 2.0 * (x @ y.T)
+    return np.sqrt(np.maximum(sq, 0.0))
+
+
+def kmeans_step(x, centers):
+    d = ((x * x).sum(axis=1)[:, None] - 2.0 * (x @ centers.T)
+         + (centers * centers).sum(axis=1)[None, :])
+    labels = d.argmin(axis=1)
+    onehot = (labels[:, None] == np.arange(centers.shape[0])[None, :]).astype(x.dtype)
+    counts = onehot.sum(axis=0)
+    new_centers = (onehot.T @ x) / np.maximum(counts, 1.0)[:, None]
+    return new_centers, labels
+
+
+def nbody_step(pos, vel, mass):
+    dt = 0.01
+    d = pos[None, :, :] - pos[:, None, :]
+    r2 = (d * d).sum(axis=-1) + 1e-3
+    inv3 = r2 ** -1.5
+    acc = (d * (inv3 * mass[None, :])[:, :, None]).sum(axis=1)
+    vel2 = vel + dt * acc
+    return pos + dt * vel2, vel2
+
+
+def _cnd(d):
+    k = 1.0 / (1.0 + 0.2316419 * np.abs(d))
+    poly = k * (0.319381530 + k * (-0.356563782 + k * (1.781477937
+                                                       + k * (-1.821255978 + k * 1.330274429))))
+    w = 1.0 - 0.3989422804014327 * np.exp(-0.5 * d * d) * poly
+    return np.where(d < 0, 1.0 - w, w)
+
+
+def black_scholes(s, k, t):
+    r, sigma = 0.02, 0.3
+    sqrt_t = np.sqrt(t)
+    d1 = (np.log(s / k) + (r + 0.5 * sigma * sigma) * t) / (sigma * sqrt_t)
+    d2 = d1 - sigma * sqrt_t
+    disc = k * np.exp(-r * t)
+    call = s * _cnd(d1) - disc * _cnd(d2)
+    put = call - s + disc
+    return call, put
+
+
+def heat_steps(u):
+    r = 0.25
+    for _ in range(8):
+        u = np.concatenate((u[:1], u[1:-1] + r * (u[2:] - 2.0 * u[1:-1] + u[:-2]), u[-1:]))
+    return u
+
+
+def floyd_warshall(dist):
+    n = dist.shape[0]
+    for k in range(n):
+        dist = np.minimum(dist, dist[:, k:k + 1] + dist[k:k + 1, :])
+    return dist
+
+
+def gemm_update(a, b, c):
+    return 1.5 * (a @ b) - 0.5 * c
+
+
+def moments(x):
+    mean = x.mean(axis=0)
+    c = x - mean
+    var = (c * c).mean(axis=0)
+    skew = (c ** 3).mean(axis=0) / var ** 1.5
+    kurt = (c ** 4).mean(axis=0) / (var * var) - 3.0
+    return mean, var, skew, kurt
+
+
+def logsumexp(x):
+    m = x.max(axis=1, keepdims=True)
+    return (m + np.log(np.exp(x - m).sum(axis=1, keepdims=True)))[:, 0]
+
+
+def cosine_similarity(a, b):
+    an = a / np.sqrt((a * a).sum(axis=1, keepdims=True))
+    bn = b / np.sqrt((b * b).sum(axis=1, keepdims=True))
+    return an @ bn.T
+
+
+def rbf_kernel(x, y):
+    sq = (x * x).sum(axis=1)[:, None] + (y * y).sum(axis=1)[None, :] - 2.0 * (x @ y.T)
+    return np.exp(-0.5 * np.maximum(sq, 0.0))
+
+
+def poly_eval(x):
+    return ((((0.5 * x - 1.25) * x + 2.0) * x - 0.75) * x + 3.0) * x - 1.0
+
+
+def bce_loss(z, y):
+    return np.mean(np.logaddexp(0.0, z) - y * z)
+
+
+# -- input generators -----------------------------------------------------------------------
+def _arrays(count, dtype=np.float64, lo=0.0, hi=1.0):
+    def make(n, rng):
+        shape = n if isinstance(n, tuple) else (n,)
+        return [tuple(_rand(rng, shape, dtype, lo, hi) for _ in range(count))]
+    return make
+
+
+def _make_layernorm(size, rng):
+    rows, cols = size
+    return [(_rand(rng, (rows, cols), np.float32, -2, 2), _rand(rng, (cols,), np.float32, 0.5, 1.5),
+             _rand(rng, (cols,), np.float32, -0.5, 0.5))]
+
+
+def _make_mlp(size, rng):
+    batch, din, dh, dout = size
+    f = np.float32
+    return [(_rand(rng, (batch, din), f, -1, 1), _rand(rng, (din, dh), f, -0.1, 0.1),
+             _rand(rng, (dh,), f, -0.1, 0.1), _rand(rng, (dh, dout), f, -0.1, 0.1),
+             _rand(rng, (dout,), f, -0.1, 0.1))]
+
+
+def _make_pair(size, rng):
+    n, m, dim = size
+    return [(_rand(rng, (n, dim), np.float64, -1, 1), _rand(rng, (m, dim), np.float64, -1, 1))]
+
+
+def _make_kmeans(size, rng):
+    n, dim, k = size
+    x = _rand(rng, (n, dim), np.float64, -1, 1)
+    return [(x, x[rng.choice(n, k, replace=False)].copy())]
+
+
+def _make_nbody(size, rng):
+    n = size
+    return [(_rand(rng, (n, 3), np.float64, -1, 1), _rand(rng, (n, 3), np.float64, -0.1, 0.1),
+             _rand(rng, (n,), np.float64, 0.5, 1.5))]
+
+
+def _make_bs(size, rng):
+    return [(_rand(rng, (size,), np.float64, 10, 100), _rand(rng, (size,), np.float64, 10, 100),
+             _rand(rng, (size,), np.float64, 0.1, 2.0))]
+
+
+def _make_floyd(size, rng):
+    d = _rand(rng, (size, size), np.float64, 1, 100)
+    np.fill_diagonal(d, 0.0)
+    return [(d,)]
+
+
+def _make_gemm(size, rng):
+    return [tuple(_rand(rng, (size, size), np.float64, -1, 1) for _ in range(3))]
+
+
+def _make_bce(size, rng):
+    return [(_rand(rng, (size,), np.float64, -4, 4), (rng.random(size) < 0.5).astype(np.float64))]
+
+
+def _make_changing(size, rng):
+    base, count = size
+    return [(_rand(rng, (base * (i + 1),), np.float64, -1, 1),) for i in range(count)]
+
+
+def _make_tiny(size, rng):
+    return [(_rand(rng, (size,)), _rand(rng, (size,)))]
+
+
+W = Workload
+WORKLOADS = [
+    W("chain_f64", chain_f64, _arrays(5), {"tiny": 1000, "quick": 10_000_000, "full": 10_000_000},
+      "elementwise chain a*b+c*d-exp(e)*0.5, float64", memory_bound=True,
+      numexpr="a*b + c*d - exp(e)*0.5", jax=True),
+    W("chain_f32", chain_f32, _arrays(3, np.float32),
+      {"tiny": 1000, "quick": 1_000_000, "full": 1_000_000},
+      "elementwise chain with tanh and division, float32", memory_bound=True,
+      numexpr="(tanh(a*b + c)*0.5 + 0.5)*a - c/(1.0 + b*b)", jax=True),
+    W("softmax", softmax, _arrays(1, np.float32, -4, 4),
+      {"tiny": (8, 16), "quick": (4096, 512), "full": (16384, 1024)},
+      "row softmax, float32", memory_bound=True, jax=True),
+    W("layernorm", layernorm, _make_layernorm,
+      {"tiny": (8, 16), "quick": (4096, 512), "full": (16384, 1024)},
+      "layer normalization over rows with gain and bias, float32", memory_bound=True, jax=True),
+    W("mlp", mlp, _make_mlp,
+      {"tiny": (4, 8, 16, 4), "quick": (256, 512, 1024, 256), "full": (1024, 1024, 4096, 1024)},
+      "MLP forward: relu(x@W1+b1)@W2+b2, float32", jax=True),
+    W("sum_of_product", sum_of_product, _arrays(3),
+      {"tiny": 1000, "quick": 4_000_000, "full": 10_000_000},
+      "reduction over a fused product: sum(a*b+c), float64", memory_bound=True,
+      numexpr="sum(a*b + c)", jax=True),
+    W("loop_update", loop_update, _arrays(1),
+      {"tiny": 1000, "quick": 1_000_000, "full": 10_000_000},
+      "Python loop: for i in range(10): x = x*0.9+0.1", memory_bound=True, jax=True),
+    W("stencil", stencil, _arrays(1), {"tiny": (16, 16), "quick": (2048, 2048), "full": (4096, 4096)},
+      "5-point Laplacian stencil with slices", memory_bound=True, jax=True),
+    W("graph_break", graph_break, _arrays(2),
+      {"tiny": 1000, "quick": 1_000_000, "full": 10_000_000},
+      "two NumPy blocks with a print between them", memory_bound=True),
+    W("tiny", tiny, _make_tiny, {"tiny": 8, "quick": 8, "full": 8},
+      "x*y+1 on 8 elements: per-call overhead", numexpr="x*y + 1.0", jax=True),
+    W("changing_shapes", changing_shapes, _make_changing,
+      {"tiny": (10, 4), "quick": (1000, 6), "full": (100_000, 6)},
+      "sqrt(x*x+1)-x called with a new shape each call (recompiles)",
+      numexpr="sqrt(x*x + 1.0) - x", jax=True),
+    W("pairwise_distances", pairwise_distances, _make_pair,
+      {"tiny": (8, 6, 3), "quick": (1000, 1000, 64), "full": (4000, 4000, 64)},
+      "Euclidean distance matrix via the Gram trick", jax=True),
+    W("kmeans_step", kmeans_step, _make_kmeans,
+      {"tiny": (20, 3, 4), "quick": (20000, 16, 32), "full": (200000, 32, 64)},
+      "one k-means (Lloyd) step: assign + centroid update", jax=True),
+    W("nbody_step", nbody_step, _make_nbody, {"tiny": 8, "quick": 512, "full": 2048},
+      "all-pairs gravity, one leapfrog step", jax=True),
+    W("black_scholes", black_scholes, _make_bs,
+      {"tiny": 1000, "quick": 1_000_000, "full": 10_000_000},
+      "Black-Scholes call and put with a polynomial normal CDF helper", memory_bound=True),
+    W("heat_steps", heat_steps, _arrays(1), {"tiny": 100, "quick": 1_000_000, "full": 10_000_000},
+      "8 explicit steps of the 1-D heat equation (loop + concatenate)", memory_bound=True, jax=True),
+    W("floyd_warshall", floyd_warshall, _make_floyd, {"tiny": 8, "quick": 256, "full": 768},
+      "all-pairs shortest paths, vectorized over each k"),
+    W("gemm_update", gemm_update, _make_gemm, {"tiny": 8, "quick": 512, "full": 2048},
+      "GEMM-like update 1.5*(A@B) - 0.5*C", jax=True),
+    W("moments", moments, _arrays(1), {"tiny": (50, 4), "quick": (10000, 100), "full": (100000, 100)},
+      "column mean, variance, skewness, kurtosis", memory_bound=True, jax=True),
+    W("logsumexp", logsumexp, _arrays(1, np.float64, -5, 5),
+      {"tiny": (8, 16), "quick": (2000, 1000), "full": (10000, 2000)},
+      "row-wise stable logsumexp", memory_bound=True, jax=True),
+    W("cosine_similarity", cosine_similarity, _make_pair,
+      {"tiny": (8, 6, 3), "quick": (1000, 1000, 64), "full": (4000, 4000, 64)},
+      "row-normalized similarity matrix", jax=True),
+    W("rbf_kernel", rbf_kernel, _make_pair,
+      {"tiny": (8, 6, 3), "quick": (1000, 1000, 64), "full": (4000, 4000, 64)},
+      "Gaussian RBF kernel matrix", jax=True),
+    W("poly_eval", poly_eval, _arrays(1, np.float64, -2, 2),
+      {"tiny": 1000, "quick": 4_000_000, "full": 10_000_000},
+      "degree-5 polynomial by Horner's rule", memory_bound=True,
+      numexpr="((((0.5*x - 1.25)*x + 2.0)*x - 0.75)*x + 3.0)*x - 1.0", jax=True),
+    W("bce_loss", bce_loss, _make_bce, {"tiny": 1000, "quick": 2_000_000, "full": 10_000_000},
+      "mean binary cross-entropy from logits (logaddexp)", memory_bound=True, jax=True),
+]
+
+SUITES = {"quick": "quick", "full": "full", "tiny": "tiny"}
+
+
+def select(only: str | None = None) -> list:
+    if not only:
+        return list(WORKLOADS)
+    names = [n.strip() for n in only.split(",") if n.strip()]
+    by_name = {w.name: w for w in WORKLOADS}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise SystemExit(f"unknown workload(s): {', '.join(unknown)}; "
+                         f"choose from: {', '.join(by_name)}")
+    return [by_name[n] for n in names]

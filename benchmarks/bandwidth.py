@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -36,10 +37,13 @@ def _build_c():
              "void bw_triad(double *a, const double *b, const double *c, double s, long n);")
     ffi.set_source("_pijit_bench_bw", _C_SRC, extra_compile_args=["-O3", "-march=native"])
     tmp = tempfile.mkdtemp(prefix="pijit_bw_")
-    path = ffi.compile(tmpdir=tmp, verbose=False)
-    spec = importlib.util.spec_from_file_location("_pijit_bench_bw", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    try:
+        path = ffi.compile(tmpdir=tmp, verbose=False)
+        spec = importlib.util.spec_from_file_location("_pijit_bench_bw", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)           # loaded: the file can go
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return mod.ffi, mod.lib
 
 

@@ -163,10 +163,12 @@ def _code_of(fn):
 
 
 def _reset_code(code):
-    eval_frame.reset(code)
-    rec = cache.record(code)
-    if rec is not None:
-        rec.clear()
+    """Empty the cache of a code and of the resume codes made for it."""
+    for member in cache.family(code):
+        eval_frame.reset(member)
+        rec = cache.record(member)
+        if rec is not None:
+            rec.clear()
 
 
 def reset(fn=None):

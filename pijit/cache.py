@@ -5,7 +5,6 @@ guards, graph and bytecode text, the recompile reasons and whole-function fallba
 """
 from __future__ import annotations
 
-import threading
 import weakref
 from dataclasses import dataclass, field
 
@@ -19,6 +18,7 @@ class EntryInfo:
     bytecode: str = ""
     fallback: object = None         # BreakInfo when this entry runs plain Python
     dynamic_dims: dict = field(default_factory=dict)
+    breaks: list = field(default_factory=list)   # BreakInfo of the break ending the graph
 
 
 @dataclass
@@ -42,7 +42,7 @@ class CodeRecord:
     recompile_reasons: list = field(default_factory=list)
     eager_fallbacks: list = field(default_factory=list)
     limit_logged: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    resumes: dict = field(default_factory=dict)   # (position, depth, live) -> resume code
 
     def clear(self):
         self.entries.clear()
@@ -71,3 +71,15 @@ def register(code, config, input_signature=None, hash_args=None) -> CodeRecord:
 
 def all_codes() -> list:
     return list(_records.keys())
+
+
+def family(code) -> list:
+    """code and, transitively, the resume codes made for it."""
+    out, todo = [], [code]
+    while todo:
+        c = todo.pop()
+        out.append(c)
+        rec = _records.get(c)
+        if rec is not None:
+            todo.extend(rec.resumes.values())
+    return out

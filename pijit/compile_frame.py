@@ -1,7 +1,8 @@
 """The spine: one frame's function and arguments -> a cache entry.
 
-capture (bytecode -> graph + guards) -> backend (graph -> callable) -> bytecode_gen
-(transformed function) -> guards (C program). Raises GraphBreak when capture stops.
+capture (bytecode -> graph + guards, maybe a break point) -> backend (graph -> callable) ->
+bytecode_gen (transformed function, residual code, resume functions) -> guards (C program).
+Raises GraphBreak when the function cannot be split (strict mode, frame introspection).
 """
 from __future__ import annotations
 
@@ -9,14 +10,18 @@ import re
 
 from pijit import explain
 from pijit.backends import numpy_backend
-from pijit.bytecode_gen.transform import build_transformed, graph_outputs
-from pijit.cache import EntryInfo
+from pijit.bytecode_gen.reconstruct import graph_outputs
+from pijit.bytecode_gen.transform import build_transformed
+from pijit.cache import BreakInfo, EntryInfo
 from pijit.capture.graph_break import GraphBreak
 from pijit.capture.interpreter import capture_frame
 
 
-def compile_frame(func, args, config, dynamic_dims, extra_guards=()):
-    """Capture and compile one call; returns (EntryInfo, transformed function)."""
+def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_for):
+    """Capture and compile one call; returns (EntryInfo, transformed function).
+
+    resume_code_for(instructions, position, depth, live) -> the resume code at a break exit.
+    """
     code = func.__code__
     try:
         capture = capture_frame(func, args, config, dynamic_dims)
@@ -24,14 +29,18 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards=()):
         e.filename = code.co_filename
         raise
     graph = capture.graph
-    graph.outputs = list(graph_outputs(capture.ret, {}))
+    bp = capture.break_point
+    roots = [capture.ret] if bp is None else list(bp.stack) + list(bp.locals.values())
+    out_index = graph_outputs(roots)
+    graph.outputs = list(out_index)
     name = "__pijit_graph_" + re.sub(r"\W", "_", code.co_name)     # <lambda>, <genexpr>
-    compiled = numpy_backend.compile_graph(graph, name,
-                                           code.co_filename, code.co_firstlineno)
-    fn = build_transformed(func, capture, compiled.fn, capture.return_lineno)
+    compiled = numpy_backend.compile_graph(graph, name, code.co_filename, code.co_firstlineno)
+    fn = build_transformed(func, capture, compiled.fn, out_index,
+                           lambda *exit_: resume_code_for(capture.instructions, *exit_))
+    breaks = [BreakInfo(bp.where, code.co_filename, bp.lineno)] if bp is not None else []
     info = EntryInfo(guards=list(capture.guards) + list(extra_guards), graph=graph,
                      graph_source=compiled.source, dynamic_dims=dict(dynamic_dims),
-                     bytecode=explain.bytecode_text(fn.__code__))
+                     bytecode=explain.bytecode_text(fn.__code__), breaks=breaks)
     if config.print_after_all or config.print_bb:
         explain.dump("original bytecode", explain.bytecode_text(code))
     if config.print_after_all:
@@ -40,5 +49,7 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards=()):
         explain.dump("guards", "\n".join(f"  {g}" for g in info.guards))
     if config.print_after_all:
         explain.dump("transformed bytecode", info.bytecode)
+    if bp is not None and config.print_last_frame_if_break_graph:
+        explain.dump(f"frame at graph break ({code.co_filename}:{bp.lineno})",
+                     explain.frame_text(bp))
     return info, fn
-

@@ -42,6 +42,16 @@ OPTIONS = (
     Option("enable_dynamic_shape", bool, True,
            "When a recompile is caused only by changed dimensions, the new entry treats those "
            "dimensions as dynamic, so further sizes reuse it."),
+    Option("loop_unrolling", bool, True,
+           "Unroll loops over iterables known at capture time (range with guarded bounds, "
+           "tuples, lists, zip/enumerate of those, rows of an array). When False, or past "
+           "MAX_LOOP_UNROLLING, the loop runs as residual bytecode and the code after it is "
+           "captured in a resume function."),
+    Option("MAX_LOOP_UNROLLING", int, 100,
+           "Most iterations unrolled per loop (all loops nested in it included).", minimum=0),
+    Option("print_last_frame_if_break_graph", bool, False,
+           "At each graph break, print the frame state at the break (stack and live locals, "
+           "with shapes and dtypes) to stderr."),
     Option("fullgraph", bool, False,
            "Whole-function capture: anything that cannot be captured raises "
            "pijit.GraphBreakError (same as mode='PSJit')."),
@@ -83,6 +93,9 @@ class JitConfig:
     specialize_scalar: bool = True
     limit_graph_count: int = 8
     enable_dynamic_shape: bool = True
+    loop_unrolling: bool = True
+    MAX_LOOP_UNROLLING: int = 100
+    print_last_frame_if_break_graph: bool = False
     fullgraph: bool = False
     jit_syntax_level: str = "LAX"
     jit_level: str = "O1"

@@ -77,30 +77,57 @@ class ExplainOutput:
 
 
 def report(code) -> ExplainOutput:
-    """The report over every entry compiled for `code` since its last reset."""
-    rec = cache.record(code)
+    """The report over every entry compiled since the last reset, for `code` and the resume
+    functions made for it (a function with k graph breaks shows up to k + 1 graphs)."""
     out = ExplainOutput()
-    if rec is None:
-        return out
-    for entry in rec.entries:
-        out.guards.extend(str(g) for g in entry.guards)
-        if entry.fallback is not None:
-            fb = entry.fallback
-            out.break_reasons.append({"reason": fb.reason, "filename": fb.filename,
-                                      "lineno": fb.lineno})
-            out.fallback = str(fb)
+    for member in cache.family(code):
+        rec = cache.record(member)
+        if rec is None:
             continue
-        out.graph_count += 1
-        ops = entry.graph.op_names()
+        for entry in rec.entries:
+            _add_entry(out, entry, is_main=member is code)
+        for fb in rec.eager_fallbacks:
+            if out.fallback is None and member is code:
+                out.fallback = str(fb)
+    out.graph_count = len(out.ops_per_graph)
+    out.graph_break_count = len(out.break_reasons)
+    return out
+
+
+def _add_entry(out: ExplainOutput, entry, is_main: bool):
+    out.guards.extend(str(g) for g in entry.guards)
+    for brk in ([entry.fallback] if entry.fallback is not None else []) + list(entry.breaks):
+        out.break_reasons.append({"reason": brk.reason, "filename": brk.filename,
+                                  "lineno": brk.lineno})
+    if entry.fallback is not None:
+        if is_main:
+            out.fallback = str(entry.fallback)
+        return
+    ops = entry.graph.op_names()
+    if ops:
         out.ops_per_graph.append(ops)
         out.graphs.append(str(entry.graph))
         out.op_count += len(ops)
+    if is_main:
         out.bytecode = entry.bytecode
-    for fb in rec.eager_fallbacks:
-        if out.fallback is None:
-            out.fallback = str(fb)
-    out.graph_break_count = len(out.break_reasons)
-    return out
+
+
+def frame_text(bp) -> str:
+    """The simulated frame at a graph break: value stack and live locals."""
+    lines = [f"  break: {bp.where} (line {bp.lineno})"]
+    lines += [f"  stack[{i}] = {_value_text(v)}" for i, v in enumerate(bp.stack)]
+    lines += [f"  {name} = {_value_text(v)}" for name, v in bp.locals.items()]
+    return "\n".join(lines)
+
+
+def _value_text(value) -> str:
+    meta = getattr(value, "meta", None)
+    if meta is not None:
+        return f"{type(value).__name__} {meta}"
+    if hasattr(value, "value"):
+        return f"constant {value.value!r}"
+    source = getattr(value, "source", None)
+    return type(value).__name__ + (f" from {source.name()}" if source is not None else "")
 
 
 def code_info(code) -> dict:

@@ -9,13 +9,12 @@ import numpy as np
 
 from pijit import cache, eval_frame, explain
 from pijit.cache import BreakInfo, EntryInfo
-from pijit.capture.graph_break import GraphBreak, Reason
+from pijit.capture.graph_break import STATIC_REASONS, GraphBreak
 from pijit.capture.sources import LocalSource
+from pijit.bytecode_gen.resume import build_resume
 from pijit.compile_frame import compile_frame
 from pijit.guards import first_failure, hash_args_guard, to_program
 
-# Reasons that do not depend on the inputs: the code never compiles, whatever it is given.
-STATIC_REASONS = (Reason.UNSUPPORTED_OPCODE, Reason.EXCEPTION_HANDLING, Reason.CLOSURE_CREATION)
 
 
 class GraphBreakError(RuntimeError):
@@ -49,14 +48,15 @@ def on_miss(func, args):
         return None
     extra = [hash_args_guard(rec.hash_args)] if rec.hash_args is not None else []
     declared = signature_dims(rec.input_signature, code)
+    resumes = _resume_maker(func, rec)
     try:
         try:
-            info, fn = compile_frame(func, args, config, dynamic, extra)
+            info, fn = compile_frame(func, args, config, dynamic, extra, resumes)
         except GraphBreak:
             if dynamic == declared:
                 raise
             # Some op cannot handle the automatic dynamic dims: specialize this entry instead.
-            info, fn = compile_frame(func, args, config, declared, extra)
+            info, fn = compile_frame(func, args, config, declared, extra, resumes)
     except GraphBreak as e:
         return _fallback(rec, code, e, extra)
     except Exception as e:
@@ -70,12 +70,30 @@ def on_miss(func, args):
         return None
     rec.compile_count += 1
     rec.entries.insert(0, info)
+    for brk in info.breaks:
+        explain.log("graph_breaks", f"{brk.filename}:{brk.lineno}: graph break in "
+                    f"{code.co_name}: {brk.reason}", warn=config.LOG_GRAPH_BREAK)
     eval_frame.add_entry(code, *to_program(info.guards), fn)
     explain.log("guards", f"{_where(code)}: new entry for {code.co_name}:\n" +
                 "\n".join(f"  {g}" for g in info.guards))
     explain.log("graph", f"{_where(code)}: graph of {code.co_name}:\n{info.graph}")
     explain.log("bytecode", f"{_where(code)}: transformed {code.co_name}:\n{info.bytecode}")
     return fn
+
+
+def _resume_maker(func, rec):
+    """resume_code_for(instructions, position, depth, live) for func's code: builds each
+    resume code once, jitted with the same options as the code it continues."""
+    def resume_code_for(instructions, position, depth, live):
+        key = (position, depth, live)
+        code = rec.resumes.get(key)
+        if code is None:
+            code = build_resume(func, instructions, position, depth, live)
+            cache.register(code, rec.config, None, rec.hash_args)
+            eval_frame.mark(code)
+            rec.resumes[key] = code
+        return code
+    return resume_code_for
 
 
 def _fallback(rec, code, e: GraphBreak, extra):

@@ -120,7 +120,7 @@ def test_repeated_recompiles_do_not_leak():
 
 
 def _falls_back(x, y):
-    print(end="")                               # not captured: runs as plain Python
+    print(end="")                               # not captured: plain Python (or a break)
     return x * y + 1
 
 
@@ -130,8 +130,11 @@ def test_plain_python_entry_does_not_leak():
     x, y = np.arange(3.0), np.ones(3)
     for _ in range(1_000):
         f(x, y)
-    report_fallback = pijit.stats(f)["entries"][0]["fallback"]
-    assert report_fallback is not None and "print" in report_fallback
+    report = pijit.explain(f, x, y)
+    assert any("print" in r["reason"] for r in report.break_reasons), report
+    pijit.reset(f)
+    for _ in range(1_000):
+        f(x, y)
     before_refs = refcounts(x, y, f, f.fn, f.fn.__code__)
     before_rss = rss()
     for _ in range(10_000):
@@ -141,7 +144,7 @@ def test_plain_python_entry_does_not_leak():
     assert after_refs == before_refs
     assert after_rss - before_rss < 4 * MB
     s = pijit.stats(f)
-    assert s["compile_count"] == 0
+    assert s["compile_count"] <= 1
     assert s["cache_hits"] == 11_000 - 1
 
 

@@ -34,6 +34,7 @@ UNARY_UFUNCS = ("np.exp", "np.log", "np.sqrt", "np.abs", "np.sin", "np.cos", "np
 BINARY_FUNCS = ("np.maximum", "np.minimum", "np.add", "np.multiply", "np.subtract",
                 "np.true_divide", "np.logical_and", "np.arctan2", "np.hypot")
 REDUCTIONS = ("sum", "mean", "max", "min", "prod")
+INPLACE_OPS = ("+", "-", "*")
 PY_CONSTANTS = (0, 1, 2, 3, -1, -2, 0.5, 2.0, -1.5, 1e-3, True, False)
 
 
@@ -75,8 +76,9 @@ def elements(dtype: str):
 @st.composite
 def inputs(draw):
     """1-3 arrays with broadcast-compatible shapes (incl. 0-d and size-1 dims)."""
-    ndim = draw(st.integers(0, 3))
-    base = draw(st.lists(st.integers(1, 4), min_size=ndim, max_size=ndim))
+    ndim = draw(st.integers(0, 4 if draw(st.integers(0, 4)) == 0 else 3))
+    sizes = st.integers(1, 4) if draw(st.integers(0, 9)) else st.integers(0, 4)  # rarely size 0
+    base = draw(st.lists(sizes, min_size=ndim, max_size=ndim))
     arrays = []
     for _ in range(draw(st.integers(1, 3))):
         k = draw(st.integers(0, ndim))
@@ -104,6 +106,7 @@ def operand(draw, pool, allow_const=True):
 
 
 def _slice_item(draw, d):
+    d = max(d, 1)      # a size-0 axis: indices are then out of bounds and the statement dropped
     choice = draw(st.integers(0, 7))
     if choice == 0:
         return ":"
@@ -236,7 +239,8 @@ def statement(draw, pool):
     dtype = draw(st.sampled_from(DTYPES))
     if kind(v) == "f" and dtype.startswith("int"):
         # float -> int of NaN/inf/out of range is undefined in C: keep values representable
-        finite = np.all(np.isfinite(v)) and np.all(np.abs(np.asarray(v)) < 2 ** 31)
+        with np.errstate(all="ignore"):
+            finite = np.all(np.isfinite(v)) and np.all(np.abs(np.asarray(v)) < 2 ** 31)
         if not finite:
             dtype = "float64"
     return f"{x}.astype({NP_NAME[dtype]})"
@@ -262,23 +266,53 @@ def error_statement(draw, pool):
 # -- programs -----------------------------------------------------------------------------------
 @st.composite
 def programs(draw):
-    """(source, input arrays, raises): a straight-line function `prog(a[, b[, c]])`."""
+    """(source, input arrays, raises, other inputs): a straight-line `prog(a[, b[, c]])`.
+
+    Statements are `tN = <expression>`, and sometimes `tN += <operand>` (in place) on a
+    temporary that does not share memory with an input; views of that temporary taken
+    earlier must see the update."""
     args = draw(inputs())
     names = INPUT_NAMES[:len(args)]
-    pool = dict(zip(names, args))
-    body = []
+    pool = {n: a.copy() for n, a in zip(names, args)}
+    body = []            # (line, target temp or None, source text the line reads)
+    temps = []
     raises = False
     allow_error = draw(st.sampled_from([False] * 7 + [True]))
     steps = draw(st.integers(1, 8))
     attempts = 0
+
+    def define(expr, value):
+        name = f"t{len(temps)}"
+        temps.append(name)
+        body.append((f"    {name} = {expr}", expr))
+        pool[name] = value
+
     while len(body) < steps and attempts < 4 * steps:
         attempts += 1
+        if temps and draw(st.integers(0, 5)) == 0:
+            target = draw(st.sampled_from(temps))
+            tv = pool[target]
+            # Only arrays the function owns: an update of an input (or of any view) is a
+            # side effect pijit deliberately does not capture (a graph break).
+            if type(tv) is not np.ndarray or not tv.flags.owndata or \
+                    any(np.shares_memory(tv, pool[n]) for n in names):
+                continue
+            op = draw(st.sampled_from(INPLACE_OPS))
+            y, _ = draw(operand(pool))
+            try:
+                with warnings.catch_warnings(), np.errstate(all="ignore"):
+                    warnings.simplefilter("ignore")
+                    exec(f"{target} {op}= {y}", {"np": np}, pool)
+            except Exception:
+                continue
+            body.append((f"    {target} {op}= {y}", y))
+            continue
         expr = draw(statement(pool))
         try:
             value = quiet_eval(expr, pool)
         except Exception:
             if allow_error:
-                body.append(f"    t{len(body)} = {expr}")
+                define(expr, None)
                 raises = True
                 break
             continue
@@ -286,29 +320,33 @@ def programs(draw):
             continue
         if type(value) is np.ndarray and value.size > 4096:
             continue
-        name = f"t{len(body)}"
-        body.append(f"    {name} = {expr}")
-        pool[name] = value
-    if not body:
+        define(expr, value)
+    if not temps:
         expr = f"{names[0]} + 1"
-        body.append(f"    t0 = {expr}")
-        pool["t0"] = quiet_eval(expr, pool)
+        define(expr, quiet_eval(expr, pool))
     if allow_error and not raises:
-        expr = draw(error_statement(pool))
+        expr = draw(error_statement({k: v for k, v in pool.items() if v is not None}))
         try:
             quiet_eval(expr, pool)
         except Exception:
-            body.append(f"    t{len(body)} = {expr}")
+            define(expr, None)
             raises = True
-    temps = [f"t{i}" for i in range(len(body))]
-    # Return every temporary no later statement reads (so no statement is dead code); a
+    # Return every temporary no later statement reads (so no statement is dead code), as a
     # tuple when there are several.
-    live = [t for i, t in enumerate(temps)
-            if i == len(temps) - 1 or not any(re.search(rf"\b{t}\b", line)
-                                               for line in body[i + 1:])]
-    ret = live[0] if len(live) == 1 else ", ".join(live)
-    src = f"def prog({', '.join(names)}):\n" + "\n".join(body) + f"\n    return {ret}\n"
-    return src, args, raises
+    def read_later(t):
+        first = next(i for i, (line, _) in enumerate(body) if line.startswith(f"    {t} = "))
+        return any(re.search(rf"\b{t}\b", reads) for _, reads in body[first + 1:])
+    live = [t for t in temps if t == temps[-1] or not read_later(t)]
+    ret = ", ".join(live)
+    src = (f"def prog({', '.join(names)}):\n" + "\n".join(line for line, _ in body) +
+           f"\n    return {ret}\n")
+    return src, args, raises, draw(same_kind_inputs(args))
+
+
+@st.composite
+def same_kind_inputs(draw, args):
+    """New values for the same shapes and dtypes: must hit the cache, not recompile."""
+    return [draw(hnp.arrays(a.dtype, a.shape, elements=elements(str(a.dtype)))) for a in args]
 
 
 def build(src):
@@ -322,7 +360,7 @@ def describe(args) -> str:
                      for n, a in zip(INPUT_NAMES, args))
 
 
-def check_program(src, args, raises):
+def check_program(src, args, raises, args2=None):
     fn = build(src)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
@@ -338,9 +376,30 @@ def check_program(src, args, raises):
         assert not raises or expected_exc is None
         try:
             assert_same(fn, *args, graphs=1, breaks=0)
+            if args2 is not None:
+                check_other_values(fn, args2)
         except AssertionError as e:
-            raise AssertionError(f"{e}\n--- program ---\n{src}{describe(args)}") from None
+            raise AssertionError(f"{e}\n--- program ---\n{src}{describe(args)}\n"
+                                 f"--- second inputs ---\n{describe(args2 or [])}") from None
     return "ok"
+
+
+def check_other_values(fn, args2):
+    """Same shapes and dtypes, other values: a cache hit (values are not guarded) that
+    still equals plain Python."""
+    jitted = pijit.jit(fn)
+    before = pijit.stats(jitted)
+    expected, expected_exc, _ = run_captured(fn, [a.copy() for a in args2], {})
+    got, exc, _ = run_captured(jitted, [a.copy() for a in args2], {})
+    after = pijit.stats(jitted)
+    assert after["compile_count"] == before["compile_count"], \
+        f"new values recompiled: {after['recompile_reasons']}"
+    assert after["cache_hits"] == before["cache_hits"] + 1
+    if expected_exc is not None:
+        assert type(exc) is type(expected_exc), f"second inputs: {exc!r} != {expected_exc!r}"
+    else:
+        assert exc is None, f"second inputs: jitted raised {exc!r}"
+        assert_equal_values(got, expected, "second inputs")
 
 
 @settings(max_examples=300, deadline=None,
@@ -348,10 +407,11 @@ def check_program(src, args, raises):
                                  HealthCheck.data_too_large])
 @given(programs())
 def test_random_program(program):
-    src, args, raises = program
+    src, args, raises, args2 = program
     note(src)
     note(describe(args))
-    event(check_program(src, args, raises))
+    note("second inputs:\n" + describe(args2))
+    event(check_program(src, args, raises, args2))
     event(f"{src.count(chr(10)) - 2} statements")
 
 

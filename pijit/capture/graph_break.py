@@ -12,6 +12,18 @@ class Reason(enum.Enum):
     CONTROL_FLOW = "control flow"
     EXCEPTION_HANDLING = "exception handling"
     CLOSURE_CREATION = "creates a closure or nested function"
+    LOOP = "loop"
+    FRAME_INTROSPECTION = "inspects its own frame"
+
+
+# Reasons that do not depend on the inputs and leave nothing to split: the whole function
+# runs as plain Python. Frame introspection (locals(), sys._getframe, exec) would see the
+# transformed frame instead of the user's.
+STATIC_REASONS = frozenset({Reason.FRAME_INTROSPECTION})
+
+# Reasons whose residual bytecode runs from the break to the end of the function: exception
+# handlers and `with` blocks keep their exception table entries only if copied whole.
+TO_END_REASONS = frozenset({Reason.EXCEPTION_HANDLING})
 
 
 class GraphBreak(Exception):
@@ -26,3 +38,4 @@ class GraphBreak(Exception):
         self.detail = detail
         self.lineno = lineno
         self.filename = None
+        self.position = None      # index of the instruction in the abstract instruction list

@@ -9,18 +9,23 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 
-from bytecode import Bytecode, Label, SetLineno, TryBegin, TryEnd
+from bytecode import Bytecode, Instr, Label, SetLineno, TryBegin, TryEnd
 
 from pijit.capture import numpy_rules
-from pijit.capture.graph_break import GraphBreak, Reason
+from pijit.capture.flow import Flow
+from pijit.capture.graph_break import STATIC_REASONS, TO_END_REASONS, GraphBreak, Reason
+from pijit.capture.ops_load_store import DELETED
+from pijit.capture.sources import LocalSource
 from pijit.capture.registry import HANDLERS
-from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, SliceValue,
+from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, NullValue,
+                                  SliceValue,
                                   TupleValue, Value)
 from pijit.capture.wrap import ValueBuilder
 from pijit.graph.ir import Graph, Ref
 
 # Importing the handler modules registers their opcode handlers.
-from pijit.capture import ops_arith, ops_build, ops_call, ops_load_store, ops_stack  # noqa: F401,E402
+from pijit.capture import (ops_arith, ops_build, ops_call, ops_load_store,  # noqa: F401,E402
+                           ops_loop, ops_stack)
 
 # A bound on instructions walked, so constant-folded jumps can never loop forever.
 MAX_STEPS = 100_000
@@ -32,15 +37,42 @@ class CaptureResult:
     graph: Graph
     guards: list
     input_sources: list          # Source per graph input, in input order
-    ret: Value                   # the returned value, in terms of graph outputs and constants
-    return_lineno: int           # the user's line of the RETURN_VALUE
+    ret: Value | None            # the returned value, in terms of graph outputs and constants
+    return_lineno: int           # the user's line of the RETURN_VALUE (or of the break)
+    instructions: list = None    # the original code's abstract instructions
+    break_point: "BreakPoint | None" = None
+
+
+@dataclass
+class BreakPoint:
+    """Capture stopped here: positions [start, end] of the original instructions run as
+    residual bytecode, from the simulated `stack` and live `locals` (name -> Value) at start;
+    each exit (position, stack depth, live local names) continues in a resume function."""
+    reason: Reason
+    detail: str
+    lineno: int
+    start: int
+    end: int
+    stack: list
+    locals: dict
+    exits: list
+
+    @property
+    def where(self) -> str:
+        return f"{self.reason.value}: {self.detail}" if self.detail else self.reason.value
 
 
 class FrameCapture:
     """State of one capture: simulated stack and locals, the graph being built, the guards."""
 
-    def __init__(self, func, args, config, dynamic_dims=None):
+    def __init__(self, func, args, config, dynamic_dims, instrs, flow, stop_at):
         self.func = func
+        self.instrs = instrs
+        self.flow = flow
+        self.stop_at = stop_at          # loop heads where capture breaks instead of unrolling
+        self.snapshots = {}             # position -> (stack, locals, node count, lineno)
+        self.loop_counts = {}           # loop head position -> iterations unrolled
+        self.pc = 0
         self.code = func.__code__
         self.config = config
         self.graph = Graph()
@@ -95,37 +127,90 @@ class FrameCapture:
 
     # -- the walk ----------------------------------------------------------------------
     def run(self) -> CaptureResult:
-        instrs = list(Bytecode.from_code(self.code))
-        if any(isinstance(i, (TryBegin, TryEnd)) for i in instrs):
-            lines = [i.location.lineno for i in instrs
-                     if not isinstance(i, (Label, SetLineno, TryBegin, TryEnd)) and i.location]
-            self.lineno = next((ln for ln in lines if ln), self.lineno)
-            self.unsupported(Reason.EXCEPTION_HANDLING, "try/except/finally or with block")
-        labels = {item: pos for pos, item in enumerate(instrs) if isinstance(item, Label)}
+        instrs, labels = self.instrs, self.flow.label_pos
         pc, steps = 0, 0
         while self.ret is None:
             steps += 1
             if steps > MAX_STEPS or pc >= len(instrs):
-                self.unsupported(Reason.CONTROL_FLOW, "walked off the end of the code")
-            instr = instrs[pc]
-            pc += 1
-            if isinstance(instr, (Label, SetLineno)):
+                raise self._at(GraphBreak(Reason.CONTROL_FLOW, "walked off the end of the code"), pc)
+            item = instrs[pc]
+            self.snapshots[pc] = (list(self.stack), dict(self.locals), len(self.graph.nodes),
+                                  self.lineno)
+            if pc in self.stop_at:
+                raise self._at(GraphBreak(Reason.LOOP, "the loop runs as residual bytecode"), pc)
+            if isinstance(item, TryBegin):
+                raise self._at(GraphBreak(Reason.EXCEPTION_HANDLING,
+                                          "try/except/finally or with block"), pc)
+            if isinstance(item, (Label, SetLineno, TryEnd)):
+                pc += 1
                 continue
-            if instr.location is not None and instr.location.lineno is not None:
-                self.lineno = instr.location.lineno
-            handler = HANDLERS.get(instr.name)
-            if handler is None:
-                self.unsupported(Reason.UNSUPPORTED_OPCODE, instr.name)
+            if item.location is not None and item.location.lineno is not None:
+                self.lineno = item.location.lineno
+            handler = HANDLERS.get(item.name)
             try:
-                target = handler(self, instr)
+                if handler is None:
+                    self.unsupported(Reason.UNSUPPORTED_OPCODE, item.name)
+                self.pc = pc
+                target = handler(self, item)
             except GraphBreak as e:
-                if e.lineno is None:
-                    e.lineno = self.lineno
-                raise
-            if target is not None:        # a jump taken at capture time
-                pc = labels[target]
+                raise self._at(e, pc)
+            pc = labels[target] if target is not None else pc + 1
         return CaptureResult(self.graph, self.builder.guards, self.builder.input_sources,
                              self.ret, self.lineno)
+
+    def _at(self, e: GraphBreak, pc: int) -> GraphBreak:
+        if e.lineno is None:
+            e.lineno = self.lineno
+        if e.position is None:
+            e.position = pc
+        return e
+
+    def break_point(self, e: GraphBreak) -> BreakPoint:
+        """Where the residual bytecode starts and ends, and the live state at its start."""
+        flow, pos = self.flow, e.position
+        start = pos
+        if isinstance(self.instrs[pos], Instr) and self.instrs[pos].name == "CALL":
+            start = flow.call_start(pos)      # re-run KW_NAMES/PRECALL with the call
+        loop = flow.outermost_loop(pos)
+        last = len(self.instrs) - 1
+        if e.reason in TO_END_REASONS:
+            end = last
+        elif loop is not None:
+            end = loop.end
+        else:
+            end = pos
+        if end != last and flow.contains_try(start, end):
+            end = last                        # handlers live outside the span: keep them all
+        if start not in self.snapshots:
+            raise GraphBreak(Reason.CONTROL_FLOW, "no state recorded at the break", e.lineno)
+        stack = self.snapshots[start][0]
+        if end != last:
+            nulls = [i for i, v in enumerate(stack) if isinstance(v, NullValue)]
+            end = flow.extend_past_nulls(start, end, len(stack), nulls)
+            if end is None:
+                raise GraphBreak(Reason.CONTROL_FLOW, "a call whose arguments branch",
+                                 e.lineno)
+            end = flow.absorb_simple(end)
+        stack, locals_, node_count, lineno = self.snapshots[start]
+        del self.graph.nodes[node_count:]     # nodes recorded past the break point
+        bound = {name for name, v in locals_.items() if v is not DELETED}
+        nargs = len(self.builder.args)
+        args = set(self.code.co_varnames[:nargs])
+        live = flow.live_in[start]
+        store = {name: locals_[name] for name in sorted(live & bound)
+                 if not _is_unchanged_argument(name, locals_[name])}
+        reachable = bound | args | flow.assigned_in(start, end)
+        exits = []
+        if end != last:
+            for target, depth in sorted(flow.exit_depths(start, end, len(stack)).items()):
+                exits.append((target, depth, tuple(sorted(flow.live_in[target] & reachable))))
+        return BreakPoint(e.reason, e.detail, e.lineno, start, end, stack, store, exits)
+
+
+def _is_unchanged_argument(name, value) -> bool:
+    """An argument still holding its own value is already bound in the transformed code."""
+    source = getattr(value, "source", None)
+    return isinstance(source, LocalSource) and source.local == name
 
 
 def infer_arg(value: Value):
@@ -160,11 +245,31 @@ def _convert(value: Value, leaf):
 def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:
     """Capture one call of `func` with argument slots `args` (see pijit._compat.arg_slot_count).
 
-    A GraphBreak raised out of here carries `guards`: the facts read before capture stopped.
+    When capture stops at an instruction it cannot capture, the result carries a BreakPoint:
+    the graph covers the code before it, and the instruction (or the whole loop around it)
+    runs as residual bytecode. A GraphBreak raised out of here means the function cannot be
+    split (strict mode, or a reason in STATIC_REASONS); it carries `guards`, the facts read
+    before capture stopped.
     """
-    capture = FrameCapture(func, args, config, dynamic_dims)
-    try:
-        return capture.run()
-    except GraphBreak as e:
-        e.guards = list(capture.builder.guards)
-        raise
+    instrs = list(Bytecode.from_code(func.__code__))
+    flow = Flow(instrs)
+    stop_at = set()
+    while True:
+        capture = FrameCapture(func, args, config, dynamic_dims, instrs, flow, stop_at)
+        try:
+            result = capture.run()
+            result.instructions = instrs
+            return result
+        except GraphBreak as e:
+            e.guards = list(capture.builder.guards)
+            loop = flow.outermost_loop(e.position)
+            if loop is not None and loop.start not in stop_at and \
+                    e.reason not in TO_END_REASONS:
+                stop_at.add(loop.start)       # capture again, stopping at the loop's head
+                continue
+            if config.strict or e.reason in STATIC_REASONS or func.__code__.co_cellvars:
+                raise
+            result = CaptureResult(capture.graph, e.guards, capture.builder.input_sources,
+                                   None, e.lineno, instrs)
+            result.break_point = capture.break_point(e)
+            return result

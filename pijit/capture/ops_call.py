@@ -3,8 +3,10 @@ dispatch: NumPy calls become nodes, pure calls on constants are folded, the rest
 """
 from __future__ import annotations
 
+import inspect
 import math
 import operator
+import sys
 import types
 
 import numpy as np
@@ -15,6 +17,7 @@ from pijit.capture.ops_arith import fold
 from pijit.capture.ops_build import sequence_items
 from pijit.capture.registry import handler
 from pijit.capture.ops_load_store import shape_dim_value
+from pijit.capture.ops_loop import iterator_call
 from pijit.capture.values import (NULL, ConstValue, DictValue, GraphValue, ListValue,
                                   MethodValue, NullValue, TupleValue, contains_graph_value)
 from pijit.graph.ir import Meta
@@ -80,6 +83,10 @@ def call_value(cap, fn, args: list, kwargs: dict):
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"calling a {type(fn).__name__}")
     target = fn.value
     name = getattr(target, "__name__", type(target).__name__)
+    if _is_introspection(target):
+        cap.unsupported(Reason.FRAME_INTROSPECTION, f"{_qualname(target)}()")
+    if target in (zip, enumerate, reversed, iter):
+        return iterator_call(cap, target, args, kwargs)
     if target is len and len(args) == 1 and isinstance(args[0], (TupleValue, ListValue, DictValue)):
         return ConstValue(len(args[0].items))      # lengths of containers are guarded
     has_graph = any(contains_graph_value(v) for v in list(args) + list(kwargs.values()))
@@ -132,7 +139,7 @@ def _fold_call(cap, target, name, args, kwargs):
         ref = cap.graph.add_node(op, target, tuple(const_args), const_kwargs,
                                  Meta.of(result), cap.lineno)
         return GraphValue(ref, Meta.of(result), fresh=True)
-    if type(result) in (range, types.GeneratorType):
+    if isinstance(result, types.GeneratorType):
         cap.unsupported(Reason.UNSUPPORTED_VALUE, f"{name} gives an iterator")
     return fold(cap, lambda: result, ())
 
@@ -178,6 +185,18 @@ def _builtin_on_graph(cap, target, args, kwargs):
         ref = cap.graph.add_node(target.__name__, target, (args[0].ref,), {}, out, cap.lineno)
         return GraphValue(ref, out)
     return None
+
+
+def _is_introspection(target) -> bool:
+    """Calls that read the caller's frame, which would be the transformed one."""
+    try:
+        return target in _INTROSPECTION
+    except TypeError:
+        return False
+
+
+_INTROSPECTION = frozenset({locals, vars, exec, eval, dir, sys._getframe, inspect.currentframe,
+                            inspect.stack, breakpoint})
 
 
 def _is_pure(target) -> bool:

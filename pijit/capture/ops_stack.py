@@ -1,7 +1,7 @@
 """Handlers for frame set-up, stack shuffles, return, and jumps decided at capture time.
 
 A conditional jump on a guarded constant is followed (the branch is pruned); one on array data
-stops capture. Backward jumps (loops) stop capture until loop support lands.
+stops capture. Backward jumps are in ops_loop.py.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def RETURN_VALUE(cap, instr):
     cap.ret = cap.pop()
 
 
-@handler("JUMP_FORWARD", "JUMP_NO_INTERRUPT")
+@handler("JUMP_FORWARD")
 def JUMP_FORWARD(cap, instr):
     return instr.arg
 

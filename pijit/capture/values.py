@@ -98,3 +98,11 @@ def contains_graph_value(value: Value) -> bool:
     if isinstance(value, SliceValue):
         return any(contains_graph_value(v) for v in (value.start, value.stop, value.step))
     return False
+
+
+@dataclass(eq=False)
+class IteratorValue(Value):
+    """An iterator over items known at capture time (range, tuple, list, zip, enumerate):
+    loops over it unroll. It never leaves the graph (it cannot be rebuilt as residual code)."""
+    items: list
+    index: int = 0

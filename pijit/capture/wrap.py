@@ -11,10 +11,9 @@ import types
 
 import numpy as np
 
-from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.sources import AttrSource, ItemSource, LocalSource, Source
-from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, TupleValue,
-                                  Value, is_immutable)
+from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, MethodValue,
+                                  TupleValue, Value, is_immutable)
 from pijit.graph.ir import PY_SCALARS, Meta
 from pijit.guards import Guard, freeze, layout_flags
 
@@ -74,9 +73,7 @@ class ValueBuilder:
                 return ConstValue(obj, source=source)
             self.guard(source, "type", t)
             return self._input(Meta.of(obj), source)
-        if isinstance(obj, np.generic):
-            if obj.dtype.kind not in SUPPORTED_DTYPE_KINDS:
-                raise GraphBreak(Reason.UNSUPPORTED_VALUE, f"{source.name()} is a {t.__name__}")
+        if isinstance(obj, np.generic) and obj.dtype.kind in SUPPORTED_DTYPE_KINDS:
             # Like a 0-d array: a graph input guarded by type (so by dtype), not by value,
             # since NumPy scalars usually come from reductions and change every call.
             self.guard(source, "type", t)
@@ -97,18 +94,15 @@ class ValueBuilder:
             self.guard(source, "call", lambda d, frozen=frozen: type(d) is dict and freeze(d) == frozen,
                        f"dict value {frozen!r}")
             return DictValue({k: ConstValue(v) for k, v in obj.items()}, source=source)
-        if isinstance(obj, (types.MethodType, types.BuiltinMethodType)) or callable(obj):
-            raise GraphBreak(Reason.UNSUPPORTED_VALUE,
-                             f"{source.name()} is a {t.__name__}, a callable pijit does not capture")
-        if t.__module__ == "builtins" or isinstance(obj, np.ndarray):
-            raise GraphBreak(Reason.UNSUPPORTED_VALUE, f"{source.name()} is a {t.__name__}")
+        # Anything else is opaque: it can be passed to residual code (reloaded from its
+        # source), and using it in a way capture does not know breaks the graph there.
         self.guard(source, "type", t)
         return ObjectValue(obj, source)
 
     def _wrap_array(self, obj: np.ndarray, source: Source) -> Value:
         if obj.dtype.kind not in SUPPORTED_DTYPE_KINDS or not obj.dtype.isnative:
-            raise GraphBreak(Reason.UNSUPPORTED_VALUE,
-                             f"{source.name()} has dtype {obj.dtype}, not a native numeric dtype")
+            self.guard(source, "type", np.ndarray)
+            return ObjectValue(obj, source)
         dynamic = self.dynamic_dims.get(source, ())
         shape = tuple(None if i in dynamic else d for i, d in enumerate(obj.shape))
         self.guard(source, "array", obj.dtype, shape, layout_flags(obj))
@@ -124,16 +118,18 @@ class ValueBuilder:
         return self.wrap(self.args[slot], LocalSource(slot, name))
 
     def attribute(self, obj_value: ObjectValue, name: str) -> Value:
-        """`obj.name` for an opaque object: only plain data attributes, never descriptors."""
+        """`obj.name` for an opaque object. Plain data attributes are read now (and guarded);
+        anything else (methods, properties, missing names) stays a deferred attribute
+        access that residual code performs."""
         obj = obj_value.obj
         inst = getattr(obj, "__dict__", None)
-        if inst is not None and name in inst:
+        if isinstance(inst, dict) and name in inst and type(obj).__getattribute__ is object.__getattribute__:
             value = inst[name]
         else:
             cls_attr = _class_attribute(type(obj), name)
-            if cls_attr is _MISSING or hasattr(type(cls_attr), "__get__"):
-                raise GraphBreak(Reason.UNSUPPORTED_VALUE,
-                                 f"{obj_value.source.name()}.{name} is not a plain data attribute")
+            if cls_attr is _MISSING or hasattr(type(cls_attr), "__get__") or \
+                    type(obj).__getattribute__ is not object.__getattribute__:
+                return MethodValue(obj_value, name)
             value = cls_attr
         return self.wrap(value, AttrSource(obj_value.source, name))
 

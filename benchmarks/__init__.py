@@ -1,0 +1,1 @@
+"""pijit's benchmark runner and suite: `python -m benchmarks --help`; see benchmarks/README.md."""

@@ -1,0 +1,119 @@
+"""`python -m benchmarks`: run the quick suite and print a table (see benchmarks/README.md).
+
+Thread counts for BLAS/OpenMP must be in the environment before NumPy is imported, so this
+module parses the command line and sets them first, and imports NumPy only afterwards.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+THREAD_VARS = ("PIJIT_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+               "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS", "NUMBA_NUM_THREADS")
+BACKENDS = ("numpy", "pijit", "numexpr", "numba", "torch", "jax")
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description="Time pijit against plain NumPy (and installed peers) on a suite of NumPy "
+                    "workloads; every result is checked against plain NumPy.")
+    p.add_argument("--suite", choices=("quick", "full"), default="quick",
+                   help="quick (default, about a minute) or full (the issue's big sizes)")
+    p.add_argument("--only", metavar="NAME,...", help="run only these workloads")
+    p.add_argument("--backends", metavar="B,...", default=",".join(BACKENDS),
+                   help="variants to run, from: %(default)s (numpy, the baseline, always runs; "
+                        "peers that are not installed are reported as such)")
+    p.add_argument("--repeat", type=int, metavar="N",
+                   help="exactly N timed samples per variant (default: at least 5, more while "
+                        "the per-workload time budget lasts)")
+    p.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="threads for BLAS/OpenMP/pijit (sets %s before NumPy is imported; "
+                        "default 1)" % ", ".join(THREAD_VARS[:3]))
+    p.add_argument("--unset-openblas-env", action="store_true",
+                   help="remove OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE for this run")
+    p.add_argument("--json", metavar="OUT.json", help="write every measured field as JSON")
+    p.add_argument("--markdown", metavar="OUT.md", help="write the table as markdown")
+    p.add_argument("--plot", metavar="OUT.png", help="bar chart of speedups (needs matplotlib)")
+    p.add_argument("--tiny", action="store_true",
+                   help="tiny inputs and short budgets (for tests: checks run, timings mean "
+                        "little)")
+    p.add_argument("--no-bandwidth", action="store_true", help="skip the bandwidth probe")
+    p.add_argument("--list", action="store_true", help="list the workloads and exit")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return p
+
+
+def _set_thread_env(args):
+    if args.threads < 1:
+        raise SystemExit("--threads must be >= 1")
+    for var in THREAD_VARS:
+        os.environ[var] = str(args.threads)
+    if args.unset_openblas_env:
+        os.environ.pop("OPENBLAS_CORETYPE", None)
+        os.environ.pop("OPENBLAS_L2_SIZE", None)
+    if "numpy" in sys.modules:      # called in-process after NumPy was loaded: say so
+        print("note: NumPy was already imported; --threads may not reach its BLAS",
+              file=sys.stderr)
+
+
+def _progress():
+    if not sys.stderr.isatty():
+        def lines(items):
+            items = list(items)
+            for i, w in enumerate(items, 1):
+                print(f"[{i}/{len(items)}] {w.name}", file=sys.stderr, flush=True)
+                yield w
+        return lines
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        def bar(items):
+            items = list(items)
+            for i, w in enumerate(items, 1):
+                print(f"\r[{i}/{len(items)}] {w.name:<24}", end="", file=sys.stderr, flush=True)
+                yield w
+            print(file=sys.stderr)
+        return bar
+    return lambda items: tqdm(items, desc="benchmarks", unit="workload", file=sys.stderr)
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    _set_thread_env(args)
+    from benchmarks import report, runner, workloads       # imports NumPy: after the env
+    chosen = workloads.select(args.only)
+    if args.list:
+        for w in chosen:
+            print(f"{w.name:20s} {w.description}")
+        return 0
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = [b for b in backends if b not in BACKENDS]
+    if unknown:
+        raise SystemExit(f"unknown backend(s) {unknown}; choose from {', '.join(BACKENDS)}")
+    if args.plot:                                          # fail before the run, not after
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise SystemExit("--plot needs matplotlib (pip install matplotlib)") from None
+    results = runner.run_suite(chosen, suite=args.suite, tiny=args.tiny, backends=backends,
+                               repeat=args.repeat, threads=args.threads,
+                               bandwidth=not args.no_bandwidth,
+                               progress=None if args.no_progress else _progress())
+    print(report.table(results))
+    if args.json:
+        report.write_json(results, args.json)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(report.markdown(results))
+    if args.plot:
+        report.plot(results, args.plot)
+    failed = any(r["status"] in ("mismatch", "error")
+                 for w in results["workloads"] for n, r in w["variants"].items()
+                 if n in ("numpy", "pijit"))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""Results as a terminal table, JSON, markdown and a bar chart of speedups."""
+from __future__ import annotations
+
+import json
+
+from benchmarks.peers import PEERS
+
+
+def fmt_time(s):
+    if s is None:
+        return "-"
+    if s < 1e-3:
+        return f"{s * 1e6:.2f} us" if s < 1e-5 else f"{s * 1e6:.1f} us"
+    if s < 1.0:
+        return f"{s * 1e3:.2f} ms" if s < 1e-2 else f"{s * 1e3:.1f} ms"
+    return f"{s:.2f} s"
+
+
+def _steady(rec):
+    st = rec.get("steady") if rec else None
+    if not st:
+        return _status(rec)
+    med = st["median_s"]
+    spread = (st["q3_s"] - st["q1_s"]) / 2 / med * 100 if med else 0.0
+    return f"{fmt_time(med)} ±{spread:.0f}%"
+
+
+def _status(rec):
+    if not rec:
+        return "-"
+    return {"ok": "-", "not installed": "n/i", "not applicable": "n/a",
+            "mismatch": "WRONG", "error": "ERROR"}.get(rec["status"], rec["status"])
+
+
+def _speedup(rec, with_spread=True):
+    if not rec or rec.get("speedup") is None:
+        return _status(rec)
+    if not with_spread:
+        return f"{rec['speedup']:.2f}x"
+    return f"{rec['speedup']:.2f}x [{rec['speedup_q1']:.2f}-{rec['speedup_q3']:.2f}]"
+
+
+def _mb(rec):
+    b = rec.get("peak_memory_bytes") if rec else None
+    return "-" if b is None else f"{b / 2**20:.1f}"
+
+
+def _check(w):
+    bad = [f"{n}:{r['status']}" for n, r in w["variants"].items()
+           if r["status"] in ("mismatch", "error") and n in ("numpy", "pijit")]
+    return "FAIL " + ",".join(bad) if bad else "ok"
+
+
+def rows(results):
+    peers = [p for p in PEERS if any(w["variants"].get(p, {}).get("status") not in
+                                     (None, "not installed") for w in results["workloads"])]
+    head = ["workload", "size", "numpy", "pijit", "speedup [IQR]", "1st call", "graphs/brk",
+            "peak MB np/pj", "floor", "check"] + [f"{p} x" for p in peers]
+    body = []
+    for w in results["workloads"]:
+        v = w["variants"]
+        np_, pj = v.get("numpy"), v.get("pijit")
+        graphs = "-" if not pj or pj.get("graph_count") is None else \
+            f"{pj['graph_count']}/{pj['graph_break_count']}"
+        body.append([w["name"], w["size"], _steady(np_), _steady(pj), _speedup(pj),
+                     fmt_time(pj.get("first_call_cold_s")) if pj else "-", graphs,
+                     f"{_mb(np_)}/{_mb(pj)}", fmt_time(w.get("floor_s")), _check(w)]
+                    + [_speedup(v.get(p), with_spread=False) for p in peers])
+    return head, body
+
+
+def table(results) -> str:
+    head, body = rows(results)
+    widths = [max(len(str(r[i])) for r in [head] + body) for i in range(len(head))]
+    line = lambda r: "  ".join(str(c).ljust(wd) for c, wd in zip(r, widths)).rstrip()  # noqa
+    out = [line(head), line(["-" * wd for wd in widths])] + [line(r) for r in body]
+    return "\n".join(out + [""] + notes(results))
+
+
+def notes(results):
+    env, bw = results["env"], results.get("bandwidth")
+    out = []
+    if bw:
+        out.append(f"memory bandwidth: copy {bw['copy_bytes_per_s'] / 1e9:.1f} GB/s, triad "
+                   f"{bw['triad_bytes_per_s'] / 1e9:.1f} GB/s ({bw['method']} kernel, 1 thread); "
+                   f"floor = (inputs read once + outputs written once) / best of the two")
+    blas = env.get("blas") or {}
+    pools = blas.get("pools")
+    blas_s = ", ".join(f"{p['internal_api']} {p['version']} {p['architecture']} "
+                       f"{p['num_threads']} thr" for p in pools) if pools else \
+        str(blas.get("build"))
+    out.append(f"env: {env['cpu_model']} ({env['cpu_count']} cpus), Python {env['python']}, "
+               f"NumPy {env['numpy']}, BLAS {blas_s}, threads {env['threads']}, "
+               f"OPENBLAS_CORETYPE={env['openblas_env'].get('OPENBLAS_CORETYPE')}, "
+               f"pijit {env['pijit_commit']} jit_level {env['pijit_jit_level']}, "
+               f"loadavg {env['loadavg_start']}")
+    cfg = results["config"]
+    out.append(f"suite {cfg['suite']}{' (tiny sizes)' if cfg['tiny'] else ''}, "
+               f"wall time {results['wall_time_s']:.1f} s; speedup = numpy median / pijit "
+               f"median, [IQR of paired per-round ratios]; ±% = half the IQR of the samples")
+    out.append("first call = capture + compile + run, cold (after pijit.reset); pijit has no "
+               "disk cache yet, so no warm-disk-cache number is claimed")
+    missing = [p for p, a in results["peers"].items() if not a["installed"]]
+    if missing:
+        out.append(f"peers not installed: {', '.join(missing)}")
+    for w in results["workloads"]:
+        for name, rec in w["variants"].items():
+            if rec["status"] in ("mismatch", "error"):
+                out.append(f"{rec['status'].upper()}: {w['name']} [{name}]: {rec['error']}")
+    return out
+
+
+def markdown(results) -> str:
+    head, body = rows(results)
+    esc = lambda c: str(c).replace("|", "\\|")  # noqa: E731
+    lines = ["# pijit benchmark results", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in body]
+    lines += [""] + [f"- {n}" for n in notes(results)]
+    reasons = []
+    for w in results["workloads"]:
+        pj = w["variants"].get("pijit") or {}
+        for r in pj.get("break_reasons") or []:
+            reasons.append(f"- `{w['name']}`: {r['reason']} (line {r['lineno']})")
+    if reasons:
+        lines += ["", "## pijit graph breaks and fallbacks", ""] + reasons
+    return "\n".join(lines) + "\n"
+
+
+def write_json(results, path):
+    with open(path, "w") as f:
+        json.dump(results, f, indent=1, default=str)
+
+
+def plot(results, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise SystemExit("--plot needs matplotlib (pip install matplotlib, or pijit's "
+                         "'bench' extra)") from None
+    names = [w["name"] for w in results["workloads"]]
+    backends = [b for b in results["config"]["backends"] if b != "numpy" and any(
+        w["variants"].get(b, {}).get("speedup") for w in results["workloads"])]
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(names) * max(1, len(backends)) + 1.5))
+    height = 0.8 / max(1, len(backends))
+    for i, b in enumerate(backends):
+        vals, errs, ys = [], [[], []], []
+        for j, w in enumerate(results["workloads"]):
+            rec = w["variants"].get(b) or {}
+            if rec.get("speedup") is None:
+                continue
+            ys.append(j + i * height)
+            vals.append(rec["speedup"])
+            errs[0].append(max(0.0, rec["speedup"] - rec["speedup_q1"]))
+            errs[1].append(max(0.0, rec["speedup_q3"] - rec["speedup"]))
+        ax.barh(ys, vals, height=height, xerr=errs, label=b)
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_yticks([j + height * (len(backends) - 1) / 2 for j in range(len(names))])
+    ax.set_yticklabels(names)
+    ax.invert_yaxis()
+    ax.set_xlabel("speedup vs plain NumPy (median, IQR bars; log scale; >1 is faster)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)

@@ -1,0 +1,373 @@
+"""Timing and measurement: one workload at a time, every variant in the same process.
+
+For each workload (see benchmarks/README.md for how to read the numbers):
+
+1. The reference result is plain NumPy on a private copy of the inputs.
+2. Every variant (numpy, pijit, peers) gets its own copy of the inputs. Its first call is
+   timed (for pijit: cold, after `pijit.reset`, then once more after a second reset; there is
+   no disk cache yet, so the "warm disk cache" number is that second cold compile and the
+   JSON says `"disk_cache": false`). The first call's result is checked against the
+   reference; a mismatch or an exception takes the variant out of the timing and is reported
+   as a failure, never as a speed.
+3. Warm-up calls are excluded. Each variant's calls-per-sample is chosen timeit-style so a
+   sample lasts at least `target` seconds (tiny workloads: hundreds of calls per sample,
+   reported per call). Samples are interleaved round-robin (A, B, A, B ... with the order
+   rotated every round), with a short sleep after each sample so spinning thread pools park.
+4. After timing, one more call of each variant is checked again, inputs are checked for
+   mutation, and peak memory (tracemalloc, which sees NumPy's data allocations) of one call.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import platform
+import subprocess
+import sys
+import time
+import tracemalloc
+from itertools import repeat as _repeat
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import peers as peers_mod
+from benchmarks.check import compare, nbytes
+
+SCHEMA_VERSION = 1
+ALL_BACKENDS = ("numpy", "pijit") + peers_mod.PEERS
+DISK_CACHE_NOTE = ("pijit has no disk cache yet: first_call_warm_disk_s is a second cold "
+                   "compile (after pijit.reset), not a disk-cache hit")
+
+
+# -- timing primitives ----------------------------------------------------------------------
+def call_all(fn, inputs):
+    return [fn(*args) for args in inputs]
+
+
+def make_timer(fn, inputs):
+    """run(number) -> seconds for `number` passes over every input tuple."""
+    perf = time.perf_counter
+    if len(inputs) == 1:
+        args = inputs[0]
+
+        def run(number):
+            t0 = perf()
+            for _ in _repeat(None, number):
+                fn(*args)
+            return perf() - t0
+    else:
+        def run(number):
+            t0 = perf()
+            for _ in _repeat(None, number):
+                for args in inputs:
+                    fn(*args)
+            return perf() - t0
+    return run
+
+
+def timed_call(fn, inputs):
+    t0 = time.perf_counter()
+    out = call_all(fn, inputs)
+    return time.perf_counter() - t0, out
+
+
+def summarize(samples):
+    a = np.asarray(samples, dtype=float)
+    q1, med, q3 = np.percentile(a, [25, 50, 75])
+    return {"median_s": float(med), "q1_s": float(q1), "q3_s": float(q3),
+            "min_s": float(a.min()), "max_s": float(a.max()), "samples": int(a.size)}
+
+
+def peak_memory(fn, inputs):
+    """Peak bytes allocated (as tracemalloc sees them) during one call, result included."""
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    out = call_all(fn, inputs)
+    peak = tracemalloc.get_traced_memory()[1] - base
+    del out
+    if not was_tracing:
+        tracemalloc.stop()
+    return int(peak)
+
+
+def interleave(timers, *, repeat, budget_s, target_s, min_rounds=5, max_rounds=60,
+               pause_s=0.001):
+    """Round-robin samples (seconds per call) for every timer; warm-up excluded."""
+    numbers = {}
+    for name, run in timers.items():
+        run(1)                                           # warm-up, excluded
+        once = run(1)
+        numbers[name] = max(1, min(200_000, math.ceil(target_s / max(once, 1e-9))))
+    samples = {name: [] for name in timers}
+    names = list(timers)
+    start = time.perf_counter()
+    rounds = 0
+    while True:
+        k = rounds % len(names)
+        for name in names[k:] + names[:k]:
+            samples[name].append(timers[name](numbers[name]) / numbers[name])
+            time.sleep(pause_s)
+        rounds += 1
+        if repeat:
+            if rounds >= repeat:
+                break
+        elif rounds >= max_rounds or (rounds >= min_rounds
+                                      and time.perf_counter() - start > budget_s):
+            break
+    return samples, numbers
+
+
+# -- one workload ---------------------------------------------------------------------------
+def _fresh_inputs(inputs):
+    return copy.deepcopy(inputs)
+
+
+def _variant_record(status="ok", error=None):
+    return {"status": status, "error": error, "check": None, "first_call_s": None,
+            "steady": None, "calls_per_sample": None, "speedup": None, "speedup_q1": None,
+            "speedup_q3": None, "peak_memory_bytes": None, "inputs_unchanged": None}
+
+
+def _prepare(name, workload, threads, pijit):
+    """(callable, convert_inputs, to_numpy) for a variant; raises on failure."""
+    if name == "numpy":
+        return workload.fn, None, None
+    if name == "pijit":
+        return pijit.jit(peers_mod.fresh_copy(workload.fn)), None, None
+    return peers_mod.prepare(name, workload, threads)
+
+
+def _pijit_report(pijit, jfn, inputs, rec):
+    exp = pijit.explain(jfn, *inputs[0])
+    rec.update(graph_count=exp.graph_count, graph_break_count=exp.graph_break_count,
+               op_count=exp.op_count, ops_per_graph=[list(g) for g in exp.ops_per_graph],
+               break_reasons=[{"reason": str(r["reason"]), "filename": str(r["filename"]),
+                               "lineno": r["lineno"]} for r in exp.break_reasons],
+               fallback=None if exp.fallback is None else str(exp.fallback))
+
+
+def measure_workload(workload, scale, backends, *, threads=1, repeat=None, budget_s=1.5,
+                     target_s=0.002, bandwidth=None, installed=None):
+    import pijit
+    installed = installed or {}
+    pristine = workload.inputs(scale)
+    reference = call_all(workload.fn, _fresh_inputs(pristine))
+    in_bytes = sum(nbytes(a) for args in pristine for a in args)
+    out_bytes = nbytes(reference)
+    result = {"name": workload.name, "description": workload.description,
+              "size": size_label(pristine), "memory_bound": workload.memory_bound,
+              "bytes_moved": int(in_bytes + out_bytes) if workload.memory_bound else None,
+              "floor_s": None, "variants": {}}
+    if workload.memory_bound and bandwidth:
+        result["floor_s"] = (in_bytes + out_bytes) / bandwidth["bytes_per_s"]
+
+    timers, prepared = {}, {}
+    for name in backends:
+        if name in peers_mod.PEERS and not installed.get(name, {}).get("installed"):
+            result["variants"][name] = _variant_record("not installed", "not installed")
+            continue
+        rec = _variant_record()
+        result["variants"][name] = rec
+        try:
+            fn, convert, to_numpy = _prepare(name, workload, threads, pijit)
+        except peers_mod.NotApplicable as exc:
+            rec.update(status="not applicable", error=str(exc))
+            continue
+        except Exception as exc:
+            rec.update(status="error", error=f"{type(exc).__name__}: {exc}")
+            continue
+        own = _fresh_inputs(pristine)
+        call_inputs = convert(own) if convert else own
+        to_np = to_numpy or (lambda x: x)
+        try:
+            if name == "pijit":
+                _pijit_report(pijit, fn, call_inputs, rec)
+                pijit.reset(fn)
+                rec["first_call_s"], out = timed_call(fn, call_inputs)
+                rec["first_call_cold_s"] = rec["first_call_s"]
+                check = compare(reference, out, strict_dtype=True)
+                pijit.reset(fn)
+                rec["first_call_warm_disk_s"], out2 = timed_call(fn, call_inputs)
+                rec["disk_cache"] = False
+                rec["disk_cache_note"] = DISK_CACHE_NOTE
+                if check["ok"]:
+                    check = compare(reference, out2, strict_dtype=True)
+            else:
+                rec["first_call_s"], out = timed_call(fn, call_inputs)
+                check = compare(reference, to_np(out), strict_dtype=name == "numpy")
+        except Exception as exc:
+            rec.update(status="error", error=f"{type(exc).__name__}: {exc}")
+            continue
+        rec["check"] = check
+        if not check["ok"]:
+            rec["status"] = "mismatch"
+            rec["error"] = check["reason"]
+            continue
+        timers[name] = make_timer(fn, call_inputs)
+        prepared[name] = (fn, call_inputs, own, to_np, name == "numpy")
+
+    if timers:
+        samples, numbers = interleave(timers, repeat=repeat, budget_s=budget_s,
+                                      target_s=target_s)
+        base = samples.get("numpy")
+        for name, s in samples.items():
+            rec = result["variants"][name]
+            rec["steady"] = summarize(s)
+            rec["calls_per_sample"] = numbers[name]
+            if base:
+                rec["speedup"] = float(np.median(base) / np.median(s))
+                ratios = np.asarray(base) / np.asarray(s)      # paired: same round
+                rec["speedup_q1"], rec["speedup_q3"] = (float(x) for x in
+                                                        np.percentile(ratios, [25, 75]))
+
+    for name, (fn, call_inputs, own, to_np, strict) in prepared.items():
+        rec = result["variants"][name]
+        try:
+            out = to_np(call_all(fn, call_inputs))          # steady-state result, checked too
+            check = compare(reference, out, strict_dtype=strict)
+            if name in ("numpy", "pijit", "numexpr"):      # allocations tracemalloc sees
+                rec["peak_memory_bytes"] = peak_memory(fn, call_inputs)
+        except Exception as exc:
+            check = {"ok": False, "reason": f"{type(exc).__name__}: {exc}"}
+        unchanged = compare(pristine, own, strict_dtype=True)["ok"] if own is call_inputs else None
+        rec["inputs_unchanged"] = unchanged
+        if not check["ok"] or unchanged is False:
+            rec["status"] = "mismatch"
+            rec["error"] = check.get("reason") if not check["ok"] else "inputs were modified"
+            rec["check"] = check
+            for key in ("steady", "speedup", "speedup_q1", "speedup_q3"):
+                rec[key] = None                             # a wrong result has no speed
+        if name == "pijit":
+            st = pijit.stats(fn)
+            rec.update(compile_count=st["compile_count"], cache_misses=st["cache_misses"],
+                       recompiles=len(st["recompile_reasons"]))
+    return result
+
+
+def size_label(inputs):
+    """'10M f64', '4096x512 f32', or '6 shapes, 1000..6000 f64' for changing shapes."""
+    def one(args):
+        arrays = [a for a in args if isinstance(a, np.ndarray)]
+        big = max(arrays, key=lambda a: a.size)
+        dims = "x".join(_short(d) for d in big.shape)
+        return dims, f"{big.dtype.kind}{big.dtype.itemsize * 8}"
+    if len(inputs) > 1:
+        first, dt = one(inputs[0])
+        return f"{len(inputs)} shapes {first}..{one(inputs[-1])[0]} {dt}"
+    dims, dt = one(inputs[0])
+    return f"{dims} {dt}"
+
+
+def _short(n):
+    if n >= 1_000_000 and n % 1_000_000 == 0:
+        return f"{n // 1_000_000}M"
+    if n >= 10_000 and n % 1000 == 0:
+        return f"{n // 1000}k"
+    return str(n)
+
+
+# -- environment ----------------------------------------------------------------------------
+def environment(threads):
+    import os
+    import pijit
+    env = {"python": sys.version.split()[0], "platform": platform.platform(),
+           "numpy": np.__version__, "cpu_model": _cpu_model(), "cpu_count": os.cpu_count(),
+           "threads": threads, "pijit_commit": _git_commit(),
+           "pijit_jit_level": pijit.JitConfig().jit_level,
+           "loadavg_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+           "thread_env": {k: os.environ.get(k) for k in
+                          ("PIJIT_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                           "MKL_NUM_THREADS")},
+           "openblas_env": {k: os.environ.get(k) for k in
+                            ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")},
+           "blas": _blas_info()}
+    return env
+
+
+def _cpu_model():
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _git_commit():
+    try:
+        root = Path(__file__).resolve().parent.parent
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, text=True,
+                              capture_output=True, timeout=5).stdout.strip() or None
+    except Exception:
+        return None
+
+
+def _blas_info():
+    try:
+        import threadpoolctl
+    except ImportError:
+        cfg = None
+        try:
+            blas = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+            cfg = {"name": blas.get("name"), "version": blas.get("version")}
+        except Exception:
+            pass
+        return {"source": "numpy.show_config (threadpoolctl not installed)", "build": cfg}
+    return {"source": "threadpoolctl",
+            "pools": [{k: info.get(k) for k in ("internal_api", "version", "architecture",
+                                                 "num_threads", "threading_layer", "filepath")}
+                      for info in threadpoolctl.threadpool_info()]}
+
+
+# -- the suite ------------------------------------------------------------------------------
+SCALE_SETTINGS = {   # (steady-state time budget per workload, seconds per sample, bw elements)
+    "tiny": (0.05, 0.0002, 1 << 20),
+    "quick": (1.2, 0.002, 1 << 23),
+    "full": (6.0, 0.005, 1 << 24),
+}
+
+
+def _warm_pijit():
+    """Compile one throwaway function so the first workload does not pay pijit's imports."""
+    import pijit
+
+    def warm(x):
+        return x * 2.0 + 1.0
+    jw = pijit.jit(warm)
+    jw(np.ones(4))
+    pijit.reset(jw)
+
+
+def run_suite(workloads, *, suite="quick", tiny=False, backends=ALL_BACKENDS, repeat=None,
+              threads=1, bandwidth=True, progress=None):
+    from benchmarks import bandwidth as bw_mod
+    scale = "tiny" if tiny else suite
+    budget_s, target_s, bw_n = SCALE_SETTINGS[scale]
+    backends = ["numpy"] + [b for b in backends if b != "numpy"]   # the baseline always runs
+    t0 = time.perf_counter()
+    results = {"schema_version": SCHEMA_VERSION,
+               "config": {"suite": suite, "tiny": tiny, "scale": scale, "backends": backends,
+                          "repeat": repeat, "threads": threads, "budget_s": budget_s,
+                          "target_sample_s": target_s},
+               "env": environment(threads), "peers": peers_mod.availability(),
+               "bandwidth": None, "workloads": []}
+    if bandwidth:
+        results["bandwidth"] = bw_mod.measure(n=bw_n)
+    if "pijit" in backends:
+        _warm_pijit()
+    results["env"]["blas"] = _blas_info()                 # after numpy has loaded its BLAS
+    items = progress(workloads) if progress else workloads
+    for w in items:
+        if hasattr(items, "set_postfix_str"):
+            items.set_postfix_str(w.name)
+        results["workloads"].append(measure_workload(
+            w, scale, backends, threads=threads, repeat=repeat, budget_s=budget_s,
+            target_s=target_s, bandwidth=results["bandwidth"], installed=results["peers"]))
+    results["wall_time_s"] = time.perf_counter() - t0
+    import os
+    results["env"]["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    return results

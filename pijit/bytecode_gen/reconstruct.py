@@ -1,0 +1,117 @@
+"""Abstract values -> instructions that rebuild them in residual code.
+
+Graph outputs are read from temporaries, objects that came from a source are reloaded from
+it (so they keep their identity), constants are loaded, and containers the function built
+are rebuilt; a list or dict referenced twice is built once, so aliasing survives.
+"""
+from __future__ import annotations
+
+from bytecode import FreeVar, Instr
+
+from pijit.capture.graph_break import GraphBreak, Reason
+from pijit.capture.sources import (AttrSource, CellSource, ConstSource, GlobalSource,
+                                   ItemSource, LocalSource)
+from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, MethodValue,
+                                  NullValue, SliceValue, TupleValue)
+
+OUT_NAME = "__pijit_out{}"
+TEMP_NAME = "__pijit_tmp{}"
+
+
+def emit_load(source, lineno) -> list:
+    """Instructions that push the value of `source` (the residual-code twin of Source.read)."""
+    if isinstance(source, LocalSource):
+        return [Instr("LOAD_FAST", source.local, lineno=lineno)]
+    if isinstance(source, GlobalSource):
+        return [Instr("LOAD_GLOBAL", (False, source.global_name), lineno=lineno)]
+    if isinstance(source, CellSource):
+        return [Instr("LOAD_DEREF", FreeVar(source.var), lineno=lineno)]
+    if isinstance(source, AttrSource):
+        return emit_load(source.base, lineno) + [Instr("LOAD_ATTR", source.attr, lineno=lineno)]
+    if isinstance(source, ItemSource):
+        return emit_load(source.base, lineno) + [Instr("LOAD_CONST", source.index, lineno=lineno),
+                                                 Instr("BINARY_SUBSCR", lineno=lineno)]
+    if isinstance(source, ConstSource):
+        return [Instr("LOAD_CONST", source.obj, lineno=lineno)]
+    raise TypeError(f"cannot reload {source!r}")
+
+
+def graph_outputs(roots) -> dict:
+    """{Ref: output index} of the graph values the roots need, in first-use order.
+    Graph inputs that have a source are reloaded instead, so they are not outputs."""
+    found = {}
+
+    def visit(value):
+        if isinstance(value, GraphValue):
+            if value.source is None:
+                found.setdefault(value.ref, len(found))
+        elif value.source is None:
+            for item in _children(value):
+                visit(item)
+
+    for root in roots:
+        visit(root)
+    return found
+
+
+def _children(value):
+    if isinstance(value, (TupleValue, ListValue)):
+        return value.items
+    if isinstance(value, DictValue):
+        return value.items.values()
+    if isinstance(value, SliceValue):
+        return (value.start, value.stop, value.step)
+    if isinstance(value, MethodValue):
+        return (value.obj,)
+    return ()
+
+
+class Emitter:
+    """Emits values for one residual code object, remembering built mutable containers."""
+
+    def __init__(self, out_index: dict, lineno):
+        self.out_index = out_index
+        self.lineno = lineno
+        self.built = {}        # id(value) -> temp name, for lists and dicts built once
+
+    def emit(self, value) -> list:
+        at = self.lineno
+        if isinstance(value, GraphValue) and value.source is None:
+            return [Instr("LOAD_FAST", OUT_NAME.format(self.out_index[value.ref]), lineno=at)]
+        if value.source is not None:          # an object passed through: same identity
+            return emit_load(value.source, at)
+        if isinstance(value, ConstValue):
+            return [Instr("LOAD_CONST", value.value, lineno=at)]
+        if isinstance(value, NullValue):
+            return [Instr("PUSH_NULL", lineno=at)]
+        if isinstance(value, TupleValue):
+            return self._items(value.items) + [Instr("BUILD_TUPLE", len(value.items), lineno=at)]
+        if isinstance(value, SliceValue):
+            return self._items([value.start, value.stop, value.step]) + \
+                [Instr("BUILD_SLICE", 3, lineno=at)]
+        if isinstance(value, MethodValue):
+            return self.emit(value.obj) + [Instr("LOAD_ATTR", value.name, lineno=at)]
+        if isinstance(value, (ListValue, DictValue)):
+            return self._mutable(value)
+        raise GraphBreak(Reason.UNSUPPORTED_VALUE,
+                         f"a {type(value).__name__} cannot be rebuilt in residual code", at)
+
+    def _items(self, items) -> list:
+        return [i for v in items for i in self.emit(v)]
+
+    def _mutable(self, value) -> list:
+        at = self.lineno
+        temp = self.built.get(id(value))
+        if temp is not None:
+            return [Instr("LOAD_FAST", temp, lineno=at)]
+        if isinstance(value, ListValue):
+            code = self._items(value.items) + [Instr("BUILD_LIST", len(value.items), lineno=at)]
+        else:
+            code = []
+            for key, item in value.items.items():
+                code.append(Instr("LOAD_CONST", key, lineno=at))
+                code += self.emit(item)
+            code.append(Instr("BUILD_MAP", len(value.items), lineno=at))
+        temp = TEMP_NAME.format(len(self.built))
+        self.built[id(value)] = temp
+        return code + [Instr("COPY", 1, lineno=at), Instr("STORE_FAST", temp, lineno=at)]

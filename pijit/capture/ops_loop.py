@@ -1,0 +1,112 @@
+"""Handlers for loops: GET_ITER, FOR_ITER and backward jumps.
+
+Loops over iterables known at capture time (range with guarded bounds, tuples, lists, zip
+and enumerate of those, rows of an array with a static first dimension) unroll while the
+loop runs at most MAX_LOOP_UNROLLING iterations; otherwise capture stops and the whole loop
+runs as residual bytecode (see interpreter.capture_frame).
+"""
+from __future__ import annotations
+
+from pijit.capture import numpy_rules
+from pijit.capture.graph_break import Reason
+from pijit.capture.ops_stack import POP_JUMP_FORWARD_IF, POP_JUMP_FORWARD_IF_NONE
+from pijit.capture.registry import handler
+from pijit.capture.values import (ConstValue, GraphValue, IteratorValue, ListValue,
+                                  TupleValue)
+
+
+def iterate(cap, value) -> IteratorValue:
+    """The items `for item in value` yields, when capture knows them all."""
+    if isinstance(value, IteratorValue):
+        return value
+    if isinstance(value, ConstValue) and isinstance(value.value, (range, tuple, list, str)):
+        return IteratorValue([ConstValue(v) for v in value.value])
+    if isinstance(value, (TupleValue, ListValue)):
+        return IteratorValue(list(value.items))
+    if isinstance(value, GraphValue) and value.meta.is_array and value.meta.ndim >= 1 \
+            and value.meta.shape[0] is not None:
+        getitem = numpy_rules.lookup_operator("getitem")
+        rows = value.meta.shape[0]
+        if rows > cap.config.MAX_LOOP_UNROLLING:
+            cap.unsupported(Reason.LOOP, f"iterating over {rows} rows exceeds MAX_LOOP_UNROLLING")
+        return IteratorValue([cap.add_op(getitem, (value, ConstValue(i)), {})
+                              for i in range(rows)])
+    cap.unsupported(Reason.LOOP, f"iterating over a {type(value).__name__} "
+                                 "whose items are known only at run time")
+
+
+def iterator_call(cap, target, args, kwargs) -> IteratorValue:
+    """zip/enumerate/reversed/iter over iterables capture knows item by item."""
+    if kwargs and not (target is zip and set(kwargs) == {"strict"}) and \
+            not (target is enumerate and set(kwargs) == {"start"}):
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{target.__name__} with {sorted(kwargs)}")
+    if target is enumerate:
+        start = kwargs.get("start", args[1] if len(args) > 1 else ConstValue(0))
+        if not isinstance(start, ConstValue):
+            cap.unsupported(Reason.UNSUPPORTED_CALL, "enumerate start known only at run time")
+        items = iterate(cap, args[0]).items
+        return IteratorValue([TupleValue([ConstValue(start.value + i), v])
+                              for i, v in enumerate(items)])
+    if target is zip:
+        columns = [iterate(cap, a).items for a in args]
+        strict = kwargs.get("strict", ConstValue(False))
+        if isinstance(strict, ConstValue) and strict.value and len({len(c) for c in columns}) > 1:
+            cap.unsupported(Reason.UNSUPPORTED_CALL, "zip(strict=True) of unequal lengths")
+        return IteratorValue([TupleValue(list(row)) for row in zip(*columns)])
+    if len(args) != 1:
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{target.__name__} with {len(args)} arguments")
+    items = iterate(cap, args[0]).items
+    return IteratorValue(list(reversed(items)) if target is reversed else list(items))
+
+
+@handler("GET_ITER")
+def GET_ITER(cap, instr):
+    if not cap.config.loop_unrolling:
+        cap.unsupported(Reason.LOOP, "loop_unrolling is off")
+    cap.push(iterate(cap, cap.pop()))
+
+
+@handler("FOR_ITER")
+def FOR_ITER(cap, instr):
+    it = cap.stack[-1]
+    if not isinstance(it, IteratorValue):
+        cap.unsupported(Reason.LOOP, "FOR_ITER over an iterator capture does not know")
+    count_iteration(cap)
+    if it.index >= len(it.items):
+        cap.pop()
+        return instr.arg
+    it.index += 1
+    cap.push(it.items[it.index - 1])
+    return None
+
+
+@handler("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
+def JUMP_BACKWARD(cap, instr):
+    count_iteration(cap)
+    return instr.arg
+
+
+@handler("POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_FALSE")
+def POP_JUMP_BACKWARD_IF(cap, instr):
+    target = POP_JUMP_FORWARD_IF(cap, instr)
+    if target is not None:
+        count_iteration(cap)
+    return target
+
+
+@handler("POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE")
+def POP_JUMP_BACKWARD_IF_NONE(cap, instr):
+    target = POP_JUMP_FORWARD_IF_NONE(cap, instr)
+    if target is not None:
+        count_iteration(cap)
+    return target
+
+
+def count_iteration(cap):
+    """Count unrolled iterations of the loop around the current instruction."""
+    loop = cap.flow.outermost_loop(cap.pc)
+    key = loop.start if loop is not None else cap.pc
+    cap.loop_counts[key] = cap.loop_counts.get(key, 0) + 1
+    if cap.loop_counts[key] > cap.config.MAX_LOOP_UNROLLING:
+        cap.unsupported(Reason.LOOP, f"more than MAX_LOOP_UNROLLING="
+                                     f"{cap.config.MAX_LOOP_UNROLLING} iterations")

@@ -1,0 +1,124 @@
+"""The benchmark runner: the quick suite on tiny sizes runs, checks and reports everything.
+
+Speed is never asserted here (DESIGN.md section 7); only that every measurement ran, every
+correctness check ran and passed for pijit and plain NumPy, and that the JSON is complete.
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks import workloads  # noqa: E402
+from benchmarks.check import compare  # noqa: E402
+from benchmarks.runner import measure_workload  # noqa: E402
+
+TOP_FIELDS = {"schema_version", "config", "env", "peers", "bandwidth", "workloads",
+              "wall_time_s"}
+ENV_FIELDS = {"python", "platform", "numpy", "cpu_model", "cpu_count", "threads",
+              "pijit_commit", "pijit_jit_level", "loadavg_start", "loadavg_end", "thread_env",
+              "openblas_env", "blas"}
+WORKLOAD_FIELDS = {"name", "description", "size", "memory_bound", "bytes_moved", "floor_s",
+                   "variants"}
+VARIANT_FIELDS = {"status", "error", "check", "first_call_s", "steady", "calls_per_sample",
+                  "speedup", "speedup_q1", "speedup_q3", "peak_memory_bytes",
+                  "inputs_unchanged"}
+PIJIT_FIELDS = VARIANT_FIELDS | {"first_call_cold_s", "first_call_warm_disk_s", "disk_cache",
+                                 "disk_cache_note", "graph_count", "graph_break_count",
+                                 "op_count", "ops_per_graph", "break_reasons", "fallback",
+                                 "compile_count", "cache_misses", "recompiles"}
+STEADY_FIELDS = {"median_s", "q1_s", "q3_s", "min_s", "max_s", "samples"}
+CHECK_FIELDS = {"ok", "exact", "max_abs_err", "max_rel_err", "reason"}
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    cmd = [sys.executable, "-m", "benchmarks", "--suite", "quick", "--tiny", "--repeat", "1",
+           "--no-progress", "--json", str(out / "r.json"), "--markdown", str(out / "r.md")]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc, json.loads((out / "r.json").read_text()), (out / "r.md").read_text()
+
+
+def test_every_workload_checked_and_passed(tiny_run):
+    _, res, _ = tiny_run
+    names = [w["name"] for w in res["workloads"]]
+    assert names == [w.name for w in workloads.WORKLOADS]
+    for w in res["workloads"]:
+        for backend in ("numpy", "pijit"):
+            rec = w["variants"][backend]
+            assert rec["status"] == "ok", (w["name"], backend, rec["error"])
+            assert rec["check"]["ok"] is True, (w["name"], backend)
+            assert rec["inputs_unchanged"] is True, (w["name"], backend)
+            assert rec["steady"]["samples"] == 1
+        assert w["variants"]["pijit"]["speedup"] > 0
+
+
+def test_json_has_every_field(tiny_run):
+    _, res, _ = tiny_run
+    assert TOP_FIELDS <= set(res)
+    assert ENV_FIELDS <= set(res["env"])
+    assert {"copy_bytes_per_s", "triad_bytes_per_s", "bytes_per_s", "method"} <= set(
+        res["bandwidth"])
+    assert set(res["peers"]) == {"numexpr", "numba", "torch", "jax"}
+    for w in res["workloads"]:
+        assert WORKLOAD_FIELDS <= set(w), w["name"]
+        assert (w["floor_s"] is not None) == w["memory_bound"], w["name"]
+        assert PIJIT_FIELDS <= set(w["variants"]["pijit"]), w["name"]
+        assert w["variants"]["pijit"]["disk_cache"] is False
+        for name, rec in w["variants"].items():
+            assert VARIANT_FIELDS <= set(rec), (w["name"], name)
+            if rec["status"] == "ok":
+                assert STEADY_FIELDS <= set(rec["steady"]), (w["name"], name)
+                assert CHECK_FIELDS <= set(rec["check"]), (w["name"], name)
+
+
+def test_table_and_markdown(tiny_run):
+    proc, res, md = tiny_run
+    for w in res["workloads"]:
+        assert w["name"] in proc.stdout and w["name"] in md
+    assert "speedup" in proc.stdout and "| workload |" in md
+
+
+def test_graph_counts_come_from_explain(tiny_run):
+    _, res, _ = tiny_run
+    by_name = {w["name"]: w["variants"]["pijit"] for w in res["workloads"]}
+    assert by_name["chain_f64"]["graph_count"] >= 1
+    assert by_name["chain_f64"]["ops_per_graph"]
+    assert by_name["changing_shapes"]["compile_count"] >= 1
+
+
+def test_wrong_result_is_a_failure_not_a_speed(monkeypatch):
+    w = workloads.select("tiny")[0]
+    broken = workloads.Workload("tiny", w.fn, w.make, w.sizes, w.description)
+    from benchmarks import runner
+
+    def prepare(name, workload, threads, pijit):
+        if name == "pijit":
+            return (lambda x, y: x * y + 1.0001), None, None
+        return workload.fn, None, None
+    monkeypatch.setattr(runner, "_prepare", prepare)
+    res = measure_workload(broken, "tiny", ["numpy", "pijit"], repeat=1)
+    pj = res["variants"]["pijit"]
+    assert pj["status"] == "mismatch" and pj["speedup"] is None and pj["steady"] is None
+    assert res["variants"]["numpy"]["status"] == "ok"
+
+
+def test_compare_tolerances():
+    a64 = np.linspace(1, 2, 100)
+    assert compare(a64, a64.copy(), strict_dtype=True)["exact"]
+    assert compare(a64, a64 * (1 + 1e-9), strict_dtype=True)["ok"]
+    assert not compare(a64, a64 * (1 + 1e-4), strict_dtype=True)["ok"]
+    a32 = a64.astype(np.float32)
+    assert compare(a32, a32 * np.float32(1 + 1e-5), strict_dtype=True)["ok"]
+    assert not compare(a32, a64, strict_dtype=True)["ok"]          # dtype must match
+    assert compare(a32, a64, strict_dtype=False)["ok"]             # peers: values only
+    assert not compare(np.array([1, 2]), np.array([1, 3]), strict_dtype=True)["ok"]
+    assert not compare(np.array([np.nan, 1.0]), np.array([1.0, 1.0]), strict_dtype=True)["ok"]
+    assert not compare((a64, a64), a64, strict_dtype=True)["ok"]

@@ -69,8 +69,9 @@ static int
 build_source(Source *s, PyObject *t, Py_ssize_t index, Py_ssize_t nargs,
              Py_ssize_t nfree)
 {
-    static const char *const names[] = {"local", "global", "cell", "attr", "item", "const", NULL};
-    static const Py_ssize_t lens[] = {2, 2, 2, 3, 3, 2};
+    static const char *const names[] = {"local", "global", "cell", "attr", "item", "const",
+                                         "dictitem", NULL};
+    static const Py_ssize_t lens[] = {2, 2, 2, 3, 3, 2, 3};
     const char *kind = tuple_kind(t, -1, "source");
     if (kind == NULL)
         return -1;
@@ -126,6 +127,11 @@ build_source(Source *s, PyObject *t, Py_ssize_t index, Py_ssize_t nargs,
         return -1;
     }
     PyObject *a2 = PyTuple_GET_ITEM(t, 2);
+    if (strcmp(kind, "dictitem") == 0) {   /* value of key a2 in an exact dict */
+        s->kind = SRC_DICTITEM;
+        s->name = Py_NewRef(a2);
+        return 0;
+    }
     if (strcmp(kind, "attr") == 0) {
         if (!PyUnicode_Check(a2)) {
             PyErr_Format(PyExc_TypeError, "attribute name must be a str in %R", t);
@@ -366,6 +372,13 @@ fetch_uncached(Entry *e, Source *s, _PyInterpreterFrame *frame, Values *vs)
         if (parent == NULL)
             return NULL;
         v = PyObject_GetAttr(parent, s->name);
+        break;
+    case SRC_DICTITEM:
+        parent = fetch_source(e, s->arg, frame, vs);
+        if (parent == NULL || !PyDict_CheckExact(parent))
+            return NULL;
+        v = PyDict_GetItemWithError(parent, s->name);   /* borrowed */
+        Py_XINCREF(v);
         break;
     case SRC_ITEM: {
         parent = fetch_source(e, s->arg, frame, vs);

@@ -40,13 +40,13 @@ enum {
 };
 
 /* Guard sources: where a guarded value comes from. */
-enum { SRC_LOCAL, SRC_GLOBAL, SRC_CELL, SRC_ATTR, SRC_ITEM, SRC_CONST };
+enum { SRC_LOCAL, SRC_GLOBAL, SRC_CELL, SRC_ATTR, SRC_ITEM, SRC_CONST, SRC_DICTITEM };
 
 typedef struct {
     int kind;
     Py_ssize_t arg;    /* slot / closure index / parent source index */
     Py_ssize_t index;  /* SRC_ITEM: item index */
-    PyObject *name;    /* SRC_GLOBAL, SRC_ATTR: str; SRC_CONST: the object (strong) */
+    PyObject *name;    /* SRC_GLOBAL, SRC_ATTR: str; SRC_CONST: the object; SRC_DICTITEM: key (strong) */
 } Source;
 
 /* Guard checks: predicates on one source value. */

@@ -138,6 +138,8 @@ def to_program(guards):
             entry = ("attr", source_index(src.base), src.attr)
         elif kind == "ItemSource":
             entry = ("item", source_index(src.base), src.index)
+        elif kind == "DictItemSource":
+            entry = ("dictitem", source_index(src.base), src.key)
         elif kind == "ConstSource":
             entry = ("const", src.obj)
         else:

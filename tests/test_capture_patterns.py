@@ -293,70 +293,18 @@ def test_automatic_dynamic_dims_after_shape_change():
     assert "x: expected float64[3,4] C, got float64[5,4] C" in stats["recompile_reasons"][0]
 
 
-# -- fallbacks: the whole function runs as plain Python, with the reason and line ----------
-def with_print(x):
+# -- what still runs as plain Python as a whole ------------------------------------------
+def introspects(x):
     y = x * 2
-    print("y sum", float(y.sum()))
-    return y
+    return locals()["y"]
 
 
-def data_dependent_branch(x):
-    if x.sum() > 0:
-        return x * 2
-    return x
-
-
-def has_loop(x):
-    for _ in range(3):
-        x = x * 0.5
-    return x
-
-
-def has_try(x):
-    try:
-        return x * 2
-    except ValueError:
-        return x
-
-
-def unknown_call(x):
-    return np.random.default_rng(0).standard_normal(x.shape) + x
-
-
-def mutates_input(x):
-    x[0] = 1.0
-    return x
-
-
-@pytest.mark.parametrize("fn, reason, line_offset", [
-    (with_print, "print", 2),
-    (data_dependent_branch, "depends on array data", 1),
-    (has_loop, "", None),
-    (has_try, "exception handling", None),
-    (unknown_call, "default_rng", 1),
-    (mutates_input, "STORE_SUBSCR", 1),
-], ids=lambda v: getattr(v, "__name__", None))
-def test_fallback_reports_reason_and_line(fn, reason, line_offset):
-    report = assert_same(fn, X, graphs=0, breaks=1)
-    (brk,) = report.break_reasons
-    assert reason in brk["reason"]
-    assert brk["filename"] == __file__
-    if line_offset is not None:
-        assert brk["lineno"] == fn.__code__.co_firstlineno + line_offset
-    with pytest.raises(pijit.GraphBreakError, match=fn.__name__):
-        pijit.jit(fn, mode="PSJit")(X.copy())
-    with pytest.raises(pijit.GraphBreakError):
-        pijit.jit(fn, jit_config={"jit_syntax_level": "STRICT"})(X.copy())
-
-
-def test_fallback_entry_serves_later_calls_without_recompiling():
-    f = pijit.jit(with_print)
-    pijit.reset(f)
-    for _ in range(3):
-        f(X)
-    stats = pijit.stats(f)
-    assert stats["compile_count"] == 0 and stats["cache_misses"] == 1
-    assert stats["cache_hits"] == 2
+def test_frame_introspection_runs_the_whole_function_plain():
+    report = assert_same(introspects, X, graphs=0, breaks=1)
+    assert "locals" in report.fallback
+    assert report.break_reasons[0]["lineno"] == introspects.__code__.co_firstlineno + 2
+    with pytest.raises(pijit.GraphBreakError, match="introspects"):
+        pijit.jit(introspects, mode="PSJit")(X.copy())
 
 
 def raises_at_capture(x):

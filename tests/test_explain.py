@@ -35,16 +35,19 @@ def test_explain_fields():
     assert "Graph count: 1" in text and "exp(%0)  : float32[2,3]" in text
 
 
-def test_explain_of_a_fallback_names_reason_and_line():
+def test_explain_of_a_graph_break_names_reason_and_line():
     def f(x):
         y = x + 1
         print(y)      # the line reported
-        return y
+        return y * 2
 
     report = pijit.explain(pijit.jit(f), X)
-    assert report.graph_count == 0 and report.graph_break_count == 1
-    assert report.break_reasons[0]["lineno"] == f.__code__.co_firstlineno + 2
-    assert "print" in report.fallback
+    assert report.graph_count == 2 and report.graph_break_count == 1
+    assert report.ops_per_graph == [["add"], ["mul"]]
+    (brk,) = report.break_reasons
+    assert brk["lineno"] == f.__code__.co_firstlineno + 2 and brk["filename"] == __file__
+    assert "print" in brk["reason"] and report.fallback is None
+    assert "Break reason 1: call to a function pijit cannot capture: print" in str(report)
 
 
 def test_code_info_and_stats():
@@ -115,7 +118,7 @@ def test_log_channels():
     assert "[pijit.recompiles]" in err and "recompiling f" in err
     assert "[pijit.graph]" in err and "mul(%0, 2)" in err
     assert "[pijit.bytecode]" in err
-    assert "[pijit.graph_breaks]" in err and "g runs as plain Python" in err
+    assert "[pijit.graph_breaks]" in err and "graph break in g" in err
     assert "<string>:8" in err             # the user's file:line of the print
 
 

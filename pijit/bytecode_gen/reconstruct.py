@@ -9,8 +9,8 @@ from __future__ import annotations
 from bytecode import FreeVar, Instr
 
 from pijit.capture.graph_break import GraphBreak, Reason
-from pijit.capture.sources import (AttrSource, CellSource, ConstSource, GlobalSource,
-                                   ItemSource, LocalSource)
+from pijit.capture.sources import (AttrSource, CellSource, ConstSource, DictItemSource,
+                                   GlobalSource, ItemSource, LocalSource)
 from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, MethodValue,
                                   NullValue, SliceValue, TupleValue)
 
@@ -30,6 +30,9 @@ def emit_load(source, lineno) -> list:
         return emit_load(source.base, lineno) + [Instr("LOAD_ATTR", source.attr, lineno=lineno)]
     if isinstance(source, ItemSource):
         return emit_load(source.base, lineno) + [Instr("LOAD_CONST", source.index, lineno=lineno),
+                                                 Instr("BINARY_SUBSCR", lineno=lineno)]
+    if isinstance(source, DictItemSource):
+        return emit_load(source.base, lineno) + [Instr("LOAD_CONST", source.key, lineno=lineno),
                                                  Instr("BINARY_SUBSCR", lineno=lineno)]
     if isinstance(source, ConstSource):
         return [Instr("LOAD_CONST", source.obj, lineno=lineno)]

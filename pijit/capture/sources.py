@@ -103,6 +103,22 @@ class ItemSource(Source):
 
 
 @dataclass(frozen=True)
+class DictItemSource(Source):
+    """The value of constant key `key` in a dict source (e.g. `**kwargs`)."""
+    base: Source
+    key: object
+
+    def read(self, func, args):
+        d = self.base.read(func, args)
+        if type(d) is not dict or self.key not in d:
+            raise SourceMissing(f"{self.name()} does not exist")
+        return d[self.key]
+
+    def name(self) -> str:
+        return f"{self.base.name()}[{self.key!r}]"
+
+
+@dataclass(frozen=True)
 class ConstSource(Source):
     """An object held by the guard itself (hash_args): its value is re-checked on every call."""
     obj: object

@@ -11,11 +11,11 @@ import types
 
 import numpy as np
 
-from pijit.capture.sources import AttrSource, ItemSource, LocalSource, Source
+from pijit.capture.sources import AttrSource, DictItemSource, ItemSource, LocalSource, Source
 from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, MethodValue,
-                                  TupleValue, Value, is_immutable)
+                                  TupleValue, Value)
 from pijit.graph.ir import PY_SCALARS, Meta
-from pijit.guards import Guard, freeze, layout_flags
+from pijit.guards import Guard, layout_flags
 
 # dtype kinds the graph can carry: bool, signed, unsigned, float, complex.
 SUPPORTED_DTYPE_KINDS = "biufc"
@@ -89,11 +89,12 @@ class ValueBuilder:
             self.guard(source, "len", len(obj))
             items = [self.wrap(item, ItemSource(source, i)) for i, item in enumerate(obj)]
             return (TupleValue if t is tuple else ListValue)(items, source=source)
-        if t is dict and all(type(k) is str and is_immutable(v) for k, v in obj.items()):
-            frozen = freeze(obj)
-            self.guard(source, "call", lambda d, frozen=frozen: type(d) is dict and freeze(d) == frozen,
-                       f"dict value {frozen!r}")
-            return DictValue({k: ConstValue(v) for k, v in obj.items()}, source=source)
+        if t is dict and all(type(k) is str for k in obj):
+            keys = tuple(obj)
+            self.guard(source, "call", lambda d, keys=keys: type(d) is dict and tuple(d) == keys,
+                       f"dict keys {list(keys)!r}")
+            return DictValue({k: self.wrap(v, DictItemSource(source, k)) for k, v in obj.items()},
+                             source=source)
         # Anything else is opaque: it can be passed to residual code (reloaded from its
         # source), and using it in a way capture does not know breaks the graph there.
         self.guard(source, "type", t)

@@ -14,7 +14,7 @@ build:
 test: install
 	$(PYTHON) -m pytest -q tests
 
-bench:
+bench: install
 	@if [ -f benchmarks/__main__.py ]; then $(PYTHON) -m benchmarks; \
 	else echo "no benchmarks yet"; fi
 

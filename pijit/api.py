@@ -32,9 +32,14 @@ class ArraySpec:
             raise TypeError(f"ArraySpec shape must be a tuple of ints or None, got "
                             f"{type(shape).__name__} {shape!r}")
         for d in shape:
-            if d is not None and (type(d) is not int or d < 0):
-                raise ValueError(f"ArraySpec shape entries must be non-negative ints or None, "
-                                 f"got {d!r} in {tuple(shape)!r}")
+            if d is not None and type(d) is not int:
+                raise TypeError(f"ArraySpec shape entries must be ints or None, got "
+                                f"{type(d).__name__} {d!r} in {tuple(shape)!r}")
+            if d is not None and d < 0:
+                raise ValueError(f"ArraySpec shape entries must be non-negative, got {d!r} "
+                                 f"in {tuple(shape)!r}")
+        if dtype is None:
+            raise TypeError("ArraySpec dtype is required (np.dtype(None) would mean float64)")
         try:
             dt = np.dtype(dtype)
         except TypeError as e:
@@ -72,7 +77,10 @@ def jit(fn=None, input_signature=None, hash_args=None, jit_config=None, mode="PI
     mode: "PIJit" (capture what can be captured, fall back to Python otherwise) or "PSJit"
     (whole-function capture; anything else raises pijit.GraphBreakError).
     """
-    if not isinstance(mode, str) or mode not in MODES:
+    if not isinstance(mode, str):
+        raise TypeError(f"jit mode must be a str, one of {', '.join(map(repr, MODES))}; "
+                        f"got {type(mode).__name__} {mode!r}")
+    if mode not in MODES:
         raise ValueError(f"jit mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}")
     config = JitConfig.of(jit_config)
     if mode == "PSJit":
@@ -138,6 +146,9 @@ def _wrap(fn, signature, hash_args, config):
 def set_context(mode=None):
     """mode=pijit.PYNATIVE_MODE runs every jitted function as plain Python; GRAPH_MODE (the
     default) turns jit back on."""
+    if type(mode) is not int:
+        raise TypeError(f"set_context mode must be pijit.GRAPH_MODE or pijit.PYNATIVE_MODE "
+                        f"(an int), got {type(mode).__name__} {mode!r}")
     if mode not in (GRAPH_MODE, PYNATIVE_MODE):
         raise ValueError(f"set_context mode must be pijit.GRAPH_MODE ({GRAPH_MODE}) or "
                          f"pijit.PYNATIVE_MODE ({PYNATIVE_MODE}); got {mode!r}")

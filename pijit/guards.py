@@ -15,7 +15,6 @@ from pijit.capture.sources import ConstSource, Source, SourceMissing
 # ndarray flags the array guard checks (NPY_ARRAY_C_CONTIGUOUS, NPY_ARRAY_F_CONTIGUOUS).
 C_CONTIGUOUS = 0x1
 F_CONTIGUOUS = 0x2
-LAYOUT_MASK = C_CONTIGUOUS | F_CONTIGUOUS
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,7 +106,7 @@ def array_matches(a: np.ndarray, dtype, shape, flags) -> bool:
         return False
     if any(d is not None and d != s for d, s in zip(shape, a.shape)):
         return False
-    return layout_flags(a) == flags
+    return layout_flags(a) & flags == flags
 
 
 def first_failure(guards, func, args):
@@ -154,7 +153,9 @@ def to_program(guards):
         if g.kind == "array":
             dtype, shape, flags = g.params
             dims = tuple(-1 if d is None else d for d in shape)
-            checks.append(("array", i, dtype.num, len(shape), dims, LAYOUT_MASK, flags))
+            # Only the layouts the first array had are required: an array of a size-0/1
+            # dim is both C and F contiguous, and a strided one promises nothing.
+            checks.append(("array", i, dtype.num, len(shape), dims, flags, flags))
         elif g.kind == "call":
             checks.append(("call", i, g.params[0]))
         else:
@@ -186,7 +187,7 @@ def freeze(obj):
 
 def _array_text(dtype, shape, flags) -> str:
     dims = ",".join("?" if d is None else str(d) for d in shape)
-    layout = {C_CONTIGUOUS | F_CONTIGUOUS: "C/F", C_CONTIGUOUS: "C", F_CONTIGUOUS: "F"}.get(flags, "strided")
+    layout = {C_CONTIGUOUS | F_CONTIGUOUS: "C/F", C_CONTIGUOUS: "C", F_CONTIGUOUS: "F"}.get(flags, "any layout")
     return f"{np.dtype(dtype)}[{dims}] {layout}"
 
 

@@ -48,8 +48,6 @@ def test_mode_not_a_str_message(mode):
     assert "mode" in msg and "'PIJit'" in msg and "'PSJit'" in msg
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a mode that is not a str raises ValueError, "
-                   "not TypeError (jit_config options of the wrong type raise TypeError)")
 @pytest.mark.parametrize("mode", [1, None])
 def test_mode_not_a_str_is_type_error(mode):
     with pytest.raises(TypeError):
@@ -269,8 +267,6 @@ def test_arrayspec_float_dim_rejected(shape):
     assert "ArraySpec shape" in msg and repr(shape[-1]) in msg
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a float dim in ArraySpec shape raises ValueError; "
-                   "a wrong type should raise TypeError (np.zeros((2.0,)) raises TypeError)")
 def test_arrayspec_float_dim_is_type_error():
     with pytest.raises(TypeError):
         pijit.ArraySpec((2.0,), "float64")
@@ -295,8 +291,6 @@ def test_arrayspec_invalid_dtype_string(dtype):
     assert "ArraySpec dtype" in msg and repr(dtype) in msg
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: ArraySpec(shape, dtype=None) is silently float64 "
-                   "(np.dtype(None)); a missing dtype should be rejected")
 def test_arrayspec_dtype_none_rejected():
     with pytest.raises((TypeError, ValueError)):
         pijit.ArraySpec((2,), None)
@@ -327,16 +321,11 @@ def test_set_context_mode_wrong_type_message(mode):
     assert "set_context mode" in msg and "GRAPH_MODE" in msg and "PYNATIVE_MODE" in msg
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: set_context(mode='GRAPH_MODE') (a str, not the "
-                   "int constant) raises ValueError instead of TypeError")
 def test_set_context_mode_str_is_type_error():
     with pytest.raises(TypeError):
         pijit.set_context(mode="GRAPH_MODE")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: set_context accepts any value == 0 or 1 "
-                   "(0.0, 1.0, True, False, np.int8(1)): `mode not in (GRAPH_MODE, "
-                   "PYNATIVE_MODE)` compares by ==; set_context(mode=True) turns jit off")
 @pytest.mark.parametrize("mode", [0.0, 1.0, True, False])
 def test_set_context_rejects_non_int_equal_values(mode):
     try:

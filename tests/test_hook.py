@@ -678,9 +678,6 @@ def test_input_signature_dynamic_first_dim():
     assert s["recompile_reasons"] == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a dynamic dim of size 0 or 1 makes the array both "
-                   "C- and F-contiguous, and the array guard compares layout flags exactly, so "
-                   "the (None, 4) entry recompiles for n=1 / n=0")
 def test_input_signature_dynamic_first_dim_of_size_one_and_zero():
     jitted = pijit.jit(_sig_fn, input_signature=(pijit.ArraySpec((None, 4), "float64"),))
     pijit.reset(jitted)

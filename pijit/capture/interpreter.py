@@ -19,7 +19,7 @@ from pijit.capture.sources import LocalSource
 from pijit.capture.registry import HANDLERS
 from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, NullValue,
                                   SliceValue,
-                                  TupleValue, Value)
+                                  TupleValue, Value, describe)
 from pijit.capture.wrap import ValueBuilder
 from pijit.graph.ir import Graph, Ref
 
@@ -239,7 +239,7 @@ def _convert(value: Value, leaf):
     if isinstance(value, SliceValue):
         return slice(leaf(value.start), leaf(value.stop), leaf(value.step))
     raise GraphBreak(Reason.UNSUPPORTED_VALUE,
-                     f"{type(value).__name__} cannot be an argument of a NumPy operation")
+                     f"a {describe(value)} cannot be an argument of a NumPy operation")
 
 
 def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:

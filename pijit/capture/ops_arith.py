@@ -15,7 +15,7 @@ from pijit.capture import numpy_rules
 from pijit.capture.graph_break import Reason
 from pijit.capture.registry import handler
 from pijit.capture.ops_stack import truth
-from pijit.capture.values import ConstValue, GraphValue, ListValue, TupleValue, is_immutable
+from pijit.capture.values import ConstValue, GraphValue, ListValue, TupleValue, is_immutable, describe
 from pijit.capture.wrap import ObjectValue
 
 # BinaryOp member -> (op table name, Python operator)
@@ -100,7 +100,7 @@ def apply_operator(cap, name, fn, operands):
     if seq is not None:
         return seq
     cap.unsupported(Reason.UNSUPPORTED_OP,
-                    f"operator {name} on {', '.join(type(v).__name__ for v in operands)}")
+                    f"operator {name} on {', '.join(describe(v) for v in operands)}")
 
 
 def _sequence_op(cap, name, operands):

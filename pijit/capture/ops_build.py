@@ -9,7 +9,7 @@ from pijit.capture.graph_break import Reason
 from pijit.capture.ops_arith import fold
 from pijit.capture.registry import handler
 from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, SliceValue,
-                                  TupleValue)
+                                  TupleValue, describe)
 
 
 def make_tuple(items) -> TupleValue | ConstValue:
@@ -25,7 +25,7 @@ def sequence_items(cap, value) -> list:
         return list(value.items)
     if isinstance(value, ConstValue) and type(value.value) in (tuple, list):
         return [ConstValue(v) for v in value.value]
-    cap.unsupported(Reason.UNSUPPORTED_VALUE, f"unpacking a {type(value).__name__}")
+    cap.unsupported(Reason.UNSUPPORTED_VALUE, f"unpacking a {describe(value)}")
 
 
 @handler("BUILD_TUPLE")
@@ -123,7 +123,7 @@ def subscript(cap, container, key):
         if key.value not in container.items:
             cap.unsupported(Reason.UNSUPPORTED_OP, f"key {key.value!r} missing")
         return container.items[key.value]
-    cap.unsupported(Reason.UNSUPPORTED_VALUE, f"subscript of a {type(container).__name__}")
+    cap.unsupported(Reason.UNSUPPORTED_VALUE, f"subscript of a {describe(container)}")
 
 
 @handler("UNPACK_SEQUENCE")

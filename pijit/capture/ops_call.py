@@ -19,7 +19,7 @@ from pijit.capture.registry import handler
 from pijit.capture.ops_load_store import shape_dim_value
 from pijit.capture.ops_loop import iterator_call
 from pijit.capture.values import (NULL, ConstValue, DictValue, GraphValue, ListValue,
-                                  MethodValue, NullValue, TupleValue, contains_graph_value)
+                                  MethodValue, NullValue, TupleValue, contains_graph_value, describe)
 from pijit.graph.ir import Meta
 
 # Builtins that are pure functions of their (constant) arguments.
@@ -80,7 +80,7 @@ def call_value(cap, fn, args: list, kwargs: dict):
     if isinstance(fn, MethodValue):
         return _call_method(cap, fn, args, kwargs)
     if not isinstance(fn, ConstValue):
-        cap.unsupported(Reason.UNSUPPORTED_CALL, f"calling a {type(fn).__name__}")
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"calling a {describe(fn)}")
     target = fn.value
     name = getattr(target, "__name__", type(target).__name__)
     if _is_introspection(target):
@@ -118,7 +118,7 @@ def _call_method(cap, method: MethodValue, args, kwargs):
             and len(args) == 1 and not kwargs:
         obj.items.append(args[0])
         return ConstValue(None)
-    cap.unsupported(Reason.UNSUPPORTED_CALL, f"method {method.name!r} of a {type(obj).__name__}")
+    cap.unsupported(Reason.UNSUPPORTED_CALL, f"method {method.name!r} of a {describe(obj)}")
 
 
 def _fold_call(cap, target, name, args, kwargs):

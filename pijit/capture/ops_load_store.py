@@ -11,7 +11,7 @@ from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.registry import handler
 from pijit.capture.sources import AttrSource, CellSource, GlobalSource
 from pijit.capture.values import (NULL, ConstValue, GraphValue, MethodValue, TupleValue,
-                                  is_immutable)
+                                  is_immutable, describe)
 from pijit.capture.wrap import ObjectValue
 from pijit.graph.ir import Meta
 
@@ -131,7 +131,7 @@ def load_attr(cap, obj, name, method):
         return cap.builder.attribute(obj, name)
     if method:
         return MethodValue(obj, name)
-    cap.unsupported(Reason.UNSUPPORTED_VALUE, f"attribute {name!r} of a {type(obj).__name__}")
+    cap.unsupported(Reason.UNSUPPORTED_VALUE, f"attribute {name!r} of a {describe(obj)}")
 
 
 def _const_attr(cap, obj, name):

@@ -12,7 +12,7 @@ from pijit.capture.graph_break import Reason
 from pijit.capture.ops_stack import POP_JUMP_FORWARD_IF, POP_JUMP_FORWARD_IF_NONE
 from pijit.capture.registry import handler
 from pijit.capture.values import (ConstValue, GraphValue, IteratorValue, ListValue,
-                                  TupleValue)
+                                  TupleValue, describe)
 
 
 def iterate(cap, value) -> IteratorValue:
@@ -31,7 +31,7 @@ def iterate(cap, value) -> IteratorValue:
             cap.unsupported(Reason.LOOP, f"iterating over {rows} rows exceeds MAX_LOOP_UNROLLING")
         return IteratorValue([cap.add_op(getitem, (value, ConstValue(i)), {})
                               for i in range(rows)])
-    cap.unsupported(Reason.LOOP, f"iterating over a {type(value).__name__} "
+    cap.unsupported(Reason.LOOP, f"iterating over a {describe(value)} "
                                  "whose items are known only at run time")
 
 

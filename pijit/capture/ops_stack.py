@@ -8,7 +8,7 @@ from __future__ import annotations
 from pijit.capture.graph_break import Reason
 from pijit.capture.registry import handler
 from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, NullValue,
-                                  TupleValue)
+                                  TupleValue, describe)
 from pijit.capture.wrap import ObjectValue
 
 
@@ -79,7 +79,7 @@ def truth(cap, value) -> bool:
         return bool(value.items)
     if isinstance(value, GraphValue):
         cap.unsupported(Reason.DATA_DEPENDENT, "branch on the value of an array or scalar")
-    cap.unsupported(Reason.CONTROL_FLOW, f"branch on a {type(value).__name__}")
+    cap.unsupported(Reason.CONTROL_FLOW, f"branch on a {describe(value)}")
 
 
 def is_none_value(cap, value) -> bool:
@@ -89,4 +89,4 @@ def is_none_value(cap, value) -> bool:
         return False        # their types are guarded, and none is NoneType
     if isinstance(value, NullValue):
         cap.unsupported(Reason.CONTROL_FLOW, "NULL on the stack")
-    cap.unsupported(Reason.CONTROL_FLOW, f"`is None` test of a {type(value).__name__}")
+    cap.unsupported(Reason.CONTROL_FLOW, f"`is None` test of a {describe(value)}")

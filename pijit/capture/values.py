@@ -106,3 +106,18 @@ class IteratorValue(Value):
     loops over it unroll. It never leaves the graph (it cannot be rebuilt as residual code)."""
     items: list
     index: int = 0
+
+
+def describe(value) -> str:
+    """What the user's object is, for graph-break reasons (never an internal class name)."""
+    if isinstance(value, GraphValue):
+        return f"array {value.meta}" if value.meta.is_array else value.meta.pytype.__name__
+    if isinstance(value, ConstValue):
+        return type(value.value).__name__
+    obj = getattr(value, "obj", None)
+    if obj is not None and not isinstance(value, MethodValue):
+        return type(obj).__name__
+    if isinstance(value, MethodValue):
+        return f"attribute {value.name!r}"
+    return {TupleValue: "tuple", ListValue: "list", DictValue: "dict", SliceValue: "slice",
+            IteratorValue: "iterator", NullValue: "NULL"}.get(type(value), type(value).__name__)

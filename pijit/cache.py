@@ -19,6 +19,7 @@ class EntryInfo:
     fallback: object = None         # BreakInfo when this entry runs plain Python
     dynamic_dims: dict = field(default_factory=dict)
     breaks: list = field(default_factory=list)   # BreakInfo of the break ending the graph
+    callee: object = None           # function whose call broke the graph: jitted on its own
 
 
 @dataclass
@@ -43,6 +44,7 @@ class CodeRecord:
     eager_fallbacks: list = field(default_factory=list)
     limit_logged: bool = False
     resumes: dict = field(default_factory=dict)   # (position, depth, live) -> resume code
+    callees: set = field(default_factory=set)     # codes jitted because a call was not inlined
 
     def clear(self):
         self.entries.clear()
@@ -74,12 +76,16 @@ def all_codes() -> list:
 
 
 def family(code) -> list:
-    """code and, transitively, the resume codes made for it."""
-    out, todo = [], [code]
+    """code and, transitively, the resume codes and callees jitted for it."""
+    out, todo, seen = [], [code], set()
     while todo:
         c = todo.pop()
+        if id(c) in seen:
+            continue
+        seen.add(id(c))
         out.append(c)
         rec = _records.get(c)
         if rec is not None:
             todo.extend(rec.resumes.values())
+            todo.extend(rec.callees)
     return out

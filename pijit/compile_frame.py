@@ -40,7 +40,8 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
     breaks = [BreakInfo(bp.where, code.co_filename, bp.lineno)] if bp is not None else []
     info = EntryInfo(guards=list(capture.guards) + list(extra_guards), graph=graph,
                      graph_source=compiled.source, dynamic_dims=dict(dynamic_dims),
-                     bytecode=explain.bytecode_text(fn.__code__), breaks=breaks)
+                     bytecode=explain.bytecode_text(fn.__code__), breaks=breaks,
+                     callee=bp.callee if bp is not None else None)
     if config.print_after_all or config.print_bb:
         explain.dump("original bytecode", explain.bytecode_text(code))
     if config.print_after_all:

@@ -19,6 +19,7 @@ class Option:
     doc: str
     choices: tuple = ()        # valid values, for str options
     minimum: int | None = None
+    item_type: type | None = None   # for tuple options: the type of every item
 
 
 OPTIONS = (
@@ -49,6 +50,14 @@ OPTIONS = (
            "captured in a resume function."),
     Option("MAX_LOOP_UNROLLING", int, 100,
            "Most iterations unrolled per loop (all loops nested in it included).", minimum=0),
+    Option("MAX_INLINE_DEPTH", int, 8,
+           "Deepest nesting of user functions inlined into one graph; deeper calls (and "
+           "calls that cannot be captured whole) are graph breaks, and the callee is jitted "
+           "on its own.", minimum=0),
+    Option("allowed_inline_modules", tuple, (),
+           "Modules (and their submodules) of installed libraries whose Python functions may "
+           "be inlined. User code is always inlined; library code by default is not.",
+           item_type=str),
     Option("print_last_frame_if_break_graph", bool, False,
            "At each graph break, print the frame state at the break (stack and live locals, "
            "with shapes and dtypes) to stderr."),
@@ -78,6 +87,9 @@ def _validate(name, value):
     if option.choices and value not in option.choices:
         raise ValueError(f"jit_config[{name!r}] must be one of "
                          f"{', '.join(map(repr, option.choices))}; got {value!r}")
+    if option.item_type is not None and not all(isinstance(v, option.item_type) for v in value):
+        raise TypeError(f"jit_config[{name!r}] must hold only {option.item_type.__name__} "
+                        f"items, got {value!r}")
     if option.minimum is not None and value < option.minimum:
         raise ValueError(f"jit_config[{name!r}] must be >= {option.minimum}, got {value!r}")
 
@@ -95,6 +107,8 @@ class JitConfig:
     enable_dynamic_shape: bool = True
     loop_unrolling: bool = True
     MAX_LOOP_UNROLLING: int = 100
+    MAX_INLINE_DEPTH: int = 8
+    allowed_inline_modules: tuple = ()
     print_last_frame_if_break_graph: bool = False
     fullgraph: bool = False
     jit_syntax_level: str = "LAX"
@@ -112,6 +126,8 @@ class JitConfig:
         if isinstance(config, JitConfig):
             return config
         if isinstance(config, dict):
+            config = {k: tuple(v) if _BY_NAME.get(k) and _BY_NAME[k].type is tuple
+                      and isinstance(v, list) else v for k, v in config.items()}
             for key, value in config.items():
                 if not isinstance(key, str):
                     raise TypeError(f"jit_config keys must be option names (str), got {key!r}")

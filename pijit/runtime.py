@@ -70,6 +70,8 @@ def on_miss(func, args):
         return None
     rec.compile_count += 1
     rec.entries.insert(0, info)
+    if info.callee is not None:
+        _jit_callee(rec, info.callee)
     for brk in info.breaks:
         explain.log("graph_breaks", f"{brk.filename}:{brk.lineno}: graph break in "
                     f"{code.co_name}: {brk.reason}", warn=config.LOG_GRAPH_BREAK)
@@ -79,6 +81,16 @@ def on_miss(func, args):
     explain.log("graph", f"{_where(code)}: graph of {code.co_name}:\n{info.graph}")
     explain.log("bytecode", f"{_where(code)}: transformed {code.co_name}:\n{info.bytecode}")
     return fn
+
+
+def _jit_callee(rec, callee):
+    """A user function whose call could not be inlined is jitted on its own, with the
+    caller's options, so its own graphs (and breaks) are captured when residual code calls it."""
+    code = callee.__code__
+    if cache.record(code) is None:
+        cache.register(code, rec.config, None, None)
+        eval_frame.mark(code)
+    rec.callees.add(code)
 
 
 def _resume_maker(func, rec):

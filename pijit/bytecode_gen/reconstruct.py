@@ -11,8 +11,9 @@ from bytecode import FreeVar, Instr
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.sources import (AttrSource, CellSource, ConstSource, DictItemSource,
                                    GlobalSource, ItemSource, LocalSource)
-from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, MethodValue,
-                                  NullValue, SliceValue, TupleValue)
+from pijit.capture.values import (ConstValue, DictValue, FunctionValue, GraphValue,
+                                  IteratorValue, ListValue, MethodValue, NullValue, SliceValue,
+                                  TupleValue)
 
 OUT_NAME = "__pijit_out{}"
 TEMP_NAME = "__pijit_tmp{}"
@@ -96,8 +97,25 @@ class Emitter:
             return self.emit(value.obj) + [Instr("LOAD_ATTR", value.name, lineno=at)]
         if isinstance(value, (ListValue, DictValue)):
             return self._mutable(value)
+        if isinstance(value, FunctionValue) and not value.closure:
+            return self._function(value)
+        if isinstance(value, IteratorValue) and value.origin is not None and value.index == 0:
+            return self.emit(value.origin) + [Instr("GET_ITER", lineno=at)]
         raise GraphBreak(Reason.UNSUPPORTED_VALUE,
                          f"a {type(value).__name__} cannot be rebuilt in residual code", at)
+
+    def _function(self, value) -> list:
+        """MAKE_FUNCTION again (a new function object, as the original code makes)."""
+        at, flags, code = self.lineno, 0, []
+        if value.defaults:
+            code += self._items(value.defaults) + [Instr("BUILD_TUPLE", len(value.defaults),
+                                                         lineno=at)]
+            flags |= 0x01
+        if value.kwdefaults is not None:
+            code += self.emit(value.kwdefaults)
+            flags |= 0x02
+        return code + [Instr("LOAD_CONST", value.code, lineno=at),
+                       Instr("MAKE_FUNCTION", flags, lineno=at)]
 
     def _items(self, items) -> list:
         return [i for v in items for i in self.emit(v)]

@@ -39,3 +39,4 @@ class GraphBreak(Exception):
         self.lineno = lineno
         self.filename = None
         self.position = None      # index of the instruction in the abstract instruction list
+        self.callee = None        # a user function the call could not inline: jit it alone

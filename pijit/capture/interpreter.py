@@ -15,7 +15,8 @@ from pijit.capture import numpy_rules
 from pijit.capture.flow import Flow
 from pijit.capture.graph_break import STATIC_REASONS, TO_END_REASONS, GraphBreak, Reason
 from pijit.capture.ops_load_store import DELETED
-from pijit.capture.sources import LocalSource
+from pijit.capture.sources import (AttrSource, CellSource, DictItemSource, GlobalSource,
+                                   ItemSource, LocalSource)
 from pijit.capture.registry import HANDLERS
 from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, NullValue,
                                   SliceValue,
@@ -56,6 +57,7 @@ class BreakPoint:
     stack: list
     locals: dict
     exits: list
+    callee: object = None       # a function to jit on its own (its call could not be inlined)
 
     @property
     def where(self) -> str:
@@ -65,7 +67,8 @@ class BreakPoint:
 class FrameCapture:
     """State of one capture: simulated stack and locals, the graph being built, the guards."""
 
-    def __init__(self, func, args, config, dynamic_dims, instrs, flow, stop_at):
+    def __init__(self, func, args, config, dynamic_dims, instrs, flow, stop_at, *,
+                 parent=None, fn_source=None, bound=None, closure=None):
         self.func = func
         self.instrs = instrs
         self.flow = flow
@@ -75,13 +78,48 @@ class FrameCapture:
         self.pc = 0
         self.code = func.__code__
         self.config = config
-        self.graph = Graph()
-        self.builder = ValueBuilder(self.graph, config, func, args, dynamic_dims or {})
+        # An inlined callee shares its caller's graph and guards; its arguments are bound.
+        self.parent = parent
+        self.fn_source = fn_source      # where the callee function came from (inlined frames)
+        self.closure = closure          # CellRefs of a function made during capture
+        self.depth = 0 if parent is None else parent.depth + 1
+        self.graph = Graph() if parent is None else parent.graph
+        self.builder = parent.builder if parent is not None else \
+            ValueBuilder(self.graph, config, func, args, dynamic_dims or {})
         self.stack: list[Value] = []
-        self.locals: dict[str, Value] = {}
+        self.locals: dict[str, Value] = dict(bound or {})
         self.kw_names: tuple = ()
         self.lineno = self.code.co_firstlineno
         self.ret: Value | None = None
+
+    def inline_frame(self, func, fn_source, bound, closure) -> "FrameCapture":
+        """A frame capturing a call of `func` into this frame's graph."""
+        instrs = list(Bytecode.from_code(func.__code__))
+        return FrameCapture(func, (), self.config, None, instrs, Flow(instrs), {},
+                            parent=self, fn_source=fn_source, bound=bound, closure=closure)
+
+    def active_codes(self) -> list:
+        frame, codes = self, []
+        while frame is not None:
+            codes.append(frame.code)
+            frame = frame.parent
+        return codes
+
+    # -- sources of this frame's globals and free variables ------------------------------
+    def global_source(self, name):
+        """Where LOAD_GLOBAL `name` of this frame reads from, as a source of the top frame."""
+        top = self
+        while top.parent is not None:
+            top = top.parent
+        if self.func.__globals__ is top.func.__globals__:
+            return GlobalSource(name)
+        return DictItemSource(AttrSource(self.fn_source, "__globals__"), name)
+
+    def cell_source(self, index, name):
+        if self.parent is None:
+            return CellSource(index, name)
+        return AttrSource(ItemSource(AttrSource(self.fn_source, "__closure__"), index),
+                          "cell_contents")
 
     # -- stack -------------------------------------------------------------------------
     def push(self, value: Value):
@@ -137,7 +175,10 @@ class FrameCapture:
             self.snapshots[pc] = (list(self.stack), dict(self.locals), len(self.graph.nodes),
                                   self.lineno)
             if pc in self.stop_at:
-                raise self._at(GraphBreak(Reason.LOOP, "the loop runs as residual bytecode"), pc)
+                first = self.stop_at[pc]      # why the loop could not be captured
+                e = GraphBreak(first.reason, first.detail, first.lineno)
+                e.callee = first.callee
+                raise self._at(e, pc)
             if isinstance(item, TryBegin):
                 raise self._at(GraphBreak(Reason.EXCEPTION_HANDLING,
                                           "try/except/finally or with block"), pc)
@@ -204,7 +245,8 @@ class FrameCapture:
         if end != last:
             for target, depth in sorted(flow.exit_depths(start, end, len(stack)).items()):
                 exits.append((target, depth, tuple(sorted(flow.live_in[target] & reachable))))
-        return BreakPoint(e.reason, e.detail, e.lineno, start, end, stack, store, exits)
+        return BreakPoint(e.reason, e.detail, e.lineno, start, end, stack, store, exits,
+                          e.callee)
 
 
 def _is_unchanged_argument(name, value) -> bool:
@@ -253,7 +295,7 @@ def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:
     """
     instrs = list(Bytecode.from_code(func.__code__))
     flow = Flow(instrs)
-    stop_at = set()
+    stop_at = {}          # loop head position -> the break found inside that loop
     while True:
         capture = FrameCapture(func, args, config, dynamic_dims, instrs, flow, stop_at)
         try:
@@ -265,7 +307,7 @@ def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:
             loop = flow.outermost_loop(e.position)
             if loop is not None and loop.start not in stop_at and \
                     e.reason not in TO_END_REASONS:
-                stop_at.add(loop.start)       # capture again, stopping at the loop's head
+                stop_at[loop.start] = e       # capture again, stopping at the loop's head
                 continue
             if config.strict or e.reason in STATIC_REASONS or func.__code__.co_cellvars:
                 raise

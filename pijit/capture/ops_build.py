@@ -35,14 +35,14 @@ def BUILD_TUPLE(cap, instr):
 
 @handler("BUILD_LIST")
 def BUILD_LIST(cap, instr):
-    cap.push(ListValue(cap.popn(instr.arg)))
+    cap.push(ListValue(cap.popn(instr.arg), frame=cap))
 
 
 @handler("LIST_EXTEND")
 def LIST_EXTEND(cap, instr):
     items = sequence_items(cap, cap.pop())
     target = cap.stack[-instr.arg]
-    if not isinstance(target, ListValue) or target.source is not None:
+    if not isinstance(target, ListValue) or target.frame is not cap:
         cap.unsupported(Reason.SIDE_EFFECT, "extending a list the function did not create")
     target.items.extend(items)
 
@@ -51,7 +51,7 @@ def LIST_EXTEND(cap, instr):
 def LIST_APPEND(cap, instr):
     item = cap.pop()
     target = cap.stack[-instr.arg]
-    if not isinstance(target, ListValue) or target.source is not None:
+    if not isinstance(target, ListValue) or target.frame is not cap:
         cap.unsupported(Reason.SIDE_EFFECT, "appending to a list the function did not create")
     target.items.append(item)
 

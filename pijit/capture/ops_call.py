@@ -3,6 +3,7 @@ dispatch: NumPy calls become nodes, pure calls on constants are folded, the rest
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import operator
@@ -11,15 +12,20 @@ import types
 
 import numpy as np
 
+from pijit import eval_frame
 from pijit.capture import numpy_rules
 from pijit.capture.graph_break import Reason
+from pijit.capture.inline import inline_call, inline_made
 from pijit.capture.ops_arith import fold
 from pijit.capture.ops_build import sequence_items
 from pijit.capture.registry import handler
+from pijit.capture.sources import AttrSource
 from pijit.capture.ops_load_store import shape_dim_value
 from pijit.capture.ops_loop import iterator_call
-from pijit.capture.values import (NULL, ConstValue, DictValue, GraphValue, ListValue,
+from pijit.capture.values import (NULL, ConstValue, DictValue, FunctionValue, GraphValue,
+                                  ListValue,
                                   MethodValue, NullValue, TupleValue, contains_graph_value, describe)
+from pijit.capture.wrap import ObjectValue
 from pijit.graph.ir import Meta
 
 # Builtins that are pure functions of their (constant) arguments.
@@ -79,9 +85,15 @@ def call_value(cap, fn, args: list, kwargs: dict):
     """The value of `fn(*args, **kwargs)` where every part is an abstract value."""
     if isinstance(fn, MethodValue):
         return _call_method(cap, fn, args, kwargs)
+    if isinstance(fn, ObjectValue):
+        return _call_object(cap, fn, args, kwargs)
+    if isinstance(fn, FunctionValue):
+        return inline_made(cap, fn, args, kwargs)
     if not isinstance(fn, ConstValue):
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"calling a {describe(fn)}")
     target = fn.value
+    if isinstance(target, types.FunctionType) and numpy_rules.lookup_call(target) is None:
+        return inline_call(cap, target, fn.source, args, kwargs)
     name = getattr(target, "__name__", type(target).__name__)
     if _is_introspection(target):
         cap.unsupported(Reason.FRAME_INTROSPECTION, f"{_qualname(target)}()")
@@ -114,11 +126,47 @@ def _call_method(cap, method: MethodValue, args, kwargs):
             not any(contains_graph_value(v) for v in list(args) + list(kwargs.values())):
         bound = getattr(obj.value, method.name)
         return _fold_call(cap, bound, method.name, args, kwargs)
-    if isinstance(obj, ListValue) and obj.source is None and method.name == "append" \
-            and len(args) == 1 and not kwargs:
+    if isinstance(obj, ListValue) and obj.source is None and obj.frame is cap \
+            and method.name == "append" and len(args) == 1 and not kwargs:
         obj.items.append(args[0])
         return ConstValue(None)
+    if isinstance(obj, ObjectValue):
+        func, takes_self = _class_function(type(obj.obj), method.name)
+        if func is not None:         # obj.method(...): the class's function, self = obj
+            source = AttrSource(AttrSource(obj.source, "__class__"), method.name)
+            fn = cap.builder.wrap(func, source)      # guards the class attribute's identity
+            return inline_call(cap, func, fn.source, [obj, *args] if takes_self else args, kwargs)
     cap.unsupported(Reason.UNSUPPORTED_CALL, f"method {method.name!r} of a {describe(obj)}")
+
+
+def _call_object(cap, fn: ObjectValue, args, kwargs):
+    """Calls of callable objects capture can see through: jitted functions and partials."""
+    obj = fn.obj
+    if isinstance(obj, eval_frame.Wrapper):
+        inner = cap.builder.wrap(obj.fn, AttrSource(fn.source, "fn"))
+        return call_value(cap, inner, args, kwargs)
+    if type(obj) is functools.partial:
+        inner = cap.builder.wrap(obj.func, AttrSource(fn.source, "func"))
+        bound = cap.builder.wrap(obj.args, AttrSource(fn.source, "args"))
+        keywords = cap.builder.wrap(obj.keywords, AttrSource(fn.source, "keywords"))
+        if not isinstance(keywords, DictValue):
+            cap.unsupported(Reason.UNSUPPORTED_CALL, "functools.partial with these keywords")
+        return call_value(cap, inner, [*bound.items, *args], {**keywords.items, **kwargs})
+    cap.unsupported(Reason.UNSUPPORTED_CALL, f"calling a {describe(fn)}")
+
+
+def _class_function(cls, name):
+    """(function, takes_self) behind `instance.name` for a plain method or a staticmethod
+    defined on the class; (None, False) for anything else (classmethod, property, ...)."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            attr = klass.__dict__[name]
+            if isinstance(attr, types.FunctionType):
+                return attr, True
+            if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
+                return attr.__func__, False
+            return None, False
+    return None, False
 
 
 def _fold_call(cap, target, name, args, kwargs):

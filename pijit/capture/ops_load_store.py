@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins
+import sys
 import types
 
 import numpy as np
@@ -9,8 +10,9 @@ import numpy as np
 from pijit.capture import numpy_rules
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.registry import handler
-from pijit.capture.sources import AttrSource, CellSource, GlobalSource
-from pijit.capture.values import (NULL, ConstValue, GraphValue, MethodValue, TupleValue,
+from pijit.capture.sources import AttrSource, GlobalSource
+from pijit.capture.values import (NULL, CellRef, ConstValue, FunctionValue, GraphValue,
+                                  MethodValue, TupleValue,
                                   is_immutable, describe)
 from pijit.capture.wrap import ObjectValue
 from pijit.graph.ir import Meta
@@ -54,14 +56,17 @@ def LOAD_GLOBAL(cap, instr):
         cap.push(NULL)
     globs = cap.func.__globals__
     if name in globs:
-        obj = globs[name]
-    elif hasattr(cap.func.__builtins__, "get") and name in cap.func.__builtins__:
-        obj = cap.func.__builtins__[name]
-    elif hasattr(builtins, name):
-        obj = getattr(builtins, name)
-    else:
+        cap.push(cap.builder.wrap(globs[name], cap.global_source(name)))
+        return
+    if not hasattr(builtins, name):
         cap.unsupported(Reason.UNSUPPORTED_VALUE, f"global {name!r} is not defined")
-    cap.push(cap.builder.wrap(obj, GlobalSource(name)))
+    source = GlobalSource(name)
+    if cap.global_source(name) != source:
+        # A builtin seen from an inlined callee of another module: it stays a builtin only
+        # while that module does not define the name.
+        cap.builder.guard(cap.global_source(name).base, "call",
+                          lambda g, name=name: name not in g, f"no global {name!r} in")
+    cap.push(cap.builder.wrap(getattr(builtins, name), source))
 
 
 @handler("LOAD_DEREF")
@@ -72,20 +77,85 @@ def LOAD_DEREF(cap, instr):
         cap.push(load_local(cap, name))     # a cell variable of this frame
         return
     index = code.co_freevars.index(name)
+    if cap.closure is not None:             # a function made during capture
+        ref = cap.closure[index]
+        cap.push(load_local(ref.frame, ref.name))
+        return
     cell = cap.func.__closure__[index]
     try:
         obj = cell.cell_contents
     except ValueError:
         cap.unsupported(Reason.UNSUPPORTED_VALUE, f"free variable {name!r} is empty")
-    cap.push(cap.builder.wrap(obj, CellSource(index, name)))
+    cap.push(cap.builder.wrap(obj, cap.cell_source(index, name)))
 
 
 @handler("STORE_DEREF")
 def STORE_DEREF(cap, instr):
     name = instr.arg.name
     if name in cap.code.co_freevars:
-        cap.unsupported(Reason.SIDE_EFFECT, f"nonlocal store to {name!r}")
+        if cap.closure is None:
+            cap.unsupported(Reason.SIDE_EFFECT, f"nonlocal store to {name!r}")
+        ref = cap.closure[cap.code.co_freevars.index(name)]
+        ref.frame.locals[ref.name] = cap.pop()
+        return
     cap.locals[name] = cap.pop()
+
+
+@handler("IMPORT_NAME")
+def IMPORT_NAME(cap, instr):
+    """`import m` / `from m import x` of a module already imported: no side effect left."""
+    fromlist, level = cap.pop(), cap.pop()
+    name = instr.arg
+    module = sys.modules.get(name)
+    if module is None or not isinstance(level, ConstValue) or level.value != 0 or \
+            builtins.__import__ is not _ORIGINAL_IMPORT:
+        cap.unsupported(Reason.SIDE_EFFECT, f"import {name}")
+    if isinstance(fromlist, ConstValue) and fromlist.value:
+        cap.push(ConstValue(module))
+    else:                                   # `import a.b` binds the top package `a`
+        cap.push(ConstValue(sys.modules[name.partition(".")[0]]))
+
+
+@handler("IMPORT_FROM")
+def IMPORT_FROM(cap, instr):
+    module = cap.stack[-1]
+    cap.push(_const_attr(cap, module, instr.arg))
+
+
+_ORIGINAL_IMPORT = builtins.__import__
+
+
+@handler("LOAD_CLOSURE")
+def LOAD_CLOSURE(cap, instr):
+    name = instr.arg.name
+    if name in cap.code.co_freevars:        # passing one of our own free variables on
+        if cap.closure is None:
+            cap.unsupported(Reason.CLOSURE_CREATION, f"closure over free variable {name!r}")
+        cap.push(cap.closure[cap.code.co_freevars.index(name)])
+        return
+    cap.push(CellRef(cap, name))
+
+
+@handler("MAKE_FUNCTION")
+def MAKE_FUNCTION(cap, instr):
+    code = cap.pop()
+    flags = instr.arg
+    closure = tuple(sequence_of(cap, cap.pop())) if flags & 0x08 else ()
+    if flags & 0x04:
+        cap.pop()                           # annotations: no effect on calls
+    kwdefaults = cap.pop() if flags & 0x02 else None
+    defaults = tuple(sequence_of(cap, cap.pop())) if flags & 0x01 else ()
+    if not isinstance(code, ConstValue) or any(not isinstance(c, CellRef) for c in closure):
+        cap.unsupported(Reason.CLOSURE_CREATION, "MAKE_FUNCTION of an unknown code object")
+    cap.push(FunctionValue(code.value, defaults, kwdefaults, closure))
+
+
+def sequence_of(cap, value):
+    if isinstance(value, TupleValue):
+        return value.items
+    if isinstance(value, ConstValue) and type(value.value) is tuple:
+        return [ConstValue(v) for v in value.value]
+    cap.unsupported(Reason.CLOSURE_CREATION, "function defaults or closure not known")
 
 
 @handler("LOAD_ATTR")
@@ -108,7 +178,7 @@ def load_local(cap, name):
         return value
     code = cap.code
     nargs = len(cap.builder.args)
-    if value is None and name in code.co_varnames[:nargs]:
+    if value is None and cap.parent is None and name in code.co_varnames[:nargs]:
         value = cap.builder.argument(code.co_varnames.index(name), name)
         cap.locals[name] = value
         return value
@@ -147,6 +217,9 @@ def _const_attr(cap, obj, name):
         if obj.source is None:
             cap.unsupported(Reason.UNSUPPORTED_VALUE, f"{value.__name__}.{name}")
         return cap.builder.wrap(attr, AttrSource(obj.source, name))
+    if isinstance(value, type) and value.__module__ not in ("builtins", "numpy") and \
+            obj.source is not None:
+        return _class_attr(cap, obj, name)
     if is_immutable(value) and type(value).__module__ in ("builtins", "numpy") or \
             isinstance(value, np.dtype):
         try:
@@ -158,6 +231,21 @@ def _const_attr(cap, obj, name):
         if is_immutable(attr):
             return ConstValue(attr)
     cap.unsupported(Reason.UNSUPPORTED_VALUE, f"attribute {name!r} of {type(value).__name__}")
+
+
+def _class_attr(cap, obj, name):
+    """`Cls.name` of a user class: functions, staticmethods and data attributes are read
+    (and guarded); other descriptors are left to residual code."""
+    cls = obj.value
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            attr = klass.__dict__[name]
+            if isinstance(attr, staticmethod):
+                attr = attr.__func__
+            if isinstance(attr, types.FunctionType) or not hasattr(type(attr), "__get__"):
+                return cap.builder.wrap(attr, AttrSource(obj.source, name))
+            break
+    return MethodValue(obj, name)
 
 
 def _static_attr(cap, value: GraphValue, name):

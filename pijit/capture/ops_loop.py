@@ -63,7 +63,11 @@ def iterator_call(cap, target, args, kwargs) -> IteratorValue:
 def GET_ITER(cap, instr):
     if not cap.config.loop_unrolling:
         cap.unsupported(Reason.LOOP, "loop_unrolling is off")
-    cap.push(iterate(cap, cap.pop()))
+    value = cap.pop()
+    it = iterate(cap, value)
+    if it is not value:
+        it.origin = value
+    cap.push(it)
 
 
 @handler("FOR_ITER")

@@ -17,6 +17,12 @@ def NOP(cap, instr):
     """Frame set-up: cells and free variables are read through sources, not frame slots."""
 
 
+@handler("BEFORE_WITH")
+def BEFORE_WITH(cap, instr):
+    """A `with` block: its exit runs from the exception table, so it stays residual whole."""
+    cap.unsupported(Reason.EXCEPTION_HANDLING, "with block")
+
+
 @handler("POP_TOP")
 def POP_TOP(cap, instr):
     cap.pop()

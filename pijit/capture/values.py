@@ -55,8 +55,10 @@ class TupleValue(Value):
 
 @dataclass(eq=False)
 class ListValue(Value):
-    """A list created by the function (lists that come from inputs are not captured)."""
+    """A list: built by a frame being captured (`frame`, which alone may mutate it), or read
+    from an input (`source`)."""
     items: list
+    frame: object = None
 
 
 @dataclass(eq=False)
@@ -106,6 +108,25 @@ class IteratorValue(Value):
     loops over it unroll. It never leaves the graph (it cannot be rebuilt as residual code)."""
     items: list
     index: int = 0
+    origin: object = None       # the Value GET_ITER made it from, to rebuild it unconsumed
+
+
+@dataclass(eq=False)
+class CellRef(Value):
+    """A closure cell of a frame being captured (LOAD_CLOSURE): reads and writes through it
+    go to that frame's local `name`."""
+    frame: object
+    name: str
+
+
+@dataclass(eq=False)
+class FunctionValue(Value):
+    """A function made during capture (MAKE_FUNCTION: lambdas, comprehensions, nested defs).
+    It can be called (and is inlined); it cannot leave the graph."""
+    code: object
+    defaults: tuple = ()
+    kwdefaults: dict = None
+    closure: tuple = ()
 
 
 def describe(value) -> str:
@@ -120,4 +141,5 @@ def describe(value) -> str:
     if isinstance(value, MethodValue):
         return f"attribute {value.name!r}"
     return {TupleValue: "tuple", ListValue: "list", DictValue: "dict", SliceValue: "slice",
-            IteratorValue: "iterator", NullValue: "NULL"}.get(type(value), type(value).__name__)
+            IteratorValue: "iterator", NullValue: "NULL", FunctionValue: "function",
+            CellRef: "cell"}.get(type(value), type(value).__name__)

@@ -86,7 +86,9 @@ def FOR_ITER(cap, instr):
 
 @handler("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")
 def JUMP_BACKWARD(cap, instr):
-    count_iteration(cap)
+    head = cap.flow.label_pos[instr.arg] + 1
+    if cap.instrs[head].__class__.__name__ != "Instr" or cap.instrs[head].name != "FOR_ITER":
+        count_iteration(cap)            # FOR_ITER counts the iterations of `for` loops
     return instr.arg
 
 

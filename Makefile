@@ -22,7 +22,7 @@ bench: install
 # whatever happened, and exit with the tests' status.
 asan:
 	PIJIT_ASAN=1 $(PYTHON) setup.py -q build_ext --inplace --force
-	LD_PRELOAD=$(ASAN_LIB) ASAN_OPTIONS=detect_leaks=0 $(PYTHON) -m pytest -q -x tests; \
+	LD_PRELOAD=$(ASAN_LIB) ASAN_OPTIONS=detect_leaks=0:quarantine_size_mb=16 $(PYTHON) -m pytest -q -x tests; \
 	status=$$?; \
 	$(PYTHON) setup.py -q build_ext --inplace --force; \
 	exit $$status

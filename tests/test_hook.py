@@ -187,11 +187,14 @@ def test_eight_threads_different_shapes():
             got = jitted(x, y)
             if not (got.shape == expected.shape and np.array_equal(got, expected)):
                 bad += 1
-        return bad, eval_frame.is_installed()
+        return bad
 
     with ThreadPoolExecutor(8) as ex:
         results = list(ex.map(work, range(8)))
-    assert results == [(0, False)] * 8
+    assert results == [0] * 8
+    # The hook is per interpreter: installed while any thread is in a jitted call, and
+    # uninstalled once the last one returns.
+    assert not eval_frame.is_installed()
     s = pijit.stats(jitted)
     assert s["call_count"] == 8 * calls
     assert s["cache_hits"] + s["cache_misses"] == 8 * calls

@@ -16,6 +16,11 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 MB = 1 << 20
 
 
+# Under AddressSanitizer (`make asan`) freed memory sits in ASan's quarantine, so RSS grows
+# without a leak; refcounts are still checked exactly there.
+RSS_LIMIT = 4 * 1024 * 1024 if "libasan" not in os.environ.get("LD_PRELOAD", "") else 64 * 1024 * 1024
+
+
 def rss() -> int:
     """Resident set size in bytes, from /proc/self/statm."""
     with open("/proc/self/statm") as f:
@@ -53,7 +58,7 @@ def test_million_cache_hits_do_not_leak():
     after_rss = rss()
     after_refs = refcounts(x, y, f, f.fn, f.fn.__code__)
     assert after_refs == before_refs
-    assert after_rss - before_rss < 4 * MB, f"RSS grew by {(after_rss - before_rss) / MB:.1f} MB"
+    assert after_rss - before_rss < RSS_LIMIT, f"RSS grew by {(after_rss - before_rss) / MB:.1f} MB"
     s = pijit.stats(f)
     assert s["compile_count"] == 1
     assert s["cache_hits"] >= 1_010_000
@@ -81,7 +86,7 @@ def test_alternating_dtypes_do_not_leak():
     after_rss = rss()
     after_refs = refcounts(a64, b64, a32, b32, f, f.fn)
     assert after_refs == before_refs
-    assert after_rss - before_rss < 4 * MB, f"RSS grew by {(after_rss - before_rss) / MB:.1f} MB"
+    assert after_rss - before_rss < RSS_LIMIT, f"RSS grew by {(after_rss - before_rss) / MB:.1f} MB"
     s = pijit.stats(f)
     assert s["compile_count"] == 2
     assert s["cache_misses"] == 2
@@ -114,7 +119,7 @@ def test_repeated_recompiles_do_not_leak():
     after_rss = rss()
     after_refs = refcounts(a64, a32, f, f.fn, f.fn.__code__)
     assert after_refs == before_refs
-    assert after_rss - before_rss < 4 * MB, f"RSS grew by {(after_rss - before_rss) / MB:.1f} MB"
+    assert after_rss - before_rss < RSS_LIMIT, f"RSS grew by {(after_rss - before_rss) / MB:.1f} MB"
     s = pijit.stats(f)
     assert (s["compile_count"], s["cache_hits"], s["cache_misses"]) == (2, 2, 2)
 
@@ -142,7 +147,7 @@ def test_plain_python_entry_does_not_leak():
     after_rss = rss()
     after_refs = refcounts(x, y, f, f.fn, f.fn.__code__)
     assert after_refs == before_refs
-    assert after_rss - before_rss < 4 * MB
+    assert after_rss - before_rss < RSS_LIMIT
     s = pijit.stats(f)
     assert s["compile_count"] <= 1
     assert s["cache_hits"] == 11_000 - 1
@@ -169,6 +174,6 @@ def test_exceptions_on_hits_do_not_leak():
     after_rss = rss()
     after_refs = refcounts(x, bad, f, f.fn)
     assert after_refs == before_refs
-    assert after_rss - before_rss < 4 * MB
+    assert after_rss - before_rss < RSS_LIMIT
     s = pijit.stats(f)
     assert s["compile_count"] == 1 and s["cache_hits"] == 10_099

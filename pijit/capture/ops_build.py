@@ -41,19 +41,20 @@ def BUILD_LIST(cap, instr):
 @handler("LIST_EXTEND")
 def LIST_EXTEND(cap, instr):
     items = sequence_items(cap, cap.pop())
-    target = cap.stack[-instr.arg]
-    if not isinstance(target, ListValue) or target.frame is not cap:
-        cap.unsupported(Reason.SIDE_EFFECT, "extending a list the function did not create")
-    target.items.extend(items)
+    own_list(cap, cap.stack[-instr.arg]).items.extend(items)
 
 
 @handler("LIST_APPEND")
 def LIST_APPEND(cap, instr):
     item = cap.pop()
-    target = cap.stack[-instr.arg]
+    own_list(cap, cap.stack[-instr.arg]).items.append(item)
+
+
+def own_list(cap, target) -> ListValue:
+    """A list this frame built: the only kind capture may mutate (others are side effects)."""
     if not isinstance(target, ListValue) or target.frame is not cap:
-        cap.unsupported(Reason.SIDE_EFFECT, "appending to a list the function did not create")
-    target.items.append(item)
+        cap.unsupported(Reason.SIDE_EFFECT, "changing a list the function did not create")
+    return target
 
 
 @handler("LIST_TO_TUPLE")

@@ -17,7 +17,7 @@ from pijit.capture import numpy_rules
 from pijit.capture.graph_break import Reason
 from pijit.capture.inline import inline_call, inline_made
 from pijit.capture.ops_arith import fold
-from pijit.capture.ops_build import sequence_items
+from pijit.capture.ops_build import own_list, sequence_items
 from pijit.capture.registry import handler
 from pijit.capture.sources import AttrSource
 from pijit.capture.ops_load_store import shape_dim_value
@@ -126,9 +126,9 @@ def _call_method(cap, method: MethodValue, args, kwargs):
             not any(contains_graph_value(v) for v in list(args) + list(kwargs.values())):
         bound = getattr(obj.value, method.name)
         return _fold_call(cap, bound, method.name, args, kwargs)
-    if isinstance(obj, ListValue) and obj.source is None and obj.frame is cap \
-            and method.name == "append" and len(args) == 1 and not kwargs:
-        obj.items.append(args[0])
+    if isinstance(obj, ListValue) and obj.frame is cap and method.name == "append" \
+            and len(args) == 1 and not kwargs:
+        own_list(cap, obj).items.append(args[0])
         return ConstValue(None)
     if isinstance(obj, ObjectValue):
         func, takes_self = _class_function(type(obj.obj), method.name)

@@ -92,17 +92,12 @@ def JUMP_BACKWARD(cap, instr):
     return instr.arg
 
 
-@handler("POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_FALSE")
+@handler("POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_FALSE",
+         "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE")
 def POP_JUMP_BACKWARD_IF(cap, instr):
-    target = POP_JUMP_FORWARD_IF(cap, instr)
-    if target is not None:
-        count_iteration(cap)
-    return target
-
-
-@handler("POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE")
-def POP_JUMP_BACKWARD_IF_NONE(cap, instr):
-    target = POP_JUMP_FORWARD_IF_NONE(cap, instr)
+    """The loop condition at the bottom of a `while` loop: decided like a forward jump."""
+    decide = POP_JUMP_FORWARD_IF_NONE if instr.name.endswith("NONE") else POP_JUMP_FORWARD_IF
+    target = decide(cap, instr)
     if target is not None:
         count_iteration(cap)
     return target

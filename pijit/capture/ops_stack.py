@@ -58,7 +58,7 @@ def POP_JUMP_FORWARD_IF(cap, instr):
 
 @handler("POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_FORWARD_IF_NOT_NONE")
 def POP_JUMP_FORWARD_IF_NONE(cap, instr):
-    jump_if_none = instr.name == "POP_JUMP_FORWARD_IF_NONE"
+    jump_if_none = instr.name.endswith("_IF_NONE")
     if is_none_value(cap, cap.pop()) == jump_if_none:
         return instr.arg
     return None

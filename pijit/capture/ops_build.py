@@ -20,11 +20,17 @@ def make_tuple(items) -> TupleValue | ConstValue:
 
 
 def sequence_items(cap, value) -> list:
-    """The items of a tuple/list value known at capture time."""
+    """The items of a value iterated at capture time: tuples and lists known item by item,
+    and the rows of an array whose first dimension is static."""
     if isinstance(value, (TupleValue, ListValue)):
         return list(value.items)
     if isinstance(value, ConstValue) and type(value.value) in (tuple, list):
         return [ConstValue(v) for v in value.value]
+    if isinstance(value, GraphValue) and value.meta.is_array and value.meta.ndim >= 1 \
+            and value.meta.shape[0] is not None:
+        getitem = numpy_rules.lookup_operator("getitem")
+        return [cap.add_op(getitem, (value, ConstValue(i)), {})
+                for i in range(value.meta.shape[0])]
     cap.unsupported(Reason.UNSUPPORTED_VALUE, f"unpacking a {describe(value)}")
 
 
@@ -131,12 +137,7 @@ def subscript(cap, container, key):
 def UNPACK_SEQUENCE(cap, instr):
     value = cap.pop()
     n = instr.arg
-    if isinstance(value, GraphValue) and value.meta.is_array and value.meta.ndim >= 1 \
-            and value.meta.shape[0] == n:
-        getitem = numpy_rules.lookup_operator("getitem")
-        items = [cap.add_op(getitem, (value, ConstValue(i)), {}) for i in range(n)]
-    else:
-        items = sequence_items(cap, value)
+    items = sequence_items(cap, value)
     if len(items) != n:
         cap.unsupported(Reason.UNSUPPORTED_OP, f"unpacking {len(items)} values into {n}")
     for item in reversed(items):

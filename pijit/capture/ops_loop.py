@@ -7,8 +7,8 @@ runs as residual bytecode (see interpreter.capture_frame).
 """
 from __future__ import annotations
 
-from pijit.capture import numpy_rules
 from pijit.capture.graph_break import Reason
+from pijit.capture.ops_build import sequence_items
 from pijit.capture.ops_stack import POP_JUMP_FORWARD_IF, POP_JUMP_FORWARD_IF_NONE
 from pijit.capture.registry import handler
 from pijit.capture.values import (ConstValue, GraphValue, IteratorValue, ListValue,
@@ -25,12 +25,10 @@ def iterate(cap, value) -> IteratorValue:
         return IteratorValue(list(value.items))
     if isinstance(value, GraphValue) and value.meta.is_array and value.meta.ndim >= 1 \
             and value.meta.shape[0] is not None:
-        getitem = numpy_rules.lookup_operator("getitem")
         rows = value.meta.shape[0]
         if rows > cap.config.MAX_LOOP_UNROLLING:
             cap.unsupported(Reason.LOOP, f"iterating over {rows} rows exceeds MAX_LOOP_UNROLLING")
-        return IteratorValue([cap.add_op(getitem, (value, ConstValue(i)), {})
-                              for i in range(rows)])
+        return IteratorValue(sequence_items(cap, value))
     cap.unsupported(Reason.LOOP, f"iterating over a {describe(value)} "
                                  "whose items are known only at run time")
 

@@ -17,10 +17,12 @@ from pijit.capture.graph_break import GraphBreak
 from pijit.capture.interpreter import capture_frame
 
 
-def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_for):
+def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_for,
+                  body_code_for):
     """Capture and compile one call; returns (EntryInfo, transformed function).
 
     resume_code_for(instructions, position, depth, live) -> the resume code at a break exit.
+    body_code_for(instructions, loop_body) -> the code of an outlined residual loop body.
     """
     code = func.__code__
     try:
@@ -36,7 +38,8 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
     name = "__pijit_graph_" + re.sub(r"\W", "_", code.co_name)     # <lambda>, <genexpr>
     compiled = numpy_backend.compile_graph(graph, name, code.co_filename, code.co_firstlineno)
     fn = build_transformed(func, capture, compiled.fn, out_index,
-                           lambda *exit_: resume_code_for(capture.instructions, *exit_))
+                           lambda *exit_: resume_code_for(capture.instructions, *exit_),
+                           lambda body: body_code_for(capture.instructions, body))
     breaks = [BreakInfo(bp.where, code.co_filename, bp.lineno)] if bp is not None else []
     info = EntryInfo(guards=list(capture.guards) + list(extra_guards), graph=graph,
                      graph_source=compiled.source, dynamic_dims=dict(dynamic_dims),

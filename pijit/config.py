@@ -41,8 +41,9 @@ OPTIONS = (
            "Cache entries per code object. Past it, inputs that match an existing entry still "
            "use it; others run as plain Python.", minimum=1),
     Option("enable_dynamic_shape", bool, True,
-           "When a recompile is caused only by changed dimensions, the new entry treats those "
-           "dimensions as dynamic, so further sizes reuse it."),
+           "When a recompile is caused by changed dimensions of an array, or a changed value "
+           "of an int/float argument, the new entry treats those dimensions (that value) as "
+           "dynamic, so further sizes (values) reuse it."),
     Option("loop_unrolling", bool, True,
            "Unroll loops over iterables known at capture time (range with guarded bounds, "
            "tuples, lists, zip/enumerate of those, rows of an array). When False, or past "

@@ -11,7 +11,8 @@ from pijit import cache, eval_frame, explain
 from pijit.cache import BreakInfo, EntryInfo
 from pijit.capture.graph_break import STATIC_REASONS, GraphBreak
 from pijit.capture.sources import LocalSource
-from pijit.bytecode_gen.resume import build_resume
+from pijit.capture.wrap import DYNAMIC_VALUE
+from pijit.bytecode_gen.resume import build_loop_body, build_resume
 from pijit.compile_frame import compile_frame
 from pijit.guards import first_failure, hash_args_guard, to_program
 
@@ -48,15 +49,15 @@ def on_miss(func, args):
         return None
     extra = [hash_args_guard(rec.hash_args)] if rec.hash_args is not None else []
     declared = signature_dims(rec.input_signature, code)
-    resumes = _resume_maker(func, rec)
+    makers = _resume_makers(func, rec)
     try:
         try:
-            info, fn = compile_frame(func, args, config, dynamic, extra, resumes)
+            info, fn = compile_frame(func, args, config, dynamic, extra, *makers)
         except GraphBreak:
             if dynamic == declared:
                 raise
             # Some op cannot handle the automatic dynamic dims: specialize this entry instead.
-            info, fn = compile_frame(func, args, config, declared, extra, resumes)
+            info, fn = compile_frame(func, args, config, declared, extra, *makers)
     except GraphBreak as e:
         return _fallback(rec, code, e, extra)
     except Exception as e:
@@ -93,19 +94,25 @@ def _jit_callee(rec, callee):
     rec.callees.add(code)
 
 
-def _resume_maker(func, rec):
-    """resume_code_for(instructions, position, depth, live) for func's code: builds each
-    resume code once, jitted with the same options as the code it continues."""
-    def resume_code_for(instructions, position, depth, live):
-        key = (position, depth, live)
+def _resume_makers(func, rec):
+    """(resume_code_for, body_code_for) for func's code: each resume function and outlined
+    loop body is built once, and jitted with the same options as the code it continues."""
+    def jitted(key, build):
         code = rec.resumes.get(key)
         if code is None:
-            code = build_resume(func, instructions, position, depth, live)
+            code = build()
             cache.register(code, rec.config, None, rec.hash_args)
             eval_frame.mark(code)
             rec.resumes[key] = code
         return code
-    return resume_code_for
+
+    def resume_code_for(instructions, position, depth, live):
+        return jitted((position, depth, live),
+                      lambda: build_resume(func, instructions, position, depth, live))
+
+    def body_code_for(instructions, body):
+        return jitted(("loop body", body), lambda: build_loop_body(func, instructions, body))
+    return resume_code_for, body_code_for
 
 
 def _fallback(rec, code, e: GraphBreak, extra):
@@ -156,9 +163,19 @@ def _signature_slots(signature, code):
 
 
 def changed_dims(entry: EntryInfo, func, args) -> dict:
-    """Array arguments whose only change is in some dims: {source: dims that changed}."""
+    """What changed since `entry` in a way the next entry can leave dynamic: {source: dims
+    that changed} for arrays that kept their dtype and ndim, {source: {DYNAMIC_VALUE}} for
+    int and float scalars whose value changed (loop indices, step counts)."""
     changed = {}
     for guard in entry.guards:
+        if guard.kind == "eq" and type(guard.params[0]) in (int, float):
+            try:
+                value = guard.source.read(func, args)
+            except Exception:
+                continue
+            if type(value) is type(guard.params[0]) and value != guard.params[0]:
+                changed[guard.source] = {DYNAMIC_VALUE}
+            continue
         if guard.kind != "array":
             continue
         try:

@@ -22,10 +22,6 @@ STACK_NAME = "__pijit_s{}"
 _PROLOGUE = frozenset({"RESUME", "COPY_FREE_VARS", "MAKE_CELL"})
 
 
-def resume_name(code, lineno) -> str:
-    return f"__resume_{code.co_name}_at_{lineno}".replace("<", "").replace(">", "")
-
-
 def build_resume(func, instrs: list, position: int, depth: int, live: tuple) -> types.CodeType:
     """The code of a function continuing func's code at `position` with `depth` stack values
     and the `live` locals as parameters (residual code makes the function with its frame's
@@ -48,16 +44,52 @@ def build_resume(func, instrs: list, position: int, depth: int, live: tuple) -> 
 
     bc = Bytecode(prefix + body)
     argnames = [STACK_NAME.format(i) for i in range(depth)] + list(live)
+    _set_signature(bc, code, argnames, f"__resume_{code.co_name}_at_{lineno}",
+                   f"{code.co_qualname}.<resume at line {lineno}>")
+    return bc.to_code()
+
+
+
+def build_loop_body(func, instrs: list, body) -> types.CodeType:
+    """The code of a function running one iteration of a `for` loop's body (flow.LoopBody):
+    parameters are the loop item and the locals the body reads; it returns the tuple of the
+    locals it assigns that the next iteration or the code after the loop reads. A `continue`
+    (a jump back to the loop head) returns early."""
+    code = func.__code__
+    epilogue = Label()
+    head = instrs[body.head]
+    span = instrs[body.start:body.end + 1]
+    copied, _ = copy_instructions(span, {head: epilogue})
+    for i, item in enumerate(copied):
+        if isinstance(item, Instr) and item.arg is epilogue and item.name == "JUMP_BACKWARD":
+            copied[i] = Instr("JUMP_FORWARD", epilogue, location=item.location)
+    lineno = line_at(instrs, body.start, code.co_firstlineno)
+    prefix = []
+    if code.co_freevars:
+        prefix.append(Instr("COPY_FREE_VARS", len(code.co_freevars), lineno=None))
+    start = Label()
+    prefix += [Instr("RESUME", 0, lineno=lineno),
+               Instr("LOAD_FAST", STACK_NAME.format(0), lineno=lineno),
+               Instr("JUMP_FORWARD", start, lineno=lineno), start]
+    tail = [epilogue] + [Instr("LOAD_FAST", name, lineno=lineno) for name in body.outs] + \
+        [Instr("BUILD_TUPLE", len(body.outs), lineno=lineno), Instr("RETURN_VALUE", lineno=lineno)]
+    bc = Bytecode(prefix + copied + tail)
+    argnames = [STACK_NAME.format(0)] + list(body.params)
+    _set_signature(bc, code, argnames, f"__loop_body_{code.co_name}_at_{lineno}",
+                   f"{code.co_qualname}.<loop body at line {lineno}>")
+    return bc.to_code()
+
+
+def _set_signature(bc, code, argnames, name, qualname):
+    """Plain positional parameters, and the original's file, line, free variables, flags."""
     bc.argcount = len(argnames)
     bc.posonlyargcount = 0
     bc.kwonlyargcount = 0
     bc.argnames = argnames
-    bc.name = resume_name(code, lineno)
-    bc.qualname = f"{code.co_qualname}.<resume at line {lineno}>"
+    bc.name = name.replace("<", "").replace(">", "")
+    bc.qualname = qualname
     bc.filename = code.co_filename
     bc.first_lineno = code.co_firstlineno
     bc.freevars = list(code.co_freevars)
     bc.cellvars = []
     bc.flags = code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
-    return bc.to_code()
-

@@ -21,11 +21,13 @@ from pijit.bytecode_gen.reconstruct import OUT_NAME, Emitter, emit_load
 from pijit.bytecode_gen.resume import STACK_NAME
 
 
-def build_transformed(func, capture, graph_fn, out_index: dict, resume_code_for) -> types.FunctionType:
+def build_transformed(func, capture, graph_fn, out_index: dict, resume_code_for,
+                      body_code_for=None) -> types.FunctionType:
     """The function an entry calls: (arg slots...) -> the original function's result.
 
     out_index: {Ref: position in the graph's output tuple}.
     resume_code_for(position, depth, live) -> code object of the resume function there.
+    body_code_for(loop_body) -> code object of an outlined loop body (flow.LoopBody).
     """
     code = func.__code__
     bp = capture.break_point
@@ -43,7 +45,7 @@ def build_transformed(func, capture, graph_fn, out_index: dict, resume_code_for)
             instrs += emitter.emit(value)
         for name, value in bp.locals.items():
             instrs += emitter.emit(value) + [Instr("STORE_FAST", name, lineno=lineno)]
-        instrs += _residual(capture.instructions, bp, code, resume_code_for)
+        instrs += _residual(capture.instructions, bp, code, resume_code_for, body_code_for)
 
     bc = Bytecode(instrs)
     n = arg_slot_count(code)
@@ -74,13 +76,25 @@ def _call_graph(graph_fn, input_sources, n_out, lineno) -> list:
     return instrs
 
 
-def _residual(original: list, bp, code, resume_code_for) -> list:
-    """The break span's original instructions, with exits calling resume functions."""
+def _residual(original: list, bp, code, resume_code_for, body_code_for) -> list:
+    """The break span's original instructions, with exits calling resume functions (and a
+    residual loop's body replaced by a call of its outlined, jitted function)."""
     label_pos = {item: pos for pos, item in enumerate(original) if isinstance(item, Label)}
     exit_labels = {pos: Label() for pos, _, _ in bp.exits}
     retarget = {label: exit_labels[pos] for label, pos in label_pos.items() if pos in exit_labels}
-    span, _ = copy_instructions(original[bp.start:bp.end + 1], retarget)
-    out = list(span)
+    at = line_at(original, bp.start, code.co_firstlineno)
+    out = []
+    body = bp.body if body_code_for is not None else None
+    if body is None:
+        span, _ = copy_instructions(original[bp.start:bp.end + 1], retarget)
+        out += span
+    else:
+        out += _make_function(body_code_for(body), code, at)
+        out.append(Instr("STORE_FAST", BODY_NAME, lineno=at))
+        before, labels = copy_instructions(original[bp.start:body.start], retarget)
+        # The jump back to the loop head must reach the head's copy in `before`.
+        after, _ = copy_instructions(original[body.end + 1:bp.end + 1], {**retarget, **labels})
+        out += before + _call_body(body, at) + after
     # The fall-through exit (if any) comes first: control reaches it from the span's end.
     exits = sorted(bp.exits, key=lambda e: e[0] != bp.end + 1)
     for pos, depth, live in exits:
@@ -89,21 +103,40 @@ def _residual(original: list, bp, code, resume_code_for) -> list:
     return out
 
 
+BODY_NAME = "__pijit_body"
+ITEM_NAME = "__pijit_item"
+
+
+def _call_body(body, at) -> list:
+    """One iteration: the loop item is on the stack; call the body, store what it returns."""
+    out = [Instr("STORE_FAST", ITEM_NAME, lineno=at), Instr("PUSH_NULL", lineno=at),
+           Instr("LOAD_FAST", BODY_NAME, lineno=at), Instr("LOAD_FAST", ITEM_NAME, lineno=at)]
+    out += [Instr("LOAD_FAST", name, lineno=at) for name in body.params]
+    n = len(body.params) + 1
+    out += [Instr("PRECALL", n, lineno=at), Instr("CALL", n, lineno=at),
+            Instr("UNPACK_SEQUENCE", len(body.outs), lineno=at)]
+    return out + [Instr("STORE_FAST", name, lineno=at) for name in body.outs]
+
+
+def _make_function(new_code, code, at) -> list:
+    """Push a function of `new_code` made with this frame's globals and closure."""
+    out, flags = [], 0
+    if code.co_freevars:
+        out += [Instr("LOAD_CLOSURE", FreeVar(name), lineno=at) for name in code.co_freevars]
+        out.append(Instr("BUILD_TUPLE", len(code.co_freevars), lineno=at))
+        flags = 0x08
+    return out + [Instr("LOAD_CONST", new_code, lineno=at), Instr("MAKE_FUNCTION", flags, lineno=at)]
+
+
 def _call_resume(resume_code, depth, live, code, original, pos) -> list:
     """Store the stack into temporaries, make the resume function (with this frame's closure
     and globals) and return what it returns."""
     at = line_at(original, pos, code.co_firstlineno)
     out = [Instr("STORE_FAST", STACK_NAME.format(i), lineno=at) for i in reversed(range(depth))]
     out.append(Instr("PUSH_NULL", lineno=at))
-    flags = 0
-    if code.co_freevars:
-        out += [Instr("LOAD_CLOSURE", FreeVar(name), lineno=at) for name in code.co_freevars]
-        out.append(Instr("BUILD_TUPLE", len(code.co_freevars), lineno=at))
-        flags = 0x08
-    out += [Instr("LOAD_CONST", resume_code, lineno=at), Instr("MAKE_FUNCTION", flags, lineno=at)]
+    out += _make_function(resume_code, code, at)
     args = [STACK_NAME.format(i) for i in range(depth)] + list(live)
     out += [Instr("LOAD_FAST", name, lineno=at) for name in args]
     out += [Instr("PRECALL", len(args), lineno=at), Instr("CALL", len(args), lineno=at),
             Instr("RETURN_VALUE", lineno=at)]
     return out
-

@@ -24,6 +24,18 @@ class Loop:
     end: int
 
 
+@dataclass(frozen=True)
+class LoopBody:
+    """A `for` loop body outlined as a function: positions [start, end] (after FOR_ITER, up
+    to the JUMP_BACKWARD), the loop head's label position, the locals it reads (params) and
+    the locals it assigns that are live at the head (outs, returned each iteration)."""
+    head: int
+    start: int
+    end: int
+    params: tuple
+    outs: tuple
+
+
 class Flow:
     """Facts about one instruction list, computed on demand."""
 
@@ -209,6 +221,76 @@ class Flow:
             if item.name not in TERMINATORS:
                 work.append((pos + 1, d + item.stack_effect(jump=False)))
         return exits
+
+    def for_loop_body(self, loop: Loop, bound: set):
+        """The body of a simple `for` loop, to be outlined as its own function: a LoopBody,
+        or None when the loop is not a `for`, or its body leaves the loop other than by
+        falling back to the head (break, return), has try blocks, or reads a local that may
+        be unbound when the loop starts (`bound` are the locals bound there)."""
+        instrs = self.instrs
+        if not isinstance(instrs[loop.start], Instr) or instrs[loop.start].name != "GET_ITER":
+            return None
+        head_label = self._next_label(loop.start)
+        for_iter = self._next_instr(loop.start + 1)
+        if head_label is None or instrs[for_iter].name != "FOR_ITER":
+            return None
+        start, end = for_iter + 1, loop.end - 1
+        if not isinstance(instrs[loop.end], Instr) or instrs[loop.end].name != "JUMP_BACKWARD":
+            return None
+        for pos in range(start, end + 1):
+            item = instrs[pos]
+            if isinstance(item, (TryBegin, TryEnd)):
+                return None
+            if isinstance(item, Instr):
+                if item.name in ("RETURN_VALUE", "YIELD_VALUE"):
+                    return None
+                if item.has_jump():
+                    target = self.label_pos[item.arg]
+                    if not (start <= target <= end or target == head_label):
+                        return None
+                    if target == head_label and item.name != "JUMP_BACKWARD":
+                        return None
+        outs = tuple(sorted(self.assigned_in(start, end) & self.live_in[head_label]))
+        params = self._body_live(start, end, head_label, set(outs))
+        if not params <= bound:
+            return None
+        return LoopBody(head_label, start, end, tuple(sorted(params)), outs)
+
+    def _next_label(self, pos):
+        for p in range(pos, len(self.instrs)):
+            if isinstance(self.instrs[p], Label):
+                return p
+            if isinstance(self.instrs[p], Instr) and p > pos:
+                return None
+        return None
+
+    def _body_live(self, start, end, head, outs) -> set:
+        """Locals read in positions [start, end] before being written, when leaving the span
+        (back to the loop head) reads `outs`."""
+        live = {pos: frozenset() for pos in range(start, end + 2)}
+        exit_live = frozenset(outs)
+        changed = True
+        while changed:
+            changed = False
+            for pos in range(end, start - 1, -1):
+                item = self.instrs[pos]
+                succ = [head] if isinstance(item, Instr) and item.name == "JUMP_BACKWARD" and \
+                    self.label_pos[item.arg] == head else self.successors[pos]
+                out = frozenset()
+                for s in succ:
+                    out |= exit_live if (s == head or s > end) else live[s]
+                uses = defs = frozenset()
+                if isinstance(item, Instr):
+                    name = _local_name(item)
+                    if item.name in LOCAL_USES and item.name != "DELETE_FAST":
+                        uses = frozenset((name,))
+                    if item.name in LOCAL_DEFS:
+                        defs = frozenset((name,))
+                new = uses | (out - defs)
+                if new != live[pos]:
+                    live[pos] = new
+                    changed = True
+        return set(live[start])
 
     def contains_try(self, start: int, end: int) -> bool:
         return any(isinstance(i, (TryBegin, TryEnd)) for i in self.instrs[start:end + 1])

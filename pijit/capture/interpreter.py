@@ -58,6 +58,7 @@ class BreakPoint:
     locals: dict
     exits: list
     callee: object = None       # a function to jit on its own (its call could not be inlined)
+    body: object = None         # flow.LoopBody: the residual loop's body, outlined and jitted
 
     @property
     def where(self) -> str:
@@ -245,8 +246,11 @@ class FrameCapture:
         if end != last:
             for target, depth in sorted(flow.exit_depths(start, end, len(stack)).items()):
                 exits.append((target, depth, tuple(sorted(flow.live_in[target] & reachable))))
+        body = None
+        if loop is not None and start == loop.start and end == loop.end:
+            body = flow.for_loop_body(loop, bound | args)
         return BreakPoint(e.reason, e.detail, e.lineno, start, end, stack, store, exits,
-                          e.callee)
+                          e.callee, body)
 
 
 def _is_unchanged_argument(name, value) -> bool:

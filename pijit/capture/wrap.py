@@ -20,6 +20,10 @@ from pijit.guards import Guard, layout_flags
 # dtype kinds the graph can carry: bool, signed, unsigned, float, complex.
 SUPPORTED_DTYPE_KINDS = "biufc"
 
+# In a source's set of dynamic dims: the value of the Python scalar itself is dynamic (a
+# typed graph input instead of a constant), after it changed between calls.
+DYNAMIC_VALUE = -1
+
 # Callables and types guarded by identity and used as constants.
 IDENTITY_TYPES = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType,
                   types.MethodDescriptorType, types.WrapperDescriptorType, np.ufunc, type,
@@ -68,7 +72,8 @@ class ValueBuilder:
         if t is np.ndarray:
             return self._wrap_array(obj, source)
         if t in PY_SCALARS:
-            if t is bool or self.config.specialize_scalar:
+            dynamic = DYNAMIC_VALUE in self.dynamic_dims.get(source, ())
+            if t is bool or (self.config.specialize_scalar and not dynamic):
                 self.guard(source, "eq", obj)
                 return ConstValue(obj, source=source)
             self.guard(source, "type", t)

@@ -45,6 +45,7 @@ class CodeRecord:
     limit_logged: bool = False
     resumes: dict = field(default_factory=dict)   # (position, depth, live) -> resume code
     callees: set = field(default_factory=set)     # codes jitted because a call was not inlined
+    dynamic: dict = field(default_factory=dict)   # source -> dims (or value) dynamic from the start
 
     def clear(self):
         self.entries.clear()

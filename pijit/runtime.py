@@ -12,7 +12,7 @@ from pijit.cache import BreakInfo, EntryInfo
 from pijit.capture.graph_break import STATIC_REASONS, GraphBreak
 from pijit.capture.sources import LocalSource
 from pijit.capture.wrap import DYNAMIC_VALUE
-from pijit.bytecode_gen.resume import build_loop_body, build_resume
+from pijit.bytecode_gen.resume import STACK_NAME, build_loop_body, build_resume
 from pijit.compile_frame import compile_frame
 from pijit.guards import first_failure, hash_args_guard, to_program
 
@@ -32,7 +32,7 @@ def on_miss(func, args):
     config = rec.config
     if rec.input_signature is not None:
         check_signature(rec.input_signature, code, args)
-    dynamic = signature_dims(rec.input_signature, code)
+    dynamic = dict(rec.dynamic) or signature_dims(rec.input_signature, code)
     if rec.entries:
         reason = first_failure(rec.entries[0].guards, func, args) or "no entry matched"
         rec.recompile_reasons.append(reason)
@@ -48,7 +48,7 @@ def on_miss(func, args):
                         "other inputs run as plain Python", warn=True)
         return None
     extra = [hash_args_guard(rec.hash_args)] if rec.hash_args is not None else []
-    declared = signature_dims(rec.input_signature, code)
+    declared = dict(rec.dynamic) or signature_dims(rec.input_signature, code)
     makers = _resume_makers(func, rec)
     try:
         try:
@@ -97,11 +97,11 @@ def _jit_callee(rec, callee):
 def _resume_makers(func, rec):
     """(resume_code_for, body_code_for) for func's code: each resume function and outlined
     loop body is built once, and jitted with the same options as the code it continues."""
-    def jitted(key, build):
+    def jitted(key, build, dynamic=None):
         code = rec.resumes.get(key)
         if code is None:
             code = build()
-            cache.register(code, rec.config, None, rec.hash_args)
+            cache.register(code, rec.config, None, rec.hash_args).dynamic = dynamic or {}
             eval_frame.mark(code)
             rec.resumes[key] = code
         return code
@@ -111,7 +111,10 @@ def _resume_makers(func, rec):
                       lambda: build_resume(func, instructions, position, depth, live))
 
     def body_code_for(instructions, body):
-        return jitted(("loop body", body), lambda: build_loop_body(func, instructions, body))
+        # The loop item (a loop index, usually) changes every iteration: never a constant.
+        item = LocalSource(0, STACK_NAME.format(0))
+        return jitted(("loop body", body), lambda: build_loop_body(func, instructions, body),
+                      {item: {DYNAMIC_VALUE}})
     return resume_code_for, body_code_for
 
 

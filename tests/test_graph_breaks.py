@@ -9,6 +9,7 @@ import pytest
 
 import pijit
 from differential import assert_same
+from pijit.explain import stats as code_stats
 
 X = np.linspace(-1.0, 2.0, 12).reshape(3, 4)
 V = np.arange(1.0, 7.0)
@@ -257,9 +258,16 @@ def test_loops_unroll(fn, graphs, breaks):
 
 
 def test_long_loop_runs_as_residual_bytecode():
-    report = assert_same(long_loop, X, graphs=1, breaks=1)
+    report = assert_same(long_loop, X, graphs=2, breaks=1)
     assert "MAX_LOOP_UNROLLING" in report.break_reasons[0]["reason"]
-    assert report.ops_per_graph == [["mul"]]        # the code after the loop
+    # the code after the loop, and the loop body outlined as its own jitted function
+    assert report.ops_per_graph == [["mul"], ["mul", "add"]]
+    stats = pijit.stats(pijit.jit(long_loop))
+    assert stats["cache_misses"] == 1             # the body compiled once, hit 299 times
+    body_code = next(c for c in pijit.cache.family(long_loop.__code__)
+                     if c.co_name.startswith("__loop_body"))
+    body = code_stats(body_code)
+    assert body["compile_count"] == 1 and body["cache_hits"] >= 299
 
 
 def test_loop_unrolling_option():

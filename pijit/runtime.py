@@ -50,13 +50,17 @@ def on_miss(func, args):
     extra = [hash_args_guard(rec.hash_args)] if rec.hash_args is not None else []
     declared = dict(rec.dynamic) or signature_dims(rec.input_signature, code)
     makers = _resume_makers(func, rec)
+    known_breaks = {b.reason for e in rec.entries for b in e.breaks}
     try:
         try:
             info, fn = compile_frame(func, args, config, dynamic, extra, *makers)
-        except GraphBreak:
+            if dynamic != declared and any(b.reason not in known_breaks for b in info.breaks):
+                raise _Specialize
+        except (GraphBreak, _Specialize):
             if dynamic == declared:
                 raise
-            # Some op cannot handle the automatic dynamic dims: specialize this entry instead.
+            # Some op needs the automatic dynamic dims or values to be constants (a shape,
+            # a branch on a recursion depth): specialize this entry instead.
             info, fn = compile_frame(func, args, config, declared, extra, *makers)
     except GraphBreak as e:
         return _fallback(rec, code, e, extra)
@@ -82,6 +86,10 @@ def on_miss(func, args):
     explain.log("graph", f"{_where(code)}: graph of {code.co_name}:\n{info.graph}")
     explain.log("bytecode", f"{_where(code)}: transformed {code.co_name}:\n{info.bytecode}")
     return fn
+
+
+class _Specialize(Exception):
+    """Automatic dynamic dims/values made capture break where specialized entries did not."""
 
 
 def _jit_callee(rec, callee):

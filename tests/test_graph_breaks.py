@@ -271,18 +271,21 @@ def test_long_loop_runs_as_residual_bytecode():
 
 
 def test_loop_unrolling_option():
-    # The whole loop runs as residual bytecode; nothing after it has ops.
-    report = assert_same(unrolled_range, X, graphs=0, breaks=1,
+    # The loop runs as residual bytecode; its body is one graph, called every iteration.
+    report = assert_same(unrolled_range, X, graphs=1, breaks=1,
                          jit_kwargs={"jit_config": {"loop_unrolling": False}})
     assert "loop_unrolling is off" in report.break_reasons[0]["reason"]
-    report = assert_same(unrolled_range, X, graphs=0, breaks=1,
+    assert report.ops_per_graph == [["mul", "add"]]
+    report = assert_same(unrolled_range, X, graphs=1, breaks=1,
                          jit_kwargs={"jit_config": {"MAX_LOOP_UNROLLING": 2}})
     assert "MAX_LOOP_UNROLLING=2" in report.break_reasons[0]["reason"]
 
 
 def test_break_inside_loop_body_moves_to_the_loop():
-    report = assert_same(loop_with_print, X, graphs=2, breaks=1)
-    assert report.ops_per_graph == [["mul"], ["sub"]]
+    # graphs: before the loop, after it, and the outlined body up to its print (which
+    # breaks the body's graph)
+    report = assert_same(loop_with_print, X, graphs=3, breaks=2)
+    assert report.ops_per_graph == [["mul"], ["sub"], ["add"]]
 
 
 def test_generator_expression_runs_as_residual():
@@ -448,7 +451,9 @@ def test_closure_rebound_between_calls():
         got, expected = run(k)
         np.testing.assert_array_equal(got, expected)
     info = pijit.code_info(make_closure(0.0))
-    assert info["compile_count"] == 3            # one entry per cell value, all correct
+    # k=1.0 compiles with k a constant; k=2.0 recompiles with k a graph input (it changed),
+    # which k=3.0 then reuses.
+    assert info["compile_count"] == 2
 
 
 # -- side effects -------------------------------------------------------------------------

@@ -111,7 +111,7 @@ def call_value(cap, fn, args: list, kwargs: dict):
         return special
     rule = numpy_rules.lookup_call(target)
     if rule is None:
-        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{_qualname(target)} with array arguments")
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{_qualname(target)} with values known only at run time")
     return cap.add_op(rule, tuple(args), kwargs)
 
 

@@ -2,13 +2,13 @@
 
 Pipeline, in processing order:
   csrc/eval_frame.c       PEP 523 hook: marked code -> walk cache entries in C -> hit or callback
-  pijit/api.py            jit decorator, JitConfig (config.py), ArraySpec, set_context
+  pijit/api.py            jit decorator, ArraySpec, set_context (options: config.py)
   pijit/runtime.py        the callback on a miss: policy, limits, fallbacks, recompile reasons
   pijit/compile_frame.py  capture -> backend -> bytecode_gen -> guards
-  pijit/capture/          bytecode + arguments -> graph, guards and returned structure
-  pijit/graph/            the graph IR
-  pijit/backends/         graph -> callable (numpy_backend: generated Python)
-  pijit/bytecode_gen/     the transformed function called on a cache hit
+  pijit/capture/          bytecode + arguments -> graph, guards, and the break point (if any)
+  pijit/graph/            the graph IR (and passes)
+  pijit/backends/         graph -> callable
+  pijit/bytecode_gen/     the transformed function, residual bytecode, resume functions
   pijit/guards.py         facts -> C guard program and readable failure reasons
   pijit/cache.py          per-code records for reports
   pijit/explain.py        explain, code_info, stats, dumps, PIJIT_LOG channels

@@ -44,7 +44,7 @@ class CodeRecord:
     eager_fallbacks: list = field(default_factory=list)
     limit_logged: bool = False
     resumes: dict = field(default_factory=dict)   # (position, depth, live) -> resume code
-    callees: set = field(default_factory=set)     # codes jitted because a call was not inlined
+    callees: dict = field(default_factory=dict)   # id -> code jitted because its call was not inlined
     dynamic: dict = field(default_factory=dict)   # source -> dims (or value) dynamic from the start
 
     def clear(self):
@@ -55,25 +55,34 @@ class CodeRecord:
         self.limit_logged = False
 
 
-_records: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# id(code) -> (weak reference to the code, CodeRecord). Keyed by identity: code objects
+# compare equal when compiled from the same source, yet each is jitted on its own.
+_records: dict = {}
 
 
 def record(code) -> CodeRecord | None:
-    return _records.get(code)
+    found = _records.get(id(code))
+    if found is None or found[0]() is not code:
+        return None
+    return found[1]
 
 
 def register(code, config, input_signature=None, hash_args=None) -> CodeRecord:
     """Create or update the record of a code object being jitted."""
-    rec = _records.get(code)
+    rec = record(code)
     if rec is None:
-        rec = _records[code] = CodeRecord(config, input_signature, hash_args)
+        key = id(code)
+        # The dict is bound now: at interpreter exit module globals may already be gone.
+        ref = weakref.ref(code, lambda _, key=key, records=_records: records.pop(key, None))
+        rec = CodeRecord(config, input_signature, hash_args)
+        _records[key] = (ref, rec)
     else:
         rec.config, rec.input_signature, rec.hash_args = config, input_signature, hash_args
     return rec
 
 
 def all_codes() -> list:
-    return list(_records.keys())
+    return [code for code in (ref() for ref, _ in list(_records.values())) if code is not None]
 
 
 def family(code) -> list:
@@ -85,8 +94,8 @@ def family(code) -> list:
             continue
         seen.add(id(c))
         out.append(c)
-        rec = _records.get(c)
+        rec = record(c)
         if rec is not None:
             todo.extend(rec.resumes.values())
-            todo.extend(rec.callees)
+            todo.extend(rec.callees.values())
     return out

@@ -99,7 +99,7 @@ def _jit_callee(rec, callee):
     if cache.record(code) is None:
         cache.register(code, rec.config, None, None)
         eval_frame.mark(code)
-    rec.callees.add(code)
+    rec.callees[id(code)] = code
 
 
 def _resume_makers(func, rec):

@@ -13,13 +13,13 @@ import re
 import warnings
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, event, given, note, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import pijit
 
-from differential import assert_equal_values, assert_same, run_captured
+from differential import alias_pattern, assert_equal_values, assert_same, clone, run_captured
+from pijit.explain import report as explain_report
 
 DTYPES = ("bool", "int32", "int64", "float32", "float64")
 NP_NAME = {"bool": "np.bool_", "int32": "np.int32", "int64": "np.int64",
@@ -437,3 +437,366 @@ def test_generated_code_has_generated_filename():
     assert_equal_values(jitted(np.ones(2)), np.full(2, 2.0))
     report = pijit.explain(jitted, np.ones(2))
     assert report.graph_count == 1 and report.fallback is None
+
+
+# == programs with control flow, calls and side effects ==========================================
+# A second generator: programs over two same-shape float arrays `a`, `b`, a Python int `n`, a
+# bool `flag` and a list `out`, with `if` on the scalars (pruned) and on array data (a break),
+# `for` loops (short: unrolled; long or with a breaking body: residual), data-dependent `while`
+# loops with an iteration cap, calls of the module-level helpers below (inlined; some break),
+# prints, unsupported calls, list appends, in-place updates of the inputs and early returns.
+# Plain Python is the reference; graph counts are not predicted, only invariants of
+# `explain` checked (see check_cf_program).
+CF_FILENAME = "<generated-cf>"
+CF_HELPERS = '''\
+def h_affine(u, v):
+    return u * 0.5 + v
+
+
+def h_scaled(u, k):
+    if k > 1:
+        return u * k
+    return u - k
+
+
+def h_nested(u, v):
+    return h_affine(h_scaled(u, 2), v)
+
+
+def h_print(u):
+    print("h_print", u.shape)
+    return u + 1
+
+
+def h_data(u):
+    if u.mean() > 0:
+        return u * 2
+    return u - 1
+
+
+def h_late_print(u, v):
+    w = u * v
+    print("h_late_print", float(w.sum()))
+    return w - 1
+
+'''
+CF_PURE_HELPERS = ("h_affine({x}, {y})", "h_scaled({x}, n)", "h_scaled({x}, 3)",
+                   "h_nested({x}, {y})")
+CF_BREAKING_HELPERS = ("h_print({x})", "h_data({x})", "h_late_print({x}, {y})")
+CF_FLAVORS = {
+    # statement kind -> weight
+    "mixed": {"assign": 6, "if_scalar": 3, "if_data": 2, "for_small": 3, "for_long": 1,
+              "for_list": 1, "while_data": 1, "print": 2, "unsupported": 1, "append": 1,
+              "inplace": 1, "return": 1, "error": 0},
+    "loops": {"assign": 4, "if_scalar": 1, "if_data": 1, "for_small": 5, "for_long": 2,
+              "for_list": 3, "while_data": 3, "print": 1, "unsupported": 0, "append": 1,
+              "inplace": 1, "return": 2, "error": 0},
+    "calls": {"assign": 5, "if_scalar": 2, "if_data": 1, "for_small": 1, "for_long": 0,
+              "for_list": 0, "while_data": 0, "print": 2, "unsupported": 2, "append": 2,
+              "inplace": 2, "return": 1, "error": 1},
+    # no construct that must break: exactly one graph, no break
+    "pure": {"assign": 6, "if_scalar": 3, "if_data": 0, "for_small": 3, "for_long": 0,
+             "for_list": 2, "while_data": 0, "print": 0, "unsupported": 0, "append": 0,
+             "inplace": 0, "return": 1, "error": 0},
+}
+CF_BREAKING_KINDS = {"if_data", "for_long", "while_data", "print", "unsupported", "append",
+                     "inplace", "error"}
+
+
+@st.composite
+def cf_programs(draw, flavor="mixed"):
+    """(source, args, breaking, args2): `prog(a, b, n, flag, out)` with nested blocks."""
+    weights = CF_FLAVORS[flavor]
+    kinds = [k for k, w in weights.items() for _ in range(w)]
+    pure = flavor == "pure"
+    st_ = {"temps": [], "breaking": False, "uid": 0}
+
+    def uid():
+        st_["uid"] += 1
+        return st_["uid"]
+
+    def pick(names):
+        return names[-1] if draw(st.booleans()) else draw(st.sampled_from(names))
+
+    def scalar(scalars):
+        return draw(st.sampled_from(["0.5", "2", "-1.5", "n", "3"] + list(scalars)))
+
+    def expr(readable, scalars):
+        x, y = pick(readable), pick(readable)
+        choice = draw(st.integers(0, 10))
+        if choice == 0:
+            return f"{x} {draw(st.sampled_from(['+', '-', '*']))} {y}"
+        if choice == 1:
+            return f"{x} * {scalar(scalars)} + {y}"
+        if choice == 2:
+            return f"np.tanh({x})"
+        if choice == 3:
+            return f"np.abs({x}) + {scalar(scalars)}"
+        if choice == 4:
+            return f"{x}.clip(-4, 4)"
+        if choice == 5:
+            return f"np.maximum({x}, {y})"
+        if choice == 6:
+            return f"{x}[::-1]"                                  # a view: aliasing matters
+        if choice == 7:
+            return f"{x} - {x}.mean()"
+        if choice in (8, 9) or pure:
+            return draw(st.sampled_from(CF_PURE_HELPERS)).format(x=x, y=y)
+        st_["breaking"] = True
+        return draw(st.sampled_from(CF_BREAKING_HELPERS)).format(x=x, y=y)
+
+    def block(indent, readable, scalars, depth, max_len, in_loop, top, can_return=False):
+        """Lines of a block. Returns (lines, returned) - returned: ends with `return`.
+        `return` only ends if/else blocks (a loop body that always returns is a plain `if`)."""
+        pad = "    " * indent
+        lines = []
+        for _ in range(draw(st.integers(1, max_len))):
+            kind = draw(st.sampled_from(kinds))
+            if depth >= 2 and kind in ("if_scalar", "if_data", "for_small", "for_long",
+                                       "for_list", "while_data"):
+                kind = "assign"
+            if kind in ("for_long", "while_data") and in_loop:
+                kind = "assign"
+            if kind == "return" and not can_return:
+                kind = "assign"
+            if kind in CF_BREAKING_KINDS:
+                st_["breaking"] = True
+            temps = st_["temps"]
+            if kind == "assign" or not temps:
+                e = expr(readable, scalars)
+                if top or not temps:
+                    # only top-level statements define names, so every name is bound on
+                    # every path
+                    target = f"t{len(temps)}"
+                    temps.append(target)
+                    readable = readable + [target]
+                else:
+                    target = draw(st.sampled_from(temps))
+                lines.append(f"{pad}{target} = {e}")
+                continue
+            t = draw(st.sampled_from(temps))
+            x = pick(readable)
+            if kind in ("if_scalar", "if_data"):
+                if kind == "if_scalar":
+                    cond = draw(st.sampled_from(["n > 1", "n == 0", "flag", "not flag",
+                                                 "n % 2 == 1 and flag"] +
+                                                [f"{s} >= 1" for s in scalars]))
+                else:
+                    cond = draw(st.sampled_from([f"{x}.sum() > 0", f"{x}.max() < 1.5",
+                                                 f"({x} > 0).any()", f"{x}.mean() > {t}.min()"]))
+                lines.append(f"{pad}if {cond}:")
+                body, ret = block(indent + 1, readable, scalars, depth + 1, 3, in_loop, False,
+                                  True)
+                lines += body
+                if draw(st.booleans()):
+                    lines.append(f"{pad}else:")
+                    body, ret2 = block(indent + 1, readable, scalars, depth + 1, 2, in_loop,
+                                       False, True)
+                    lines += body
+                    if ret and ret2:
+                        return lines, True
+                continue
+            if kind == "for_small":
+                var = f"i{uid()}"
+                k = draw(st.integers(0, 3 if depth == 0 else 2))
+                lines.append(f"{pad}for {var} in range({k}):")
+                body, _ = block(indent + 1, readable, scalars + [var], depth + 1, 3, True, False)
+                lines += body
+                continue
+            if kind == "for_long":
+                var = f"i{uid()}"
+                k = draw(st.integers(101, 130))
+                lines.append(f"{pad}for {var} in range({k}):")
+                lines.append(f"{pad}    {t} = {t} * 0.99 + {var} * 0.001")
+                continue
+            if kind == "for_list":
+                k = uid()
+                var, jvar = f"u{k}", f"j{k}"
+                items = f"[{x}, {pick(readable)}]"
+                enum = draw(st.booleans())
+                lines.append(f"{pad}for {jvar}, {var} in enumerate({items}):" if enum
+                             else f"{pad}for {var} in {items}:")
+                body, _ = block(indent + 1, readable + [var], scalars + ([jvar] if enum else []),
+                                depth + 1, 2, True, False)
+                lines += body
+                continue
+            if kind == "while_data":
+                w = f"w{uid()}"
+                bound = draw(st.sampled_from(["0.5", "1.0", "2.5"]))
+                lines += [f"{pad}{w} = 0",
+                          f"{pad}while np.abs({t}).max() > {bound} and {w} < 30:",
+                          f"{pad}    {t} = {t} * 0.5",
+                          f"{pad}    {w} += 1"]
+                continue
+            if kind == "print":
+                lines.append(pad + draw(st.sampled_from([
+                    f'print("p", {x}.shape)',
+                    f'print("sum", float({x}.sum()))',
+                    f'print(f"max={{{x}.max():.4f}} n={{n}}")',
+                    f'print("s", {draw(st.sampled_from(scalars or ["n"]))})'])))
+                continue
+            if kind == "unsupported":
+                lines.append(pad + draw(st.sampled_from([
+                    f"{t} = {t} + len(str({x}))",
+                    f"{t} = {t} * len(repr({x}.shape))",
+                    f"{t} = {t} - float(str(float({x}.max()))[:3] == 'nan')"])))
+                continue
+            if kind == "append":
+                lines.append(pad + draw(st.sampled_from([
+                    f"out.append({x})", f"out.append(float({x}.sum()))",
+                    f"out.append({x} * 2)"])))
+                continue
+            if kind == "inplace":
+                target = draw(st.sampled_from(["a", "b"]))
+                lines.append(pad + draw(st.sampled_from([
+                    f"{target} += {x}", f"{target} *= 0.5", f"{target}[0] = {x}[-1]",
+                    f"{target}[0] = 1.25"])))
+                continue
+            if kind == "error":
+                lines.append(pad + draw(st.sampled_from([
+                    f"{t} = {t} * (10 // n)",                   # ZeroDivisionError if n == 0
+                    f"{t} = {t}[np.array([0, 9])]",             # IndexError (shape[0] <= 4)
+                    f"{t} = {t} + np.ones(7)"])))               # broadcast ValueError
+                continue
+            # return: inside a branch or loop only; the block ends there
+            vals = draw(st.lists(st.sampled_from(readable), min_size=1, max_size=2))
+            lines.append(f"{pad}return {', '.join(vals)}")
+            return lines, True
+        return lines, False
+
+    # a and b are used as read-only inputs of expressions; in-place updates are statements
+    body, _ = block(1, ["a", "b"], [], 0, draw(st.integers(1, 7)), False, True)
+    temps = st_["temps"]
+    body.append(f"    return {', '.join(temps + ['n'])}")
+    src = CF_HELPERS + "\ndef prog(a, b, n, flag, out):\n" + "\n".join(body) + "\n"
+
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=2)))
+    dtype = np.dtype(draw(st.sampled_from(["float64", "float64", "float32"])))
+    floats = st.floats(-5, 5, width=dtype.itemsize * 8, allow_subnormal=False)
+
+    def arrays():
+        return draw(hnp.arrays(dtype, shape, elements=floats))
+    args = [arrays(), arrays(), draw(st.integers(0, 3)), draw(st.booleans()),
+            draw(st.sampled_from([[], [1.0]]))]
+    args2 = [arrays(), arrays()] + args[2:]
+    return src, args, st_["breaking"], args2
+
+
+def cf_build(src):
+    namespace = {"np": np}
+    exec(compile(src, CF_FILENAME, "exec"), namespace)
+    return namespace["prog"]
+
+
+def _cf_run_and_compare(fn, jitted, args, where):
+    plain_args, _ = clone((list(args), {}))
+    expected, expected_exc, expected_out = run_captured(fn, plain_args, {})
+    jit_args, _ = clone((list(args), {}))
+    got, exc, out = run_captured(jitted, jit_args, {})
+    assert out == expected_out, f"{where}: printed output differs:\n{out!r}\n{expected_out!r}"
+    if expected_exc is not None:
+        assert type(exc) is type(expected_exc), f"{where}: raised {exc!r}, expected {expected_exc!r}"
+        assert str(exc) == str(expected_exc), f"{where}: message {exc} != {expected_exc}"
+    else:
+        assert exc is None, f"{where}: jitted call raised {exc!r}"
+        assert_equal_values(got, expected, f"{where}: result")
+        assert alias_pattern(got, jit_args) == alias_pattern(expected, plain_args), \
+            f"{where}: aliasing of results with inputs differs"
+    assert_equal_values(jit_args, plain_args, f"{where}: mutated inputs")
+    return expected_out, expected_exc
+
+
+def check_cf_program(src, args, breaking, args2=None):
+    fn = cf_build(src)
+    nlines = src.count("\n")
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        jitted = pijit.jit(fn)
+        pijit.reset(jitted)
+        try:
+            printed, exc = "", None
+            for call in range(2):
+                printed, exc = _cf_run_and_compare(fn, jitted, args, f"call {call + 1}")
+            report = explain_report(fn.__code__)
+            assert report.fallback is None, \
+                f"fell back to plain Python: {report.fallback}"
+            for brk in report.break_reasons:
+                assert brk["filename"] == CF_FILENAME, f"break outside the program: {brk}"
+                assert 1 <= brk["lineno"] <= nlines, f"break line outside the program: {brk}"
+            if not breaking:
+                assert (report.graph_count, report.graph_break_count) == (1, 0), \
+                    f"a program without breaking constructs: {report}"
+            if printed:
+                assert report.graph_break_count >= 1, f"printed without a break: {report}"
+            if report.graph_count:
+                assert pijit.stats(jitted)["cache_hits"] >= 1, pijit.stats(jitted)
+            if args2 is not None:      # other data: other branches, same jitted function
+                _cf_run_and_compare(fn, jitted, args2, "second inputs")
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n--- program ---\n{src}\nargs = {args!r}\n"
+                                 f"args2 = {args2!r}") from None
+    if report.fallback is not None:
+        return "known fallback"
+    if exc is not None:
+        return f"raised {type(exc).__name__}"
+    return f"graphs={min(report.graph_count, 5)} breaks={min(report.graph_break_count, 5)}"
+
+
+CF_SETTINGS = dict(deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
+
+
+def _cf_test(program):
+    src, args, breaking, args2 = program
+    note(src)
+    note(f"args = {args!r}\nargs2 = {args2!r}")
+    event(check_cf_program(src, args, breaking, args2))
+
+
+@settings(max_examples=600, **CF_SETTINGS)
+@given(cf_programs("mixed"))
+def test_random_control_flow_program(program):
+    _cf_test(program)
+
+
+@settings(max_examples=350, **CF_SETTINGS)
+@given(cf_programs("loops"))
+def test_random_loop_program(program):
+    _cf_test(program)
+
+
+@settings(max_examples=350, **CF_SETTINGS)
+@given(cf_programs("calls"))
+def test_random_call_program(program):
+    _cf_test(program)
+
+
+@settings(max_examples=300, **CF_SETTINGS)
+@given(cf_programs("pure"))
+def test_random_unbroken_control_flow_program(program):
+    """No construct that must break: one graph, no break, whatever the branches and loops."""
+    src, args, breaking, args2 = program
+    assert not breaking
+    _cf_test(program)
+
+
+def test_cf_generator_spot_checks():
+    src = CF_HELPERS + ("\ndef prog(a, b, n, flag, out):\n"
+                        "    t0 = a * 2 + b\n"
+                        "    if n > 1:\n"
+                        "        t0 = h_scaled(t0, n)\n"
+                        "    for i1 in range(3):\n"
+                        "        t0 = t0 + i1\n"
+                        "    return t0, n\n")
+    args = [np.ones(3), np.arange(3.0), 2, True, []]
+    assert check_cf_program(src, args, False) == "graphs=1 breaks=0"
+    src = CF_HELPERS + ("\ndef prog(a, b, n, flag, out):\n"
+                        "    t0 = h_print(a)\n"
+                        "    if t0.sum() > 0:\n"
+                        "        out.append(t0)\n"
+                        "        return t0\n"
+                        "    a += 1\n"
+                        "    return t0, n\n")
+    for sign in (1.0, -1.0):
+        check_cf_program(src, [np.ones(3) * sign, np.ones(3), 0, False, []], True,
+                         [np.ones(3) * -sign, np.ones(3), 0, False, []])

@@ -67,6 +67,13 @@ def _children(value):
         return (value.start, value.stop, value.step)
     if isinstance(value, MethodValue):
         return (value.obj,)
+    if isinstance(value, IteratorValue):
+        if value.origin is not None:
+            return (value.origin,)
+        if value.call is not None:
+            return list(value.call[1]) + list(value.call[2].values())
+    if isinstance(value, FunctionValue):
+        return list(value.defaults) + ([value.kwdefaults] if value.kwdefaults else [])
     return ()
 
 
@@ -99,8 +106,11 @@ class Emitter:
             return self._mutable(value)
         if isinstance(value, FunctionValue) and not value.closure:
             return self._function(value)
-        if isinstance(value, IteratorValue) and value.origin is not None and value.index == 0:
-            return self.emit(value.origin) + [Instr("GET_ITER", lineno=at)]
+        if isinstance(value, IteratorValue) and value.index == 0:
+            if value.origin is not None:
+                return self.emit(value.origin) + [Instr("GET_ITER", lineno=at)]
+            if value.call is not None:
+                return self._call(*value.call)
         raise GraphBreak(Reason.UNSUPPORTED_VALUE,
                          f"a {type(value).__name__} cannot be rebuilt in residual code", at)
 
@@ -116,6 +126,16 @@ class Emitter:
             flags |= 0x02
         return code + [Instr("LOAD_CONST", value.code, lineno=at),
                        Instr("MAKE_FUNCTION", flags, lineno=at)]
+
+    def _call(self, fn, args, kwargs) -> list:
+        """Call fn again (zip, enumerate, ...: a fresh iterator, as the original code makes)."""
+        at = self.lineno
+        code = [Instr("PUSH_NULL", lineno=at), Instr("LOAD_CONST", fn, lineno=at)]
+        code += self._items(list(args) + list(kwargs.values()))
+        if kwargs:
+            code.append(Instr("KW_NAMES", tuple(kwargs), lineno=at))
+        n = len(args) + len(kwargs)
+        return code + [Instr("PRECALL", n, lineno=at), Instr("CALL", n, lineno=at)]
 
     def _items(self, items) -> list:
         return [i for v in items for i in self.emit(v)]

@@ -70,9 +70,16 @@ class Flow:
     # -- loops ---------------------------------------------------------------------------
     @cached_property
     def loops(self) -> list:
-        """Loops from backward jumps, widened to include a for loop's GET_ITER."""
+        """Loops from backward jumps, widened to include a for loop's GET_ITER; and every
+        `for` statement from its GET_ITER to its exit, even one whose body never jumps back
+        (it returns), since its iterator lives on the stack throughout."""
         found = []
         for pos, item in enumerate(self.instrs):
+            if isinstance(item, Instr) and item.name == "FOR_ITER":
+                prev = self._prev_instr(pos)
+                exit_pos = self.label_pos[item.arg]
+                if prev is not None and self.instrs[prev].name == "GET_ITER":
+                    found.append(Loop(prev, exit_pos - 1))
             if isinstance(item, Instr) and item.has_jump() and "BACKWARD" in item.name:
                 start = self.label_pos[item.arg]
                 head = self._next_instr(start)
@@ -171,7 +178,7 @@ class Flow:
             u = d = frozenset()
             if isinstance(item, Instr):
                 name = _local_name(item)
-                if item.name in LOCAL_USES and item.name != "DELETE_FAST":
+                if item.name in LOCAL_USES:       # DELETE_FAST needs the name bound
                     u = frozenset((name,))
                 if item.name in LOCAL_DEFS:
                     d = frozenset((name,))
@@ -282,7 +289,7 @@ class Flow:
                 uses = defs = frozenset()
                 if isinstance(item, Instr):
                     name = _local_name(item)
-                    if item.name in LOCAL_USES and item.name != "DELETE_FAST":
+                    if item.name in LOCAL_USES:
                         uses = frozenset((name,))
                     if item.name in LOCAL_DEFS:
                         defs = frozenset((name,))

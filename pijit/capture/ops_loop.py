@@ -35,6 +35,12 @@ def iterate(cap, value) -> IteratorValue:
 
 def iterator_call(cap, target, args, kwargs) -> IteratorValue:
     """zip/enumerate/reversed/iter over iterables capture knows item by item."""
+    it = _iterator_items(cap, target, args, kwargs)
+    it.call = (target, list(args), dict(kwargs))
+    return it
+
+
+def _iterator_items(cap, target, args, kwargs) -> IteratorValue:
     if kwargs and not (target is zip and set(kwargs) == {"strict"}) and \
             not (target is enumerate and set(kwargs) == {"start"}):
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"{target.__name__} with {sorted(kwargs)}")

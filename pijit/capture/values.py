@@ -109,6 +109,7 @@ class IteratorValue(Value):
     items: list
     index: int = 0
     origin: object = None       # the Value GET_ITER made it from, to rebuild it unconsumed
+    call: tuple = None          # (callable, args, kwargs) of the zip/enumerate/... call that made it
 
 
 @dataclass(eq=False)
@@ -140,6 +141,7 @@ def describe(value) -> str:
         return type(obj).__name__
     if isinstance(value, MethodValue):
         return f"attribute {value.name!r}"
-    return {TupleValue: "tuple", ListValue: "list", DictValue: "dict", SliceValue: "slice",
-            IteratorValue: "iterator", NullValue: "NULL", FunctionValue: "function",
-            CellRef: "cell"}.get(type(value), type(value).__name__)
+    names = ((TupleValue, "tuple"), (ListValue, "list"), (DictValue, "dict"),
+             (SliceValue, "slice"), (IteratorValue, "iterator"), (NullValue, "NULL"),
+             (FunctionValue, "function"), (CellRef, "cell"))
+    return next((name for cls, name in names if isinstance(value, cls)), type(value).__name__)

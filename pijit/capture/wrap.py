@@ -38,6 +38,21 @@ class ObjectValue(Value):
         self.obj = obj
 
 
+class LazyListValue(ListValue):
+    """A list read from a source, whose items are wrapped (and guarded) on first use."""
+
+    def __init__(self, load, source):
+        Value.__init__(self, source=source)
+        self._load = load
+        self._items = None
+
+    @property
+    def items(self):
+        if self._items is None:
+            self._items = self._load()
+        return self._items
+
+
 class ValueBuilder:
     """Wraps objects read during capture; one graph input per source, guards deduplicated."""
 
@@ -89,11 +104,16 @@ class ValueBuilder:
         if isinstance(obj, IDENTITY_TYPES):
             self.guard(source, "id", obj)
             return ConstValue(obj, source=source)
-        if t is tuple or t is list:
+        if t is tuple:
             self.guard(source, "type", t)
             self.guard(source, "len", len(obj))
-            items = [self.wrap(item, ItemSource(source, i)) for i, item in enumerate(obj)]
-            return (TupleValue if t is tuple else ListValue)(items, source=source)
+            return TupleValue([self.wrap(item, ItemSource(source, i))
+                               for i, item in enumerate(obj)], source=source)
+        if t is list:
+            # A list's length and items are guarded only once capture reads them: a list the
+            # function only appends to (a side effect, residual code) may grow between calls.
+            self.guard(source, "type", t)
+            return LazyListValue(lambda: self._list_items(obj, source), source)
         if t is dict and all(type(k) is str for k in obj):
             keys = tuple(obj)
             self.guard(source, "call", lambda d, keys=keys: type(d) is dict and tuple(d) == keys,
@@ -104,6 +124,10 @@ class ValueBuilder:
         # source), and using it in a way capture does not know breaks the graph there.
         self.guard(source, "type", t)
         return ObjectValue(obj, source)
+
+    def _list_items(self, obj: list, source: Source) -> list:
+        self.guard(source, "len", len(obj))
+        return [self.wrap(item, ItemSource(source, i)) for i, item in enumerate(obj)]
 
     def _wrap_array(self, obj: np.ndarray, source: Source) -> Value:
         if obj.dtype.kind not in SUPPORTED_DTYPE_KINDS or not obj.dtype.isnative:

@@ -10,10 +10,11 @@ keeps the original name, file, line numbers and closure, so tracebacks read as t
 """
 from __future__ import annotations
 
+import builtins
 import inspect
 import types
 
-from bytecode import Bytecode, FreeVar, Instr, Label
+from bytecode import Bytecode, FreeVar, Instr, Label, TryBegin, TryEnd
 
 from pijit._compat import arg_slot_count
 from pijit.bytecode_gen.copy import copy_instructions, line_at
@@ -36,7 +37,7 @@ def build_transformed(func, capture, graph_fn, out_index: dict, resume_code_for,
     if code.co_freevars:
         instrs.insert(0, Instr("COPY_FREE_VARS", len(code.co_freevars), lineno=None))
     if capture.graph.nodes or out_index:
-        instrs += _call_graph(graph_fn, capture.input_sources, len(out_index), lineno)
+        instrs += _run_graph(graph_fn, capture.input_sources, len(out_index), lineno)
     emitter = Emitter(out_index, lineno)
     if bp is None:
         instrs += emitter.emit(capture.ret) + [Instr("RETURN_VALUE", lineno=lineno)]
@@ -63,6 +64,67 @@ def build_transformed(func, capture, graph_fn, out_index: dict, resume_code_for,
     fn = types.FunctionType(bc.to_code(), func.__globals__, func.__name__, None, func.__closure__)
     fn.__qualname__ = func.__qualname__
     return fn
+
+
+def _run_graph(graph_fn, input_sources, n_out, lineno) -> list:
+    """Instructions that run the compiled graph and store its outputs in OUT_NAME temps:
+    its code spliced in when it is a plain generated function (one frame less per call),
+    else a call."""
+    inlined = _inline_graph(graph_fn, input_sources, lineno)
+    if inlined is None:
+        return _call_graph(graph_fn, input_sources, n_out, lineno)
+    return inlined + [Instr("UNPACK_SEQUENCE", n_out, lineno=lineno)] + \
+        [Instr("STORE_FAST", OUT_NAME.format(i), lineno=lineno) for i in range(n_out)]
+
+
+_GRAPH_LOCAL = "__pijit_g_{}"
+
+
+def _inline_graph(graph_fn, input_sources, lineno):
+    """The graph function's own bytecode with its parameters stored from the input sources,
+    its globals turned into constants and its return left on the stack; None when the
+    function is not a simple generated one (closures, exception handling, no parameters
+    matching the inputs)."""
+    code = getattr(graph_fn, "__code__", None)
+    if code is None or code.co_freevars or code.co_cellvars or \
+            code.co_argcount != len(input_sources) or code.co_flags & (
+                inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR):
+        return None
+    items = list(Bytecode.from_code(code))
+    if any(isinstance(i, (TryBegin, TryEnd)) for i in items):
+        return None
+    env = graph_fn.__globals__
+    out = []
+    for name, source in zip(code.co_varnames, input_sources):
+        out += emit_load(source, lineno) + [Instr("STORE_FAST", _GRAPH_LOCAL.format(name),
+                                                  lineno=lineno)]
+    body, _ = copy_instructions(items, {})
+    end = Label()
+    for item in body:
+        if not isinstance(item, Instr):
+            out.append(item)
+        elif item.name == "RESUME":
+            continue
+        elif item.name in ("LOAD_FAST", "STORE_FAST", "DELETE_FAST"):
+            out.append(Instr(item.name, _GRAPH_LOCAL.format(item.arg), location=item.location))
+        elif item.name == "LOAD_GLOBAL":
+            push_null, name = item.arg
+            if name in env:
+                value = env[name]
+            elif hasattr(builtins, name):
+                value = getattr(builtins, name)
+            else:
+                return None
+            if push_null:
+                out.append(Instr("PUSH_NULL", location=item.location))
+            out.append(Instr("LOAD_CONST", value, location=item.location))
+        elif item.name == "RETURN_VALUE":
+            out.append(Instr("JUMP_FORWARD", end, location=item.location))
+        elif item.name in ("LOAD_NAME", "STORE_GLOBAL", "LOAD_DEREF", "STORE_NAME"):
+            return None
+        else:
+            out.append(item)
+    return out + [end]
 
 
 def _call_graph(graph_fn, input_sources, n_out, lineno) -> list:

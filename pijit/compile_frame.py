@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from pijit import explain
-from pijit.backends import numpy_backend
+from pijit.backends import cfused, numpy_backend
 from pijit.bytecode_gen.reconstruct import graph_outputs
 from pijit.bytecode_gen.transform import build_transformed
 from pijit.cache import BreakInfo, EntryInfo
@@ -36,7 +36,10 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
     out_index = graph_outputs(roots)
     graph.outputs = list(out_index)
     name = "__pijit_graph_" + re.sub(r"\W", "_", code.co_name)     # <lambda>, <genexpr>
-    compiled = numpy_backend.compile_graph(graph, name, code.co_filename, code.co_firstlineno)
+    compiled = (numpy_backend.compile_graph(graph, name, code.co_filename, code.co_firstlineno)
+                if config.jit_level == "O0" else
+                cfused.compile_graph(graph, name, code.co_filename, code.co_firstlineno,
+                                     level=config.jit_level))
     fn = build_transformed(func, capture, compiled.fn, out_index,
                            lambda *exit_: resume_code_for(capture.instructions, *exit_),
                            lambda body: body_code_for(capture.instructions, body))

@@ -69,8 +69,12 @@ OPTIONS = (
            "'STRICT' behaves like fullgraph=True; 'LAX' falls back to plain Python.",
            choices=("STRICT", "LAX")),
     Option("jit_level", str, "O1",
-           "'O0': captured graph run by the NumPy reference backend. 'O1' and 'O2' are "
-           "reserved for the fused C backend and currently also run the NumPy backend.",
+           "'O0': the captured graph runs on the NumPy reference backend. 'O1': graph passes "
+           "(dead code, common subexpressions) and fused C kernels for the elementwise ops "
+           "that round exactly like NumPy (+ - * /, comparisons, sqrt, abs, maximum, minimum, "
+           "clip, where, square, casts): results bit-identical to NumPy. 'O2': O1 plus "
+           "transcendentals through glibc's vector math (measured within 3 ulp of NumPy for "
+           "float64, 5 ulp for float32) and fused reductions (pairwise sums in blocks).",
            choices=("O0", "O1", "O2")),
 )
 _BY_NAME = {o.name: o for o in OPTIONS}
@@ -154,7 +158,17 @@ def env_disabled() -> bool:
     return os.environ.get("PIJIT_DISABLE", "").strip() not in ("", "0")
 
 
-LOG_CHANNELS = ("graph_breaks", "guards", "recompiles", "bytecode", "graph")
+LOG_CHANNELS = ("graph_breaks", "guards", "recompiles", "bytecode", "graph", "kernels")
+
+
+def cache_dir() -> str:
+    """PIJIT_CACHE_DIR, else $XDG_CACHE_HOME/pijit or ~/.cache/pijit: where compiled kernels
+    are kept between processes."""
+    env = os.environ.get("PIJIT_CACHE_DIR")
+    if env:
+        return env
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pijit")
 
 
 def env_log_channels() -> list:

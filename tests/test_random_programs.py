@@ -360,13 +360,14 @@ def describe(args) -> str:
                      for n, a in zip(INPUT_NAMES, args))
 
 
-def check_program(src, args, raises, args2=None):
+def check_program(src, args, raises, args2=None, level="O0"):
     fn = build(src)
+    config = {"jit_config": {"jit_level": level}}
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         expected, expected_exc, _ = run_captured(fn, [a.copy() for a in args], {})
         if expected_exc is not None:
-            jitted = pijit.jit(fn)
+            jitted = pijit.jit(fn, **config)
             pijit.reset(jitted)
             for call in range(2):
                 _, exc, _ = run_captured(jitted, [a.copy() for a in args], {})
@@ -375,19 +376,19 @@ def check_program(src, args, raises, args2=None):
             return "raised"
         assert not raises or expected_exc is None
         try:
-            assert_same(fn, *args, graphs=1, breaks=0)
+            assert_same(fn, *args, graphs=1, breaks=0, jit_kwargs=config)
             if args2 is not None:
-                check_other_values(fn, args2)
+                check_other_values(fn, args2, config)
         except AssertionError as e:
             raise AssertionError(f"{e}\n--- program ---\n{src}{describe(args)}\n"
                                  f"--- second inputs ---\n{describe(args2 or [])}") from None
     return "ok"
 
 
-def check_other_values(fn, args2):
+def check_other_values(fn, args2, config):
     """Same shapes and dtypes, other values: a cache hit (values are not guarded) that
     still equals plain Python."""
-    jitted = pijit.jit(fn)
+    jitted = pijit.jit(fn, **config)
     before = pijit.stats(jitted)
     expected, expected_exc, _ = run_captured(fn, [a.copy() for a in args2], {})
     got, exc, _ = run_captured(jitted, [a.copy() for a in args2], {})
@@ -407,11 +408,25 @@ def check_other_values(fn, args2):
                                  HealthCheck.data_too_large])
 @given(programs())
 def test_random_program(program):
+    _straight_line_test(program, "O0")
+
+
+# The same programs through the fused C backend (O1 is bit-identical to NumPy); fewer, since
+# each new graph is a gcc compile.
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                 HealthCheck.data_too_large])
+@given(programs())
+def test_random_program_fused(program):
+    _straight_line_test(program, "O1")
+
+
+def _straight_line_test(program, level):
     src, args, raises, args2 = program
     note(src)
     note(describe(args))
     note("second inputs:\n" + describe(args2))
-    event(check_program(src, args, raises, args2))
+    event(check_program(src, args, raises, args2, level))
     event(f"{src.count(chr(10)) - 2} statements")
 
 
@@ -706,12 +721,12 @@ def _cf_run_and_compare(fn, jitted, args, where):
     return expected_out, expected_exc
 
 
-def check_cf_program(src, args, breaking, args2=None):
+def check_cf_program(src, args, breaking, args2=None, level="O0"):
     fn = cf_build(src)
     nlines = src.count("\n")
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        jitted = pijit.jit(fn)
+        jitted = pijit.jit(fn, jit_config={"jit_level": level})
         pijit.reset(jitted)
         try:
             printed, exc = "", None
@@ -746,17 +761,23 @@ CF_SETTINGS = dict(deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 
 
-def _cf_test(program):
+def _cf_test(program, level="O0"):
     src, args, breaking, args2 = program
     note(src)
     note(f"args = {args!r}\nargs2 = {args2!r}")
-    event(check_cf_program(src, args, breaking, args2))
+    event(check_cf_program(src, args, breaking, args2, level))
 
 
 @settings(max_examples=600, **CF_SETTINGS)
 @given(cf_programs("mixed"))
 def test_random_control_flow_program(program):
     _cf_test(program)
+
+
+@settings(max_examples=60, **CF_SETTINGS)
+@given(cf_programs("mixed"))
+def test_random_control_flow_program_fused(program):
+    _cf_test(program, "O1")
 
 
 @settings(max_examples=350, **CF_SETTINGS)

@@ -1,0 +1,108 @@
+"""The fused C backend (O1/O2): Graph -> CompiledGraph whose fused groups run as C kernels.
+
+passes (dce, cse) -> fusion groups (pijit.graph.fuse) -> C source of all groups of the graph
+(render.py) -> one compiled module, disk-cached (build.py) -> a rewritten graph where each group
+is one call of its kernel, compiled by the NumPy backend into straight-line Python (so every
+node that is not fused runs exactly as in the NumPy backend, with the user's line numbers).
+
+Anything not handled falls back to NumPy: unfusable nodes individually, the whole graph when
+the build fails (logged on `pijit.kernels`, never an error for the user).
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import operator
+
+import numpy as np
+
+from pijit.backends import numpy_backend
+from pijit.backends.cfused import build, render
+from pijit.graph.cse import cse
+from pijit.graph.dce import dce
+from pijit.graph.fuse import FusionGroup, find_groups, schedule
+from pijit.graph.ir import Graph, Meta, Node, Ref
+
+log = logging.getLogger("pijit.kernels")
+
+_TUPLE_META = Meta(tuple, np.dtype(object), ())
+
+
+def optimize(graph: Graph) -> Graph:
+    """The graph passes run before fusion."""
+    return dce(cse(dce(graph)))
+
+
+def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
+                  level: str = "O1", cache_dir: str | None = None):
+    try:
+        optimized = optimize(graph)
+        # O1 must equal NumPy bit for bit: no libmvec math, no reassociated sums (see DESIGN 5).
+        groups = find_groups(optimized, exact=level == "O1", reductions=level != "O1")
+    except Exception:       # a pass bug must not reach the user
+        log.exception("graph passes failed; using the NumPy backend")
+        return numpy_backend.compile_graph(graph, name, filename, firstlineno)
+    if not groups:
+        return numpy_backend.compile_graph(graph, name, filename, firstlineno)
+    source = render.render_module(optimized, groups, vector_math=True)
+    if log.isEnabledFor(logging.INFO):
+        log.info("%s: %d fused group(s)\n%s", name, len(groups),
+                 "\n".join(f"  {g}" for g in groups))
+        log.debug("C source of %s:\n%s", name, source)
+    try:
+        kernels = build.load_kernels(source, cache_dir)
+    except Exception as e:
+        log.warning("kernel build failed for %s (%s); using the NumPy backend", name, e)
+        return numpy_backend.compile_graph(graph, name, filename, firstlineno)
+    for grp in groups:
+        kernels.set_fallback(grp.id, group_fallback(optimized, grp, filename, firstlineno))
+    lowered = lower(optimized, groups, kernels)
+    compiled = numpy_backend.compile_graph(lowered, name, filename, firstlineno)
+    text = compiled.source + "\n/* fused groups */\n" + "\n".join(f"/* {g} */" for g in groups)
+    return dataclasses.replace(compiled, source=text, backend="cfused")
+
+
+def lower(graph: Graph, groups: list, kernels) -> Graph:
+    """The graph with each group replaced by a call of its kernel (plus tuple items)."""
+    metas = dict(graph._metas)
+    nodes = []
+    next_value = max(metas) + 1 if metas else 0
+    for unit in schedule(graph, groups):
+        if not isinstance(unit, FusionGroup):
+            nodes.append(unit)
+            continue
+        fn = getattr(kernels, f"g{unit.id}")
+        lineno = unit.members()[-1].lineno
+        label = f"fused{unit.id}"
+        if len(unit.outputs) == 1:
+            out = unit.outputs[0].index
+            nodes.append(Node(out, label, fn, tuple(unit.inputs), (), metas[out], lineno))
+            continue
+        tup = next_value
+        next_value += 1
+        metas[tup] = _TUPLE_META
+        nodes.append(Node(tup, label, fn, tuple(unit.inputs), (), _TUPLE_META, lineno))
+        for k, ref in enumerate(unit.outputs):
+            nodes.append(Node(ref.index, "tuple_item", operator.getitem, (Ref(tup), k), (),
+                              metas[ref.index], lineno))
+    live = {r.index for r in graph.inputs} | {n.out for n in nodes}
+    return dataclasses.replace(graph, nodes=nodes, outputs=list(graph.outputs),
+                               inputs=list(graph.inputs), input_metas=list(graph.input_metas),
+                               input_names=list(graph.input_names),
+                               _metas={k: v for k, v in metas.items() if k in live})
+
+
+def group_fallback(graph: Graph, grp: FusionGroup, filename: str, firstlineno: int):
+    """The group as a NumPy function of its inputs (for inputs its kernel does not take)."""
+    sub = Graph()
+    sub.inputs = list(grp.inputs)
+    sub.input_metas = [graph.meta(r) for r in grp.inputs]
+    sub.input_names = [f"v{r.index}" for r in grp.inputs]
+    sub.nodes = list(grp.members())
+    sub.outputs = list(grp.outputs)
+    sub._metas = {r.index: graph.meta(r) for r in grp.inputs}
+    sub._metas.update({n.out: n.meta for n in grp.members()})
+    fn = numpy_backend.compile_graph(sub, f"__pijit_group{grp.id}", filename, firstlineno).fn
+    if len(grp.outputs) == 1:
+        return lambda *args: fn(*args)[0]
+    return fn

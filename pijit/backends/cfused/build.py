@@ -1,0 +1,135 @@
+"""C source -> loaded kernel module, through a disk cache of compiled shared objects.
+
+The source is wrapped by cffi (`emit_c_code`), compiled with gcc and cached under the cache
+dir by a hash of source, flags, compiler version, CPU flags and Python/NumPy versions; writes
+are atomic (temp file in the same dir + os.replace) so processes can share the cache. The .so
+is loaded with importlib; its cffi entry point creates the real extension module of METH_FASTCALL
+kernel functions, so calls never cross cffi.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.util
+import io
+import logging
+import os
+import subprocess
+import sys
+import sysconfig
+import tempfile
+
+import numpy
+
+from pijit import config
+
+log = logging.getLogger("pijit.kernels")
+
+CC = "gcc"
+# -ffp-contract=off: no FMA contraction, so a*b+c rounds twice exactly like NumPy.
+CFLAGS = ("-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-fopenmp-simd",
+          "-fPIC", "-shared", "-std=gnu11", "-w", "-D_CFFI_NO_LIMITED_API")
+LDFLAGS = ("-lm",)
+
+_loaded: dict = {}          # key -> kernel module (one load per process)
+
+
+class BuildError(Exception):
+    pass
+
+
+@functools.lru_cache(maxsize=None)
+def _toolchain_id() -> str:
+    try:
+        cc = subprocess.run([CC, "--version"], capture_output=True, text=True,
+                            timeout=30).stdout.splitlines()[0]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        cc = "unknown"
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = line
+                    break
+    except OSError:
+        pass
+    return "\n".join((cc, flags, sys.version, numpy.__version__))
+
+
+def cache_key(source: str) -> str:
+    h = hashlib.sha256()
+    for part in (source, " ".join(CFLAGS + LDFLAGS), _toolchain_id()):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def _writable_dir(path: str) -> str | None:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return None
+    return path if os.access(path, os.W_OK | os.X_OK) else None
+
+
+def load_kernels(source: str, cache_dir: str | None = None):
+    """The kernel module of `source`: from this process, the disk cache, or a new build."""
+    key = cache_key(source)
+    mod = _loaded.get(key)
+    if mod is not None:
+        return mod
+    name = f"_pijit_k_{key}"
+    cache = cache_dir or config.cache_dir()
+    path = os.path.join(cache, name + ".so")
+    if os.path.exists(path):
+        try:
+            mod = _load(path, name)
+            log.debug("kernel cache hit %s", path)
+        except Exception as e:      # corrupt or foreign file: rebuild it
+            log.warning("kernel cache file %s is unusable (%s); rebuilding", path, e)
+            mod = None
+    if mod is None:
+        target = _writable_dir(cache)
+        if target is None:
+            target = _writable_dir(os.path.join(tempfile.gettempdir(), f"pijit-{os.getuid()}"))
+            log.warning("kernel cache dir %s is not writable; using %s", cache, target)
+        if target is None:
+            raise BuildError("no writable directory for compiled kernels")
+        path = _build(source, name, target)
+        mod = _load(path, name)
+    _loaded[key] = mod
+    return mod
+
+
+def _build(source: str, name: str, target: str) -> str:
+    from cffi import FFI
+    final = os.path.join(target, name + ".so")
+    with tempfile.TemporaryDirectory(dir=target, prefix=".build-") as tmp:
+        ffi = FFI()
+        ffi.cdef("int pijit_kernels_init(const char *name);")
+        ffi.set_source(name, source)
+        c_path = os.path.join(tmp, name + ".c")
+        with contextlib.redirect_stdout(io.StringIO()):     # cffi prints 'generating'
+            ffi.emit_c_code(c_path)
+        so_tmp = os.path.join(tmp, name + ".so")
+        cmd = [CC, *CFLAGS, "-I", sysconfig.get_paths()["include"], "-I", numpy.get_include(),
+               c_path, "-o", so_tmp, *LDFLAGS]
+        log.info("compiling %s", name)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BuildError(f"gcc failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        os.replace(so_tmp, final)       # atomic within the directory
+    return final
+
+
+def _load(path: str, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None:
+        raise BuildError(f"cannot load {path}")
+    cffi_mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cffi_mod)
+    if cffi_mod.lib.pijit_kernels_init(name.encode()) != 0:
+        raise BuildError(f"{path}: kernel module init failed")
+    return sys.modules.pop(name)

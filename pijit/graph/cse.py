@@ -1,0 +1,63 @@
+"""Common-subexpression elimination: Graph -> Graph where a pure node identical to an earlier
+one (same fn, same arguments) is replaced by it.
+
+Skipped entirely when the graph mutates arrays in place (sharing a value could then expose a
+mutation), and never applied to a node that is itself a graph output (two outputs that are
+one object would alias where NumPy returns two arrays).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from pijit.graph.dce import replace_nodes
+from pijit.graph.ir import Graph, Ref, map_refs
+from pijit.graph.purity import is_inplace, is_pure
+
+
+class _Unhashable(Exception):
+    pass
+
+
+def _key(arg):
+    """A hashable key telling apart values that compare equal (1, 1.0, True, -0.0, 0.0)."""
+    if isinstance(arg, Ref):
+        return ("ref", arg.index)
+    if type(arg) in (tuple, list):
+        return (type(arg).__name__,) + tuple(_key(a) for a in arg)
+    if type(arg) is float:
+        return ("float", arg.hex())
+    if type(arg) in (int, bool, str, type(None)) or isinstance(arg, (type, np.dtype)):
+        return (type(arg).__name__, arg)
+    if isinstance(arg, np.generic) and arg.dtype.kind in "biuf":
+        return (type(arg).__name__, arg.tobytes())
+    raise _Unhashable
+
+
+def cse(graph: Graph) -> Graph:
+    if any(is_inplace(n) for n in graph.nodes):
+        return graph
+    outputs = {r.index for r in graph.outputs}
+    seen: dict = {}
+    rename: dict = {}
+    nodes = []
+    for node in graph.nodes:
+        if rename:
+            node = dataclasses.replace(
+                node, args=map_refs(node.args, lambda r: Ref(rename.get(r.index, r.index))),
+                kwargs=tuple((k, map_refs(v, lambda r: Ref(rename.get(r.index, r.index))))
+                             for k, v in node.kwargs))
+        if is_pure(node):
+            try:
+                key = (id(node.fn), _key(node.args), _key(node.kwargs), node.meta)
+            except _Unhashable:
+                key = None
+            if key is not None:
+                if key in seen and node.out not in outputs:
+                    rename[node.out] = seen[key]
+                    continue
+                seen.setdefault(key, node.out)
+        nodes.append(node)
+    outs = [Ref(rename.get(r.index, r.index)) for r in graph.outputs]
+    return replace_nodes(graph, nodes, outs)

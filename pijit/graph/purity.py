@@ -1,0 +1,36 @@
+"""Which nodes are pure (no effect but their value), for DCE and CSE.
+
+Only ops known to be pure are: NumPy ufuncs (without out=), operators that are not in-place,
+and the reductions and methods listed here. Everything else is treated as having effects.
+"""
+from __future__ import annotations
+
+import builtins
+import operator
+
+import numpy as np
+
+_INPLACE = frozenset(id(f) for f in (
+    operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
+    operator.imod, operator.ipow, operator.imatmul, operator.ilshift, operator.irshift,
+    operator.iand, operator.ior, operator.ixor))
+
+_PURE = frozenset(id(f) for f in (
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
+    operator.mod, operator.pow, operator.neg, operator.pos, operator.lt, operator.le,
+    operator.eq, operator.ne, operator.gt, operator.ge, operator.and_, operator.or_,
+    operator.xor, operator.invert, operator.matmul, builtins.abs,
+    np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod, np.where, np.clip,
+    np.ndarray.sum, np.ndarray.mean, np.ndarray.max, np.ndarray.min, np.ndarray.prod,
+    np.ndarray.astype, np.ndarray.clip, np.matmul, np.dot))
+
+
+def is_inplace(node) -> bool:
+    return id(node.fn) in _INPLACE
+
+
+def is_pure(node) -> bool:
+    """True when dropping or sharing this node's evaluation cannot be observed."""
+    if any(k == "out" for k, _ in node.kwargs):
+        return False
+    return id(node.fn) in _PURE or isinstance(node.fn, np.ufunc)

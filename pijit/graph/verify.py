@@ -1,0 +1,45 @@
+"""Graph verifier: checks the invariants every pass must keep (run between passes in tests).
+
+Graph -> None, or AssertionError naming the first broken invariant.
+"""
+from __future__ import annotations
+
+from pijit.graph.ir import Graph, Ref
+
+
+def _refs(arg):
+    if isinstance(arg, Ref):
+        yield arg
+    elif type(arg) in (tuple, list):
+        for a in arg:
+            yield from _refs(a)
+    elif type(arg) is dict:
+        for k, v in arg.items():
+            yield from _refs(k)
+            yield from _refs(v)
+    elif type(arg) is slice:
+        for a in (arg.start, arg.stop, arg.step):
+            yield from _refs(a)
+
+
+def node_refs(node) -> list:
+    """Every Ref a node reads, args then kwargs."""
+    return [r for a in (*node.args, *(v for _, v in node.kwargs)) for r in _refs(a)]
+
+
+def verify(graph: Graph) -> None:
+    """SSA: each value defined once, before its uses; metas known; outputs defined."""
+    defined = set()
+    for ref, meta in zip(graph.inputs, graph.input_metas):
+        assert ref.index not in defined, f"input %{ref.index} defined twice"
+        assert graph._metas.get(ref.index) == meta, f"input %{ref.index}: meta mismatch"
+        defined.add(ref.index)
+    assert len(graph.inputs) == len(graph.input_names), "one name per input"
+    for node in graph.nodes:
+        for r in node_refs(node):
+            assert r.index in defined, f"%{node.out} = {node.name} uses %{r.index} before definition"
+        assert node.out not in defined, f"%{node.out} defined twice"
+        assert graph._metas.get(node.out) == node.meta, f"%{node.out}: meta mismatch"
+        defined.add(node.out)
+    for r in graph.outputs:
+        assert isinstance(r, Ref) and r.index in defined, f"output {r!r} is not defined"

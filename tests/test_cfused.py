@@ -1,0 +1,277 @@
+"""The fused C backend against plain NumPy (differential), plus its disk cache.
+
+Tolerances (documented in pijit/backends/cfused/render.py): float64 arithmetic without
+transcendentals rtol 1e-12; transcendentals (glibc libmvec, <= 4 ulp from exact, so up to
+~5 ulp from NumPy's own ~1 ulp results) rtol 8 ulp of the dtype; reductions rtol 1e-12
+(float64) / 1e-6 (float32, accumulated in double, so more accurate than NumPy's float32 sum).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pijit
+from pijit.backends.cfused import build
+
+F64_ULP8 = 8 * np.finfo(np.float64).eps
+F32_ULP8 = 8 * np.finfo(np.float32).eps
+
+
+@pytest.fixture(autouse=True)
+def kernel_cache(tmp_path_factory, monkeypatch):
+    path = tmp_path_factory.getbasetemp() / "pijit-kernels"
+    monkeypatch.setenv("PIJIT_CACHE_DIR", str(path))
+    return path
+
+
+def run(fn, *args, rtol=1e-12, atol=0.0, fused=True, level="O1"):
+    """fn jitted vs plain, twice; same types, dtypes, shapes and values (O1: bit-identical)."""
+    if level == "O1":
+        rtol = atol = 0.0
+    jitted = pijit.jit(fn, jit_config={"jit_level": level})
+    pijit.reset(jitted)         # compile anew: the log below must see this compile
+    logger = logging.getLogger("pijit.kernels")
+    old = logger.level
+    logger.setLevel(logging.INFO)
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger.addHandler(handler)
+    try:
+        for _ in range(2):
+            got = jitted(*[a.copy() if isinstance(a, np.ndarray) and a.flags.owndata else a
+                           for a in args])
+            want = fn(*args)
+            got_t = got if isinstance(got, tuple) else (got,)
+            want_t = want if isinstance(want, tuple) else (want,)
+            assert len(got_t) == len(want_t)
+            for g, w in zip(got_t, want_t):
+                assert type(g) is type(w), (type(g), type(w))
+                assert np.asarray(g).dtype == np.asarray(w).dtype
+                assert np.shape(g) == np.shape(w)
+                np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old)
+    groups = [r for r in records if "fused group" in r.getMessage()]
+    assert bool(groups) == fused, [r.getMessage() for r in records]
+    return got
+
+
+rng = np.random.default_rng(0)
+A = rng.standard_normal((7, 9))
+B = rng.standard_normal((7, 9))
+A32, B32 = A.astype(np.float32), B.astype(np.float32)
+
+
+def test_chain_f64():
+    run(lambda a, b: a * b + a - b / 3.0 * (-a), A, B)
+    run(lambda a, b: a * b + a - b / 3.0 * (-a), A, B, level="O2")
+
+
+def test_o1_leaves_inexact_ops_to_numpy():
+    # exp and sums would differ from NumPy in the last bits: O1 runs them in NumPy, bit-exact
+    run(lambda a: np.exp(a), A, fused=False)
+    run(lambda a: (a * 2.0).sum(), A, fused=True)
+
+
+def test_chain_with_exp():
+    run(lambda a, b, c: a * b + c * a - np.exp(c) * 0.5, A, B, A + B, rtol=F64_ULP8,
+        atol=1e-13, level="O2")
+
+
+def test_float32_stays_float32():
+    got = run(lambda a, b: np.tanh(a * b + 1.0) * 0.5 + 0.5, A32, B32, rtol=F32_ULP8,
+              atol=1e-6, level="O2")
+    assert got.dtype == np.float32
+
+
+def test_mixed_precision_promotes():
+    run(lambda a, b: a * 2.0 + b, A32, B)
+    run(lambda a: a * np.float64(2.0) + 1.0, A32)
+
+
+def test_broadcast_row_column_scalar():
+    run(lambda a, r, c: a * r + c - 1.0, A, A[0].copy(), A[:, :1].copy())
+    run(lambda a, z: a * z + z, A, np.array(3.0))
+    run(lambda r, c: r * c + 1.0, A[0].copy(), A[:, :1].copy())
+
+
+def test_zero_dim_gives_scalar():
+    run(lambda a, b: a * b + 1.0, np.array(2.0), np.array(3.0))
+
+
+def test_transposed_and_strided():
+    run(lambda a, b: a * b + 1.0, A.T, B.T)
+    run(lambda a, b: a * b - a, A[::2, ::3], B[::2, 1::3])
+    run(lambda a, b: np.exp(a.T) + b, A, B.T.copy(), rtol=F64_ULP8, atol=1e-13, level="O2")
+
+
+def test_empty():
+    e = np.zeros((0, 4))
+    run(lambda a, b: a * b + 1.0, e, e)
+    run(lambda a, b: (a * b).sum(axis=-1), e, e, level="O2")
+    run(lambda a, b: (a * b + 1.0).sum(), e, e, level="O2")
+
+
+def test_nan_inf_in_max_min():
+    x = np.array([1.0, np.nan, -np.inf, np.inf, 0.0, -0.0, 2.0])
+    y = np.array([np.nan, 1.0, 3.0, -np.inf, -0.0, 0.0, np.nan])
+    run(lambda a, b: np.maximum(a, b) + np.minimum(a, b) * 1.0, x, y)
+    run(lambda a, b: np.clip(a * 1.0, -1.0, b + 0.0), x, np.full(7, 1.5))
+    run(lambda a: (a * 1.0).max(), x, level="O2")
+    run(lambda a: (a + 0.0).min(axis=-1, keepdims=True), np.stack([x, np.arange(7.0)]), level="O2")
+    run(lambda a: np.exp(a) + np.log(np.abs(a)), np.array([np.nan, np.inf, -np.inf, 0.0, 1e300, -745.2]), level="O2")
+
+
+def test_where_and_comparisons():
+    run(lambda a, b: np.where(a > b, a * 2.0, b - 1.0), A, B)
+    run(lambda a: np.where(a >= 0.0, a, 0.0) + (a < 0.5) * 1.0, A)
+
+
+def test_pow_and_square():
+    p = np.abs(A) + 0.1
+    run(lambda a: a ** 2 + np.square(a) + a ** 0.5 + a ** -1 + a ** 3.0, p, rtol=F64_ULP8)
+    run(lambda a: (a - 1.0) ** 2, A32)
+
+
+def test_astype():
+    run(lambda a: (a * 2.0).astype(np.float32) + np.float32(1.0), A)
+    run(lambda a: (a * 2.0).astype(np.float64) + 1.0, A32)
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min"])
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (None, True), (-1, False),
+                                           (-1, True), (1, True)])
+def test_reductions(op, axis, keepdims):
+    f64 = lambda a, b: getattr(a * b + 1.0, op)(axis=axis, keepdims=keepdims)  # noqa: E731
+    run(f64, A, B, level="O2")
+    run(f64, A32, B32, rtol=1e-6, level="O2")
+    run(_WHOLE[op], rng.standard_normal(100_003), level="O2")
+
+
+_WHOLE = {"sum": lambda a: np.sum(a * a), "mean": lambda a: np.mean(a * a),
+          "max": lambda a: np.max(a * a), "min": lambda a: np.min(a - 1.0)}
+
+
+def test_sum_accuracy_at_least_numpy():
+    x = (rng.random(1_000_000) + 1e6).astype(np.float32)
+    exact = x.astype(np.float64).sum()
+    got = pijit.jit(lambda a: (a * 1.0).sum(), jit_config={"jit_level": "O2"})(x)
+    assert abs(float(got) - exact) <= abs(float(x.sum()) - exact) + 1e-3 * abs(exact) * 1e-6
+
+
+def test_softmax_and_layernorm():
+    def softmax(x):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def layernorm(x, g, b):
+        mu = x.mean(axis=-1, keepdims=True)
+        var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+        return (x - mu) / np.sqrt(var + 1e-5) * g + b
+
+    x = rng.standard_normal((33, 70))
+    run(softmax, x, rtol=F64_ULP8 * 4, level="O2")
+    run(softmax, x.astype(np.float32), rtol=1e-6, level="O2")
+    run(layernorm, x, x[0].copy(), x[1].copy(), rtol=1e-12, atol=1e-13, level="O2")
+    run(layernorm, x.astype(np.float32), x[0].astype(np.float32),
+        x[1].astype(np.float32), rtol=1e-5, atol=1e-6, level="O2")
+
+
+def test_partial_fusion_with_int_and_matmul():
+    w = rng.standard_normal((9, 5))
+    run(lambda a, w: np.maximum(a @ w + 1.0, 0.0) * 2.0, A, w)
+    run(lambda a, i: (a * 2.0 + 1.0)[:, :3] + i, A, np.arange(3))
+
+
+def test_unfusable_graph_uses_numpy():
+    run(lambda i, j: i * j + 1, np.arange(5), np.arange(5), fused=False)
+
+
+def test_inplace_not_reordered():
+    def f(a):
+        t = a * 2.0
+        b = a + 0.0
+        b += 1.0
+        return t + b * 3.0
+    run(f, A)
+
+
+def test_layout_fallback_unaligned():
+    raw = np.zeros(8 * 10 + 1, np.uint8)[1:].view(np.float64)
+    raw[:] = np.arange(10.0)
+    assert not raw.flags.aligned
+    run(lambda a: a * 2.0 + 1.0, raw)
+
+
+# -- disk cache ---------------------------------------------------------------------------
+
+_SCRIPT = textwrap.dedent("""
+    import logging, sys
+    import numpy as np, pijit
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    logging.getLogger("pijit.kernels").setLevel(logging.DEBUG)
+    f = pijit.jit(lambda a, b: np.exp(a * b) + 0.25 * a - b)
+    a = np.linspace(0, 1, 50); b = a[::-1].copy()
+    np.testing.assert_allclose(f(a, b), np.exp(a * b) + 0.25 * a - b, rtol=1e-14)
+    print("ok")
+""")
+
+
+def _subprocess(cache: str):
+    env = dict(os.environ, PIJIT_CACHE_DIR=cache)
+    return subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=60, cwd=os.path.dirname(os.path.dirname(__file__)))
+
+
+def test_second_process_reuses_disk_cache(tmp_path):
+    first = _subprocess(str(tmp_path))
+    assert first.returncode == 0 and "ok" in first.stdout, first.stderr
+    assert "compiling" in first.stderr
+    sos = list(tmp_path.glob("*.so"))
+    assert len(sos) == 1
+    mtime = sos[0].stat().st_mtime_ns
+    second = _subprocess(str(tmp_path))
+    assert second.returncode == 0 and "ok" in second.stdout, second.stderr
+    assert "compiling" not in second.stderr and "cache hit" in second.stderr
+    assert sos[0].stat().st_mtime_ns == mtime
+
+
+def test_corrupt_cache_file_is_rebuilt(tmp_path):
+    assert _subprocess(str(tmp_path)).returncode == 0
+    (so,) = tmp_path.glob("*.so")
+    so.write_bytes(b"not an ELF file")
+    again = _subprocess(str(tmp_path))
+    assert again.returncode == 0 and "ok" in again.stdout, again.stderr
+    assert "rebuilding" in again.stderr
+    assert so.read_bytes()[:4] == b"\x7fELF"
+
+
+def test_unwritable_cache_dir_still_works(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where a directory should be")
+    res = _subprocess(str(blocker / "cache"))
+    assert res.returncode == 0 and "ok" in res.stdout, res.stderr
+
+
+def test_build_failure_falls_back_to_numpy(monkeypatch):
+    monkeypatch.setattr(build, "CC", "/nonexistent/gcc")
+    monkeypatch.setattr(build, "_loaded", {})
+    monkeypatch.setenv("PIJIT_CACHE_DIR", os.path.join(os.environ["PIJIT_CACHE_DIR"], "fresh"))
+
+    def f(a):
+        return a * 3.0 - 0.125
+    got = pijit.jit(f)(A)
+    np.testing.assert_allclose(got, f(A), rtol=1e-15)
+
+
+def test_bool_array_against_python_int_left_to_numpy():
+    run(lambda a: (-1 > a), np.array(False), fused=False)
+    run(lambda a, b: np.where(a > 0.5, b, 0.0), A, B)

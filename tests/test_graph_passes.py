@@ -1,0 +1,122 @@
+"""Graph passes (dce, cse) and fusion grouping, each followed by the verifier."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from pijit.graph.cse import cse
+from pijit.graph.dce import dce
+from pijit.graph.fuse import find_groups, schedule
+from pijit.graph.ir import Graph, Meta
+from pijit.graph.verify import verify
+
+F64 = Meta.array((4, 5), np.float64)
+
+
+def graph_of(*input_metas):
+    g = Graph()
+    refs = [g.add_input(m, f"x{i}") for i, m in enumerate(input_metas)]
+    return g, refs
+
+
+def test_dce_drops_unused_pure_keeps_inplace():
+    g, (x,) = graph_of(F64)
+    dead = g.add_node("exp", np.exp, (x,), {}, F64)
+    t = g.add_node("mul", operator.mul, (x, 2.0), {}, F64)
+    g.add_node("iadd", operator.iadd, (t, 1.0), {}, F64)
+    out = g.add_node("add", operator.add, (x, 1.0), {}, F64)
+    g.outputs = [out]
+    verify(g)
+    d = dce(g)
+    verify(d)
+    assert [n.name for n in d.nodes] == ["mul", "iadd", "add"]
+    assert dead.index not in d._metas
+
+
+def test_cse_merges_identical_pure_nodes():
+    g, (x, y) = graph_of(F64, F64)
+    a = g.add_node("sub", operator.sub, (x, y), {}, F64)
+    b = g.add_node("sub", operator.sub, (x, y), {}, F64)
+    c = g.add_node("sub", operator.sub, (x, 1.0), {}, F64)
+    d = g.add_node("sub", operator.sub, (x, 1), {}, F64)       # 1 and 1.0 stay apart
+    out = g.add_node("mul", operator.mul, (a, b), {}, F64)
+    g.outputs = [out, c, d]
+    s = dce(cse(g))
+    verify(s)
+    assert [n.name for n in s.nodes] == ["sub", "sub", "sub", "mul"]
+    assert s.nodes[-1].args == (a, a)
+
+
+def test_cse_keeps_outputs_apart_and_skips_inplace_graphs():
+    g, (x,) = graph_of(F64)
+    a = g.add_node("neg", operator.neg, (x,), {}, F64)
+    b = g.add_node("neg", operator.neg, (x,), {}, F64)
+    g.outputs = [a, b]
+    assert len(cse(g).nodes) == 2            # two outputs must not be one object
+    g2, (x,) = graph_of(F64)
+    a = g2.add_node("neg", operator.neg, (x,), {}, F64)
+    g2.add_node("iadd", operator.iadd, (a, 1.0), {}, F64)
+    b = g2.add_node("neg", operator.neg, (x,), {}, F64)
+    g2.outputs = [b]
+    assert len(cse(g2).nodes) == 3
+
+
+def test_chain_is_one_group():
+    g, (a, b, c) = graph_of(F64, F64, F64)
+    t1 = g.add_node("mul", operator.mul, (a, b), {}, F64)
+    t2 = g.add_node("mul", operator.mul, (c, a), {}, F64)
+    t3 = g.add_node("exp", np.exp, (c,), {}, F64)
+    t4 = g.add_node("add", operator.add, (t1, t2), {}, F64)
+    t5 = g.add_node("sub", operator.sub, (t4, t3), {}, F64)
+    g.outputs = [t5]
+    (grp,) = find_groups(g)
+    assert [n.out for n in grp.nodes] == [t1.index, t2.index, t3.index, t4.index, t5.index]
+    assert grp.inputs == [a, b, c] and grp.outputs == [t5]
+
+
+def test_softmax_groups_and_schedule():
+    rows = Meta.array((4, 1), np.float64)
+    g, (x,) = graph_of(F64)
+    m = g.add_node("max", np.ndarray.max, (x,), {"axis": -1, "keepdims": True}, rows)
+    d = g.add_node("sub", operator.sub, (x, m), {}, F64)
+    e = g.add_node("exp", np.exp, (d,), {}, F64)
+    s = g.add_node("sum", np.ndarray.sum, (e,), {"axis": -1, "keepdims": True}, rows)
+    r = g.add_node("truediv", operator.truediv, (e, s), {}, F64)
+    g.outputs = [r]
+    groups = find_groups(g)
+    assert len(groups) == 3
+    assert groups[0].reduce == ("max", "last", True)
+    assert groups[1].outputs == [e, s]           # e is needed by the division
+    assert [u.id for u in schedule(g, groups)] == [0, 1, 2]
+
+
+def test_no_fusion_through_an_outside_node():
+    g, (a, w) = graph_of(F64, Meta.array((5, 5), np.float64))
+    t = g.add_node("mul", operator.mul, (a, 2.0), {}, F64)
+    mm = g.add_node("matmul", operator.matmul, (t, w), {}, F64)
+    u = g.add_node("add", operator.add, (t, mm), {}, F64)     # joining t's group: a cycle
+    g.outputs = [u]
+    groups = find_groups(g)
+    assert len(groups) == 2
+    order = schedule(g, groups)
+    assert [getattr(x, "name", "group") for x in order] == ["group", "matmul", "group"]
+
+
+def test_int_and_dynamic_nodes_are_not_fused():
+    g, (i, x) = graph_of(Meta.array((4,), np.int64), Meta.array((None,), np.float64))
+    g.outputs = [g.add_node("add", operator.add, (i, 1), {}, Meta.array((4,), np.int64)),
+                 g.add_node("add", operator.add, (x, 1.0), {}, Meta.array((None,), np.float64))]
+    assert find_groups(g) == []
+
+
+def test_inplace_node_closes_groups():
+    g, (x,) = graph_of(F64)
+    t = g.add_node("mul", operator.mul, (x, 2.0), {}, F64)
+    g.add_node("iadd", operator.iadd, (x, 1.0), {}, F64)
+    u = g.add_node("add", operator.add, (t, x), {}, F64)
+    g.outputs = [u]
+    groups = find_groups(g)
+    assert len(groups) == 2                     # t must be read before x changes
+    order = schedule(g, groups)
+    assert [getattr(x, "name", "group") for x in order] == ["group", "iadd", "group"]

@@ -71,7 +71,7 @@ def test_json_has_every_field(tiny_run):
         assert WORKLOAD_FIELDS <= set(w), w["name"]
         assert (w["floor_s"] is not None) == w["memory_bound"], w["name"]
         assert PIJIT_FIELDS <= set(w["variants"]["pijit"]), w["name"]
-        assert w["variants"]["pijit"]["disk_cache"] is False
+        assert w["variants"]["pijit"]["disk_cache"] is True
         for name, rec in w["variants"].items():
             assert VARIANT_FIELDS <= set(rec), (w["name"], name)
             if rec["status"] == "ok":

@@ -16,7 +16,7 @@ import operator
 from dataclasses import dataclass
 from typing import Callable
 
-from pijit.graph.ir import Graph, Ref
+from pijit.graph.ir import Graph, Ref, node_refs
 
 # Constants written as literals in the generated source; everything else is bound by name.
 _LITERAL_TYPES = (bool, int, str, type(None))
@@ -50,26 +50,6 @@ class CompiledGraph:
 def is_inplace(node) -> bool:
     """An in-place operator node (`a += b` on a fresh array): it mutates its first argument."""
     return id(node.fn) in _INPLACE
-
-
-def arg_refs(arg):
-    """The Refs of a nested argument, in the order Python evaluates the rendered expression."""
-    if isinstance(arg, Ref):
-        yield arg
-    elif type(arg) in (tuple, list):
-        for a in arg:
-            yield from arg_refs(a)
-    elif type(arg) is dict:
-        for k, v in arg.items():
-            yield from arg_refs(k)
-            yield from arg_refs(v)
-    elif type(arg) is slice:
-        for a in (arg.start, arg.stop, arg.step):
-            yield from arg_refs(a)
-
-
-def node_refs(node) -> list:
-    return [r for a in (*node.args, *(v for _, v in node.kwargs)) for r in arg_refs(a)]
 
 
 def plan_inlining(graph: Graph) -> set:

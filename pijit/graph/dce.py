@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from pijit.graph.ir import Graph
-from pijit.graph.verify import node_refs
+from pijit.graph.ir import node_refs
 from pijit.graph.purity import is_pure
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from pijit.graph.ir import Graph, Ref
 from pijit.graph.purity import is_pure
-from pijit.graph.verify import node_refs
+from pijit.graph.ir import node_refs
 
 FLOAT = (np.dtype(np.float32), np.dtype(np.float64))
 VALUE_DTYPES = FLOAT + (np.dtype(np.bool_),)

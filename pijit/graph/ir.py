@@ -171,3 +171,24 @@ def map_refs(arg: Any, fn: Callable) -> Any:
     if type(arg) is slice:
         return slice(map_refs(arg.start, fn), map_refs(arg.stop, fn), map_refs(arg.step, fn))
     return arg
+
+
+def arg_refs(arg):
+    """The Refs of a nested argument, in the order Python evaluates it when rendered."""
+    if isinstance(arg, Ref):
+        yield arg
+    elif type(arg) in (tuple, list):
+        for a in arg:
+            yield from arg_refs(a)
+    elif type(arg) is dict:
+        for k, v in arg.items():
+            yield from arg_refs(k)
+            yield from arg_refs(v)
+    elif type(arg) is slice:
+        for a in (arg.start, arg.stop, arg.step):
+            yield from arg_refs(a)
+
+
+def node_refs(node) -> list:
+    """Every Ref a node reads, args then kwargs."""
+    return [r for a in (*node.args, *(v for _, v in node.kwargs)) for r in arg_refs(a)]

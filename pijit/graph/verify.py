@@ -4,27 +4,7 @@ Graph -> None, or AssertionError naming the first broken invariant.
 """
 from __future__ import annotations
 
-from pijit.graph.ir import Graph, Ref
-
-
-def _refs(arg):
-    if isinstance(arg, Ref):
-        yield arg
-    elif type(arg) in (tuple, list):
-        for a in arg:
-            yield from _refs(a)
-    elif type(arg) is dict:
-        for k, v in arg.items():
-            yield from _refs(k)
-            yield from _refs(v)
-    elif type(arg) is slice:
-        for a in (arg.start, arg.stop, arg.step):
-            yield from _refs(a)
-
-
-def node_refs(node) -> list:
-    """Every Ref a node reads, args then kwargs."""
-    return [r for a in (*node.args, *(v for _, v in node.kwargs)) for r in _refs(a)]
+from pijit.graph.ir import Graph, Ref, node_refs
 
 
 def verify(graph: Graph) -> None:

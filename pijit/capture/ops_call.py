@@ -25,7 +25,7 @@ from pijit.capture.ops_loop import iterator_call
 from pijit.capture.values import (NULL, ConstValue, DictValue, FunctionValue, GraphValue,
                                   ListValue,
                                   MethodValue, NullValue, TupleValue, contains_graph_value, describe)
-from pijit.capture.wrap import ObjectValue
+from pijit.capture.wrap import ObjectValue, class_attribute
 from pijit.graph.ir import Meta
 
 # Builtins that are pure functions of their (constant) arguments.
@@ -158,14 +158,11 @@ def _call_object(cap, fn: ObjectValue, args, kwargs):
 def _class_function(cls, name):
     """(function, takes_self) behind `instance.name` for a plain method or a staticmethod
     defined on the class; (None, False) for anything else (classmethod, property, ...)."""
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            attr = klass.__dict__[name]
-            if isinstance(attr, types.FunctionType):
-                return attr, True
-            if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
-                return attr.__func__, False
-            return None, False
+    attr = class_attribute(cls, name)
+    if isinstance(attr, types.FunctionType):
+        return attr, True
+    if isinstance(attr, staticmethod) and isinstance(attr.__func__, types.FunctionType):
+        return attr.__func__, False
     return None, False
 
 

@@ -14,7 +14,7 @@ from pijit.capture.sources import AttrSource, GlobalSource
 from pijit.capture.values import (NULL, CellRef, ConstValue, FunctionValue, GraphValue,
                                   MethodValue, TupleValue,
                                   is_immutable, describe)
-from pijit.capture.wrap import ObjectValue
+from pijit.capture.wrap import MISSING, ObjectValue, class_attribute
 from pijit.graph.ir import Meta
 
 # Library modules whose attributes are taken as constants without a guard per attribute
@@ -236,15 +236,12 @@ def _const_attr(cap, obj, name):
 def _class_attr(cap, obj, name):
     """`Cls.name` of a user class: functions, staticmethods and data attributes are read
     (and guarded); other descriptors are left to residual code."""
-    cls = obj.value
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            attr = klass.__dict__[name]
-            if isinstance(attr, staticmethod):
-                attr = attr.__func__
-            if isinstance(attr, types.FunctionType) or not hasattr(type(attr), "__get__"):
-                return cap.builder.wrap(attr, AttrSource(obj.source, name))
-            break
+    attr = class_attribute(obj.value, name)
+    if isinstance(attr, staticmethod):
+        attr = attr.__func__
+    if attr is not MISSING and (isinstance(attr, types.FunctionType) or
+                                not hasattr(type(attr), "__get__")):
+        return cap.builder.wrap(attr, AttrSource(obj.source, name))
     return MethodValue(obj, name)
 
 

@@ -156,19 +156,20 @@ class ValueBuilder:
         if isinstance(inst, dict) and name in inst and type(obj).__getattribute__ is object.__getattribute__:
             value = inst[name]
         else:
-            cls_attr = _class_attribute(type(obj), name)
-            if cls_attr is _MISSING or hasattr(type(cls_attr), "__get__") or \
+            cls_attr = class_attribute(type(obj), name)
+            if cls_attr is MISSING or hasattr(type(cls_attr), "__get__") or \
                     type(obj).__getattribute__ is not object.__getattribute__:
                 return MethodValue(obj_value, name)
             value = cls_attr
         return self.wrap(value, AttrSource(obj_value.source, name))
 
 
-_MISSING = object()
+MISSING = object()
 
 
-def _class_attribute(cls, name):
+def class_attribute(cls, name):
+    """The raw attribute `name` found along cls's MRO (descriptors not applied), or MISSING."""
     for klass in cls.__mro__:
         if name in klass.__dict__:
             return klass.__dict__[name]
-    return _MISSING
+    return MISSING

@@ -25,7 +25,8 @@ class Option:
 OPTIONS = (
     Option("print_after_all", bool, False,
            "Print, for each compile, the original bytecode, the captured graph (one op per "
-           "line with shapes and dtypes), the guards and the transformed bytecode, to stderr."),
+           "line with shapes and dtypes), the compiled graph (generated code, fused groups), "
+           "the guards and the transformed bytecode, to stderr."),
     Option("print_bb", bool, False, "Print the original bytecode of each compiled function."),
     Option("print_guard", bool, False, "Print the guards of each new cache entry."),
     Option("LOG_GRAPH_BREAK", bool, False,

@@ -70,9 +70,11 @@ def test_print_after_all(capsys):
     pijit.reset(f)
     f(X, Y)
     err = capsys.readouterr().err
-    for title in ("original bytecode", "captured graph", "guards", "transformed bytecode"):
-        assert f"=== pijit: {title} ===" in err
+    for title in ("original bytecode", "captured graph", "compiled graph", "guards",
+                  "transformed bytecode"):
+        assert f"=== pijit: {title}" in err
     assert "%1 = exp(%0)  : float32[2,3]" in err
+    assert "=== pijit: compiled graph (cfused backend) ===" in err
     assert "LOAD_GLOBAL" in err                  # the original bytecode
     assert "y: ndarray float64[2,3] C" in err
     f(X, Y)                                       # a hit prints nothing

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -275,3 +276,35 @@ def test_build_failure_falls_back_to_numpy(monkeypatch):
 def test_bool_array_against_python_int_left_to_numpy():
     run(lambda a: (-1 > a), np.array(False), fused=False)
     run(lambda a, b: np.where(a > 0.5, b, 0.0), A, B)
+
+
+def _divide_then_add(a, b):
+    return a / b + 1.0
+
+
+def test_floating_point_errors_reported_like_numpy():
+    """A kernel that divides by zero (or overflows, or makes NaN from numbers) hands the group
+    back to NumPy, which warns, or raises under np.errstate, exactly as plain NumPy does."""
+    a = np.ones(6)
+    b = np.array([1.0, 0.0, 2.0, 4.0, -0.0, 8.0])
+    jitted = pijit.jit(_divide_then_add)
+    pijit.reset(jitted)
+    for _ in range(2):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            result = jitted(a, b)
+        with warnings.catch_warnings(record=True) as expected:
+            warnings.simplefilter("always")
+            plain = _divide_then_add(a, b)
+        np.testing.assert_array_equal(result, plain)
+        assert [(w.category, str(w.message)) for w in got] == \
+            [(w.category, str(w.message)) for w in expected]
+        assert got[0].filename == __file__            # the user's line, not pijit's
+        with np.errstate(divide="raise"), pytest.raises(FloatingPointError, match="divide"):
+            jitted(a, b)
+        with np.errstate(divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("error")
+            np.testing.assert_array_equal(jitted(a, b), plain)
+    # the graph was compiled with a fused kernel (not the NumPy backend as a whole)
+    source = pijit.cache.record(_divide_then_add.__code__).entries[0].graph_source
+    assert "fused groups" in source and pijit.stats(jitted)["cache_hits"] >= 5

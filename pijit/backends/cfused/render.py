@@ -42,6 +42,7 @@ PRELUDE = r"""
 #include <Python.h>
 #include <numpy/arrayobject.h>
 #include <numpy/arrayscalars.h>
+#include <fenv.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -408,6 +409,10 @@ class _Group:
                   f"    {CTYPE[rt]} rm = {'-INFINITY' if red[0] == 'max' else 'INFINITY'};",
                   "    int rnan = 0;",
                   "    (void)pw; (void)rm; (void)rnan;"]
+        # NumPy reports divide-by-zero, overflow and invalid results (a warning, or an error
+        # under np.errstate): when the kernel raised one of those flags, the group runs again
+        # in NumPy, which reports it exactly as plain NumPy would.
+        L.append("    feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);")
         L.append("    PyThreadState *ts = N > 32768 ? PyEval_SaveThread() : NULL;")
         flat_ok = all(kd in ("scalar", "one", "full") for kd in self.kinds) and (
             red is None or red[1] == "all")
@@ -459,6 +464,11 @@ class _Group:
             L.append("    " + self.store_red("0", "N"))
         L.append("    if (ts != NULL)")
         L.append("        PyEval_RestoreThread(ts);")
+        L.append("    if (fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID)) {")
+        L.append(f"        for (int j = 0; j < {len(g.outputs)}; j++)")
+        L.append("            Py_CLEAR(out[j]);")
+        L.append(f"        return pj_fallback({k}, args, nargs);")
+        L.append("    }")
         # results
         for j, ref in enumerate(g.outputs):
             if not self.graph.meta(ref).is_array:

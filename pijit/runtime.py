@@ -32,7 +32,10 @@ def on_miss(func, args):
     config = rec.config
     if rec.input_signature is not None:
         check_signature(rec.input_signature, code, args)
-    dynamic = dict(rec.dynamic) or signature_dims(rec.input_signature, code)
+    # Dims and values dynamic from the start (input_signature, a loop body's item); more are
+    # added when a recompile is caused by them changing.
+    declared = dict(rec.dynamic) or signature_dims(rec.input_signature, code)
+    dynamic = dict(declared)
     if rec.entries:
         reason = first_failure(rec.entries[0].guards, func, args) or "no entry matched"
         rec.recompile_reasons.append(reason)
@@ -48,7 +51,6 @@ def on_miss(func, args):
                         "other inputs run as plain Python", warn=True)
         return None
     extra = [hash_args_guard(rec.hash_args)] if rec.hash_args is not None else []
-    declared = dict(rec.dynamic) or signature_dims(rec.input_signature, code)
     makers = _resume_makers(func, rec)
     known_breaks = {b.reason for e in rec.entries for b in e.breaks}
     try:

@@ -1,11 +1,15 @@
-"""Copying abstract instructions between code objects, with fresh labels and try blocks.
+"""Building generated code from the original's: copying abstract instructions (with fresh
+labels and try blocks), and the prologue and signature every generated code object shares.
 
 Residual bytecode and resume functions reuse the original function's instructions; each
 copy needs its own Label, TryBegin and TryEnd objects, and jumps may be retargeted.
 """
 from __future__ import annotations
 
-from bytecode import Instr, Label, TryBegin, TryEnd
+import inspect
+import types
+
+from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 
 
 def copy_instructions(items, retarget: dict):
@@ -41,3 +45,27 @@ def line_at(instrs, pos, default) -> int:
         if isinstance(item, Instr) and item.location is not None and item.location.lineno:
             return item.location.lineno
     return default
+
+
+def prologue(code, lineno) -> list:
+    """COPY_FREE_VARS (for a closure's code) and RESUME: how every generated code starts."""
+    out = [Instr("COPY_FREE_VARS", len(code.co_freevars), lineno=None)] if code.co_freevars else []
+    return out + [Instr("RESUME", 0, lineno=lineno)]
+
+
+def assemble(instrs, code, argnames, name, qualname) -> types.CodeType:
+    """A code object of `instrs` with plain positional parameters `argnames`, and the
+    original code's file, first line, free variables and flags (no *args/**kwargs)."""
+    bc = Bytecode(instrs)
+    bc.argcount = len(argnames)
+    bc.posonlyargcount = 0
+    bc.kwonlyargcount = 0
+    bc.argnames = list(argnames)
+    bc.name = name
+    bc.qualname = qualname
+    bc.filename = code.co_filename
+    bc.first_lineno = code.co_firstlineno
+    bc.freevars = list(code.co_freevars)
+    bc.cellvars = []
+    bc.flags = code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+    return bc.to_code()

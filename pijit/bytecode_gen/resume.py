@@ -9,12 +9,11 @@ again share one.
 """
 from __future__ import annotations
 
-import inspect
 import types
 
-from bytecode import Bytecode, Instr, Label
+from bytecode import Instr, Label
 
-from pijit.bytecode_gen.copy import copy_instructions, line_at
+from pijit.bytecode_gen.copy import assemble, copy_instructions, line_at, prologue
 
 STACK_NAME = "__pijit_s{}"
 
@@ -35,18 +34,12 @@ def build_resume(func, instrs: list, position: int, depth: int, live: tuple) -> 
         target = label
     body = [i for i in body if not (isinstance(i, Instr) and i.name in _PROLOGUE)]
     lineno = line_at(instrs, position, code.co_firstlineno)
-    prefix = []
-    if code.co_freevars:
-        prefix.append(Instr("COPY_FREE_VARS", len(code.co_freevars), lineno=None))
-    prefix.append(Instr("RESUME", 0, lineno=lineno))
+    prefix = prologue(code, lineno)
     prefix += [Instr("LOAD_FAST", STACK_NAME.format(i), lineno=lineno) for i in range(depth)]
     prefix.append(Instr("JUMP_FORWARD", target, lineno=lineno))
-
-    bc = Bytecode(prefix + body)
     argnames = [STACK_NAME.format(i) for i in range(depth)] + list(live)
-    _set_signature(bc, code, argnames, f"__resume_{code.co_name}_at_{lineno}",
-                   f"{code.co_qualname}.<resume at line {lineno}>")
-    return bc.to_code()
+    return assemble(prefix + body, code, argnames, _identifier(f"__resume_{code.co_name}_at_{lineno}"),
+                    f"{code.co_qualname}.<resume at line {lineno}>")
 
 
 
@@ -64,32 +57,16 @@ def build_loop_body(func, instrs: list, body) -> types.CodeType:
         if isinstance(item, Instr) and item.arg is epilogue and item.name == "JUMP_BACKWARD":
             copied[i] = Instr("JUMP_FORWARD", epilogue, location=item.location)
     lineno = line_at(instrs, body.start, code.co_firstlineno)
-    prefix = []
-    if code.co_freevars:
-        prefix.append(Instr("COPY_FREE_VARS", len(code.co_freevars), lineno=None))
     start = Label()
-    prefix += [Instr("RESUME", 0, lineno=lineno),
-               Instr("LOAD_FAST", STACK_NAME.format(0), lineno=lineno),
-               Instr("JUMP_FORWARD", start, lineno=lineno), start]
+    prefix = prologue(code, lineno) + [Instr("LOAD_FAST", STACK_NAME.format(0), lineno=lineno),
+                                       Instr("JUMP_FORWARD", start, lineno=lineno), start]
     tail = [epilogue] + [Instr("LOAD_FAST", name, lineno=lineno) for name in body.outs] + \
         [Instr("BUILD_TUPLE", len(body.outs), lineno=lineno), Instr("RETURN_VALUE", lineno=lineno)]
-    bc = Bytecode(prefix + copied + tail)
     argnames = [STACK_NAME.format(0)] + list(body.params)
-    _set_signature(bc, code, argnames, f"__loop_body_{code.co_name}_at_{lineno}",
-                   f"{code.co_qualname}.<loop body at line {lineno}>")
-    return bc.to_code()
+    return assemble(prefix + copied + tail, code, argnames,
+                    _identifier(f"__loop_body_{code.co_name}_at_{lineno}"),
+                    f"{code.co_qualname}.<loop body at line {lineno}>")
 
 
-def _set_signature(bc, code, argnames, name, qualname):
-    """Plain positional parameters, and the original's file, line, free variables, flags."""
-    bc.argcount = len(argnames)
-    bc.posonlyargcount = 0
-    bc.kwonlyargcount = 0
-    bc.argnames = argnames
-    bc.name = name.replace("<", "").replace(">", "")
-    bc.qualname = qualname
-    bc.filename = code.co_filename
-    bc.first_lineno = code.co_firstlineno
-    bc.freevars = list(code.co_freevars)
-    bc.cellvars = []
-    bc.flags = code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+def _identifier(name: str) -> str:
+    return name.replace("<", "").replace(">", "")       # <lambda>, <listcomp>

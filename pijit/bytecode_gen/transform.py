@@ -17,7 +17,7 @@ import types
 from bytecode import Bytecode, FreeVar, Instr, Label, TryBegin, TryEnd
 
 from pijit._compat import arg_slot_count
-from pijit.bytecode_gen.copy import copy_instructions, line_at
+from pijit.bytecode_gen.copy import assemble, copy_instructions, line_at, prologue
 from pijit.bytecode_gen.reconstruct import OUT_NAME, Emitter, emit_load
 from pijit.bytecode_gen.resume import STACK_NAME
 
@@ -33,9 +33,7 @@ def build_transformed(func, capture, graph_fn, out_index: dict, resume_code_for,
     code = func.__code__
     bp = capture.break_point
     lineno = capture.return_lineno
-    instrs = [Instr("RESUME", 0, lineno=code.co_firstlineno)]
-    if code.co_freevars:
-        instrs.insert(0, Instr("COPY_FREE_VARS", len(code.co_freevars), lineno=None))
+    instrs = prologue(code, code.co_firstlineno)
     if capture.graph.nodes or out_index:
         instrs += _run_graph(graph_fn, capture.input_sources, len(out_index), lineno)
     emitter = Emitter(out_index, lineno)
@@ -48,20 +46,9 @@ def build_transformed(func, capture, graph_fn, out_index: dict, resume_code_for,
             instrs += emitter.emit(value) + [Instr("STORE_FAST", name, lineno=lineno)]
         instrs += _residual(capture.instructions, bp, code, resume_code_for, body_code_for)
 
-    bc = Bytecode(instrs)
     n = arg_slot_count(code)
-    bc.argcount = n
-    bc.posonlyargcount = 0
-    bc.kwonlyargcount = 0
-    bc.argnames = list(code.co_varnames[:n])
-    bc.name = code.co_name
-    bc.qualname = code.co_qualname
-    bc.filename = code.co_filename
-    bc.first_lineno = code.co_firstlineno
-    bc.freevars = list(code.co_freevars)
-    bc.cellvars = []
-    bc.flags = code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
-    fn = types.FunctionType(bc.to_code(), func.__globals__, func.__name__, None, func.__closure__)
+    new_code = assemble(instrs, code, code.co_varnames[:n], code.co_name, code.co_qualname)
+    fn = types.FunctionType(new_code, func.__globals__, func.__name__, None, func.__closure__)
     fn.__qualname__ = func.__qualname__
     return fn
 
@@ -70,10 +57,9 @@ def _run_graph(graph_fn, input_sources, n_out, lineno) -> list:
     """Instructions that run the compiled graph and store its outputs in OUT_NAME temps:
     its code spliced in when it is a plain generated function (one frame less per call),
     else a call."""
-    inlined = _inline_graph(graph_fn, input_sources, lineno)
-    if inlined is None:
-        return _call_graph(graph_fn, input_sources, n_out, lineno)
-    return inlined + [Instr("UNPACK_SEQUENCE", n_out, lineno=lineno)] + \
+    run = _inline_graph(graph_fn, input_sources, lineno) or \
+        _call_graph(graph_fn, input_sources, lineno)
+    return run + [Instr("UNPACK_SEQUENCE", n_out, lineno=lineno)] + \
         [Instr("STORE_FAST", OUT_NAME.format(i), lineno=lineno) for i in range(n_out)]
 
 
@@ -127,15 +113,12 @@ def _inline_graph(graph_fn, input_sources, lineno):
     return out + [end]
 
 
-def _call_graph(graph_fn, input_sources, n_out, lineno) -> list:
+def _call_graph(graph_fn, input_sources, lineno) -> list:
     instrs = [Instr("PUSH_NULL", lineno=lineno), Instr("LOAD_CONST", graph_fn, lineno=lineno)]
     for source in input_sources:
         instrs += emit_load(source, lineno)
     k = len(input_sources)
-    instrs += [Instr("PRECALL", k, lineno=lineno), Instr("CALL", k, lineno=lineno),
-               Instr("UNPACK_SEQUENCE", n_out, lineno=lineno)]
-    instrs += [Instr("STORE_FAST", OUT_NAME.format(i), lineno=lineno) for i in range(n_out)]
-    return instrs
+    return instrs + [Instr("PRECALL", k, lineno=lineno), Instr("CALL", k, lineno=lineno)]
 
 
 def _residual(original: list, bp, code, resume_code_for, body_code_for) -> list:

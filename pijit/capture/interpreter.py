@@ -99,13 +99,6 @@ class FrameCapture:
         return FrameCapture(func, (), self.config, None, instrs, Flow(instrs), {},
                             parent=self, fn_source=fn_source, bound=bound, closure=closure)
 
-    def active_codes(self) -> list:
-        frame, codes = self, []
-        while frame is not None:
-            codes.append(frame.code)
-            frame = frame.parent
-        return codes
-
     # -- sources of this frame's globals and free variables ------------------------------
     def global_source(self, name):
         """Where LOAD_GLOBAL `name` of this frame reads from, as a source of the top frame."""

@@ -75,7 +75,7 @@ def test_chain_is_one_group():
     assert grp.inputs == [a, b, c] and grp.outputs == [t5]
 
 
-def test_softmax_groups_and_schedule():
+def test_softmax_is_one_group_in_three_stages():
     rows = Meta.array((4, 1), np.float64)
     g, (x,) = graph_of(F64)
     m = g.add_node("max", np.ndarray.max, (x,), {"axis": -1, "keepdims": True}, rows)
@@ -84,11 +84,49 @@ def test_softmax_groups_and_schedule():
     s = g.add_node("sum", np.ndarray.sum, (e,), {"axis": -1, "keepdims": True}, rows)
     r = g.add_node("truediv", operator.truediv, (e, s), {}, F64)
     g.outputs = [r]
+    (grp,) = find_groups(g)
+    assert grp.reduce == {m.index: ("max", "last", True), s.index: ("sum", "last", True)}
+    assert grp.rows == {m.index, s.index}
+    # max in loop 0; exp and sum in loop 1 (after the max); the division in loop 2.
+    assert [grp.loop_of(n) for n in grp.nodes] == [0, 1, 1, 1, 2]
+    assert grp.inputs == [x] and grp.outputs == [r]
+    assert "in 3 stages" in str(grp)
+
+
+def test_layernorm_row_nodes_join_the_group():
+    rows = Meta.array((4, 1), np.float64)
+    g, (x, w) = graph_of(F64, Meta.array((5,), np.float64))
+    mu = g.add_node("mean", np.ndarray.mean, (x,), {"axis": -1, "keepdims": True}, rows)
+    d = g.add_node("sub", operator.sub, (x, mu), {}, F64)
+    sq = g.add_node("square", np.square, (d,), {}, F64)
+    var = g.add_node("mean", np.ndarray.mean, (sq,), {"axis": -1, "keepdims": True}, rows)
+    ve = g.add_node("add", operator.add, (var, 1e-5), {}, rows)
+    sd = g.add_node("sqrt", np.sqrt, (ve,), {}, rows)
+    y = g.add_node("truediv", operator.truediv, (d, sd), {}, F64)
+    z = g.add_node("mul", operator.mul, (y, w), {}, F64)
+    g.outputs = [z, sd]
+    (grp,) = find_groups(g)
+    assert grp.rows == {mu.index, var.index, ve.index, sd.index}
+    assert grp.stage[sd.index] == 2 and grp.stage[z.index] == 2
+    assert grp.outputs == [sd, z]
+
+
+def test_row_value_without_keepdims_does_not_broadcast_into_rows():
+    g, (x,) = graph_of(Meta.array((5, 5), np.float64))
+    m = g.add_node("max", np.ndarray.max, (x,), {"axis": -1}, Meta.array((5,), np.float64))
+    d = g.add_node("sub", operator.sub, (x, m), {}, Meta.array((5, 5), np.float64))
+    g.outputs = [d]
     groups = find_groups(g)
-    assert len(groups) == 3
-    assert groups[0].reduce == ("max", "last", True)
-    assert groups[1].outputs == [e, s]           # e is needed by the division
-    assert [u.id for u in schedule(g, groups)] == [0, 1, 2]
+    assert len(groups) == 2         # x - m broadcasts m along the last axis: not a row value
+    assert [u.id for u in schedule(g, groups)] == [0, 1]
+
+
+def test_whole_reduction_closes_the_group():
+    g, (x,) = graph_of(F64)
+    s = g.add_node("sum", np.ndarray.sum, (x,), {}, Meta(np.float64, np.dtype(np.float64), ()))
+    d = g.add_node("sub", operator.sub, (x, s), {}, F64)
+    g.outputs = [d]
+    assert len(find_groups(g)) == 2
 
 
 def test_no_fusion_through_an_outside_node():
@@ -103,11 +141,25 @@ def test_no_fusion_through_an_outside_node():
     assert [getattr(x, "name", "group") for x in order] == ["group", "matmul", "group"]
 
 
-def test_int_and_dynamic_nodes_are_not_fused():
+def test_dynamic_nodes_are_not_fused():
     g, (i, x) = graph_of(Meta.array((4,), np.int64), Meta.array((None,), np.float64))
-    g.outputs = [g.add_node("add", operator.add, (i, 1), {}, Meta.array((4,), np.int64)),
+    out_i = g.add_node("add", operator.add, (i, 1), {}, Meta.array((4,), np.int64))
+    g.outputs = [out_i,
                  g.add_node("add", operator.add, (x, 1.0), {}, Meta.array((None,), np.float64))]
-    assert find_groups(g) == []
+    (grp,) = find_groups(g)
+    assert grp.outputs == [out_i]
+
+
+def test_whole_reductions_share_one_pass():
+    g, (x,) = graph_of(F64)
+    scalar = Meta(np.float64, np.dtype(np.float64), ())
+    sq = g.add_node("mul", operator.mul, (x, x), {}, F64)
+    s1 = g.add_node("sum", np.ndarray.sum, (sq,), {}, scalar)
+    s2 = g.add_node("max", np.ndarray.max, (x,), {}, scalar)
+    g.outputs = [g.add_node("add", operator.add, (s1, s2), {}, scalar)]
+    first, second = find_groups(g)
+    assert first.reduce == {s1.index: ("sum", "all", False), s2.index: ("max", "all", False)}
+    assert second.inputs == [s1, s2]
 
 
 def test_inplace_node_closes_groups():

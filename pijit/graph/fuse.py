@@ -1,8 +1,10 @@
 """Fusion grouping: Graph -> list of FusionGroups, and a schedule of groups and other nodes.
 
 A group is a maximal set of elementwise nodes over float32/float64 (and bool, for masks) with
-one static iteration shape, optionally closed by one reduction (sum/mean/max/min over all axes
-or the last axis) of one of its values. Inputs broadcast to the iteration shape. Values used
+one static iteration shape, plus reductions (sum/mean/max/min) of its values: over the last
+axis, whose per-row results later nodes of the group may read again (the softmax and layernorm
+shapes, see FusionGroup), or over all axes (several in one pass). Inputs broadcast to the
+iteration shape. Values used
 only inside the group are never materialized; a value used outside becomes a group output.
 Merging is refused when it would create a cycle through nodes outside the group, and an
 in-place node (a write) closes every open group, so reads never move across writes.
@@ -21,7 +23,10 @@ from pijit.graph.purity import is_pure
 from pijit.graph.ir import node_refs
 
 FLOAT = (np.dtype(np.float32), np.dtype(np.float64))
-VALUE_DTYPES = FLOAT + (np.dtype(np.bool_),)
+INTEGER = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64,
+                                      np.uint8, np.uint16, np.uint32, np.uint64))
+BOOL = np.dtype(np.bool_)
+VALUE_DTYPES = FLOAT + INTEGER + (BOOL,)
 
 # fn -> (op code, number of positional args). Keyed by id(): some callables are unhashable.
 _EW = {}
@@ -32,6 +37,8 @@ for _fns, _op, _n in [
         ((operator.lt, np.less), "lt", 2), ((operator.le, np.less_equal), "le", 2),
         ((operator.gt, np.greater), "gt", 2), ((operator.ge, np.greater_equal), "ge", 2),
         ((operator.eq, np.equal), "eq", 2), ((operator.ne, np.not_equal), "ne", 2),
+        ((operator.and_, np.bitwise_and), "and", 2), ((operator.or_, np.bitwise_or), "or", 2),
+        ((operator.xor, np.bitwise_xor), "xor", 2), ((operator.invert, np.invert), "invert", 1),
         ((np.exp,), "exp", 1), ((np.log,), "log", 1), ((np.sqrt,), "sqrt", 1),
         ((np.sin,), "sin", 1), ((np.cos,), "cos", 1), ((np.tanh,), "tanh", 1),
         ((np.absolute, builtins.abs), "abs", 1), ((np.square,), "square", 1),
@@ -41,12 +48,20 @@ for _fns, _op, _n in [
         ((np.ndarray.astype,), "astype", 2)]:
     for _f in _fns:
         _EW[id(_f)] = (_op, _n)
-ARITH = frozenset(("add", "sub", "mul", "div", "neg", "pos", "exp", "log", "sqrt", "sin",
-                   "cos", "tanh", "abs", "square", "maximum", "minimum", "clip", "pow",
-                   "power"))
 COMPARE = frozenset(("lt", "le", "gt", "ge", "eq", "ne"))
+BITWISE = frozenset(("and", "or", "xor", "invert"))
+# The ops a kernel computes, by the kind of the result's dtype (where, astype and the
+# comparisons take any dtype).
+FLOAT_OPS = frozenset(("add", "sub", "mul", "div", "neg", "pos", "exp", "log", "sqrt", "sin",
+                       "cos", "tanh", "abs", "square", "maximum", "minimum", "clip", "pow",
+                       "power"))
+INT_OPS = frozenset(("add", "sub", "mul", "neg", "pos", "abs", "square", "maximum",
+                     "minimum", "clip", "pow", "power")) | BITWISE
+BOOL_OPS = frozenset(("maximum", "minimum")) | BITWISE
+ANY_OPS = frozenset(("where", "astype")) | COMPARE
 # Ops whose C results may differ from NumPy's in the last bits (libmvec: <= 4 ulp).
 INEXACT = frozenset(("exp", "log", "sin", "cos", "tanh"))
+MAX_INT_POWER = 8       # x ** k for integer x: k unrolled multiplications
 
 _REDUCE = {}
 for _fns, _op in [((np.sum, np.ndarray.sum), "sum"), ((np.mean, np.ndarray.mean), "mean"),
@@ -58,13 +73,28 @@ for _fns, _op in [((np.sum, np.ndarray.sum), "sum"), ((np.mean, np.ndarray.mean)
 
 def is_const(arg) -> bool:
     """A constant the C code can spell exactly: Python or NumPy bool/int/float scalars."""
-    if type(arg) in (bool, float):
+    if type(arg) in (bool, float, int):
+        return type(arg) is not int or -2 ** 63 <= arg < 2 ** 64
+    return isinstance(arg, np.generic) and arg.dtype in VALUE_DTYPES
+
+
+def fits(value, dtype) -> bool:
+    """An integer constant converts to `dtype` exactly (as NumPy requires of Python ints)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         return True
-    if type(arg) is int:
-        return abs(arg) < 2 ** 53
-    if isinstance(arg, (np.floating, np.bool_)) and arg.dtype in VALUE_DTYPES:
-        return True
-    return isinstance(arg, np.integer) and abs(int(arg)) < 2 ** 53
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.min <= int(value) <= info.max
+    return dtype.kind != "f" or abs(int(value)) < 2 ** 53
+
+
+def dtype_arg(arg):
+    """The dtype named by astype's argument, if it is one a kernel computes in."""
+    try:
+        dt = np.dtype(arg)
+    except TypeError:
+        return None
+    return dt if dt in VALUE_DTYPES else None
 
 
 def static_array(meta) -> bool:
@@ -72,10 +102,18 @@ def static_array(meta) -> bool:
         meta.is_array or meta.ndim == 0)
 
 
+def compute_dtype(graph: Graph, node):
+    """The dtype a comparison computes in: its strong operands' common type (NEP 50)."""
+    refs = [a for a in node.args if isinstance(a, Ref)]
+    strong = [graph.meta(r) for r in refs if not graph.meta(r).is_pyscalar]
+    return np.result_type(*[m.dtype for m in (strong or [graph.meta(r) for r in refs])])
+
+
 def elementwise_op(graph: Graph, node, exact: bool = False):
     """The op code of a fusable elementwise node, or None.
 
-    exact: only ops whose C result is bit-identical to NumPy's (correctly rounded IEEE ops).
+    exact: only ops whose C result is bit-identical to NumPy's (correctly rounded IEEE ops and
+    integer ops, no libmvec math).
     """
     spec = _EW.get(id(node.fn))
     if spec is None or node.kwargs or len(node.args) != spec[1]:
@@ -86,7 +124,8 @@ def elementwise_op(graph: Graph, node, exact: bool = False):
                                       and issubclass(meta.pytype, np.generic)):
         return None
     refs = [a for a in node.args if isinstance(a, Ref)]
-    if not refs:
+    if not refs or not isinstance(node.args[0], Ref) and op in ("pow", "power", "astype",
+                                                                "clip"):
         return None
     for a in node.args:
         if isinstance(a, Ref):
@@ -94,37 +133,59 @@ def elementwise_op(graph: Graph, node, exact: bool = False):
             if m.dtype not in VALUE_DTYPES or None in m.shape:
                 return None
         elif not (is_const(a) or (op == "clip" and a is None)
-                  or (op == "astype" and a in FLOAT)):
+                  or (op == "astype" and dtype_arg(a) is not None)):
             return None
-    if op in ARITH and meta.dtype not in FLOAT:
+    t = meta.dtype
+    allowed = FLOAT_OPS if t in FLOAT else INT_OPS if t in INTEGER else BOOL_OPS
+    if op not in allowed | ANY_OPS:
         return None
+    consts = [a for a in node.args if not isinstance(a, Ref) and a is not None]
     if op in COMPARE:
-        if meta.dtype != np.bool_:
+        return op if t == BOOL and _comparable(graph, node, consts) else None
+    if op == "astype":
+        src = graph.meta(node.args[0]).dtype
+        return op if dtype_arg(node.args[1]) == t and not (
+            src in FLOAT and t == np.dtype(np.uint64)) else None
+    if not all(fits(c, t) for c in consts if op != "where" or c is not node.args[0]):
+        return None
+    if op in ("pow", "power"):
+        e = node.args[1]
+        if type(e) not in (int, float):
             return None
-        # bool arrays against weak Python numbers compare as int/float in NumPy: not here.
-        strong = [graph.meta(a) for a in node.args
-                  if isinstance(a, Ref) and not graph.meta(a).is_pyscalar]
-        weak = [a for a in node.args
-                if not (isinstance(a, Ref) and not graph.meta(a).is_pyscalar)
-                and not (isinstance(a, (bool, np.bool_))
-                         or isinstance(a, Ref) and graph.meta(a).dtype == np.bool_)]
-        if strong and all(m.dtype == np.bool_ for m in strong) and weak:
+        if t not in FLOAT and not (type(e) is int and 0 <= e <= MAX_INT_POWER):
             return None
-    if op in ("pow", "power") and not (isinstance(node.args[0], Ref)
-                                       and type(node.args[1]) in (int, float)):
-        return None
-    if op == "astype" and not (isinstance(node.args[0], Ref) and np.dtype(node.args[1]) == meta.dtype):
-        return None
-    if op == "clip" and not isinstance(node.args[0], Ref):
-        return None
-    if exact and (op in INEXACT or op in ("pow", "power")
-                  and float(node.args[1]) not in (2.0, 1.0, 0.5, -1.0)):
+        if exact and t in FLOAT and float(e) not in (2.0, 1.0, 0.5, -1.0):
+            return None
+    if exact and op in INEXACT:
         return None
     return op
 
 
-def reduction_op(graph: Graph, node):
-    """(op, mode, keepdims) of a fusable reduction (mode "all" or "last"), or None."""
+def _comparable(graph: Graph, node, consts) -> bool:
+    """NumPy compares these exactly as C does: no mixed signed/unsigned 64-bit operands (NumPy
+    compares those exactly, C through float64), no Python int outside the operands' type, no
+    bool arrays against weak Python numbers (NumPy compares those as int/float)."""
+    cd = compute_dtype(graph, node)
+    kinds = {graph.meta(a).dtype.kind for a in node.args if isinstance(a, Ref)}
+    if cd.kind == "f" and kinds <= set("iub"):
+        return False
+    if not all(fits(c, cd) for c in consts):
+        return False
+    strong = [graph.meta(a) for a in node.args
+              if isinstance(a, Ref) and not graph.meta(a).is_pyscalar]
+    weak = [a for a in node.args
+            if not (isinstance(a, Ref) and not graph.meta(a).is_pyscalar)
+            and not (isinstance(a, (bool, np.bool_))
+                     or isinstance(a, Ref) and graph.meta(a).dtype == BOOL)]
+    return not (strong and all(m.dtype == BOOL for m in strong) and weak)
+
+
+def reduction_op(graph: Graph, node, exact: bool = False):
+    """(op, mode, keepdims) of a fusable reduction (mode "all" or "last"), or None.
+
+    exact: only reductions whose result cannot depend on the order (integers and bools; a
+    float sum's last bits depend on the summation order, a float max's on the sign of zero).
+    """
     op = _REDUCE.get(id(node.fn))
     if op is None or not node.args or not isinstance(node.args[0], Ref) or len(node.args) > 2:
         return None
@@ -134,8 +195,9 @@ def reduction_op(graph: Graph, node):
     axis = node.args[1] if len(node.args) == 2 else kw.get("axis")
     keepdims = kw.get("keepdims", False)
     src = graph.meta(node.args[0])
-    if (not src.is_array or src.ndim == 0 or None in src.shape or src.dtype not in FLOAT
-            or node.meta.dtype != src.dtype or type(keepdims) is not bool):
+    if (not src.is_array or src.ndim == 0 or None in src.shape or src.dtype not in VALUE_DTYPES
+            or type(keepdims) is not bool or not _reduces_to(op, src.dtype, node.meta.dtype)
+            or exact and (src.dtype in FLOAT or node.meta.dtype in FLOAT)):
         return None
     nd = src.ndim
     if type(axis) is tuple and sorted(a % nd if type(a) is int else -1 for a in axis) == list(range(nd)):
@@ -151,41 +213,82 @@ def reduction_op(graph: Graph, node):
     return op, mode, keepdims
 
 
+def _reduces_to(op: str, src, out) -> bool:
+    """NumPy's result dtype of the reduction (sums of integers in 64 bits, means in float)."""
+    if src in FLOAT or op in ("max", "min"):
+        return out == src
+    if op == "mean":
+        return out == np.dtype(np.float64)
+    return out == np.dtype(np.uint64 if src.kind == "u" else np.int64)
+
+
+def row_broadcast(value_shape: tuple, shape: tuple) -> bool:
+    """A value of `value_shape` broadcasts against `shape` as one value per row (last axis)."""
+    return value_shape == shape[:-1] + (1,) or (len(shape) == 1 and value_shape == ())
+
+
 @dataclass
 class FusionGroup:
-    """Elementwise `nodes` over iteration `shape`, then an optional `reduction` node."""
+    """Nodes over one iteration `shape`, run as one kernel.
+
+    Full nodes compute one value per element. A reduction reduces a full value over all axes
+    ("all": read only after the kernel, so no member reads it, and the group has no row
+    values) or over the last axis ("last": one value per row). Row values (last-axis reductions, and row nodes computed from them) may be broadcast
+    back into later full nodes of the same row: softmax and layernorm are one group. Each row
+    runs in stages: stage k's loop over the row computes the full nodes and reductions of
+    stage k; the row values it finishes are read from stage k + 1 on (`stage`).
+    """
     id: int
     shape: tuple
-    nodes: list = field(default_factory=list)
-    reduction: object = None            # the reduction Node, or None
-    reduce: tuple = None                # (op, mode, keepdims)
-    inputs: list = field(default_factory=list)    # Refs read from outside, first use first
-    outputs: list = field(default_factory=list)   # Refs used outside (reduction last)
+    nodes: list = field(default_factory=list)     # members in node order
     ops: dict = field(default_factory=dict)       # node.out -> op code
+    reduce: dict = field(default_factory=dict)    # reduction out -> (op, mode, keepdims)
+    rows: set = field(default_factory=set)        # outs of row values
+    stage: dict = field(default_factory=dict)     # see the class docstring
+    inputs: list = field(default_factory=list)    # Refs read from outside, first use first
+    outputs: list = field(default_factory=list)   # Refs used outside, in node order
 
     def members(self) -> list:
-        return self.nodes + ([self.reduction] if self.reduction is not None else [])
+        return self.nodes
+
+    @property
+    def reductions(self) -> list:
+        return [n for n in self.nodes if n.out in self.reduce]
+
+    def loop_of(self, node) -> int:
+        """The stage whose loop computes `node` (a full node or a reduction)."""
+        return self.stage[node.out] - (node.out in self.reduce and node.out in self.rows)
 
     def __str__(self) -> str:
         dims = ",".join(map(str, self.shape))
-        red = f" -> {self.reduce[0]}({self.reduce[1]}{', keepdims' if self.reduce[2] else ''})" \
-            if self.reduction is not None else ""
-        body = "; ".join(f"%{n.out}={self.ops[n.out]}" for n in self.nodes)
-        return (f"group {self.id} [{dims}] in ({', '.join(map(repr, self.inputs))}) "
-                f"out ({', '.join(map(repr, self.outputs))}): {body}{red}")
+        parts = []
+        for n in self.nodes:
+            op = self.ops[n.out]
+            if n.out in self.reduce:
+                _, mode, keep = self.reduce[n.out]
+                op = f"{op}({mode}{', keepdims' if keep else ''})"
+            kind = "row " if n.out in self.rows and n.out not in self.reduce else ""
+            parts.append(f"%{n.out}={kind}{op}")
+        stages = 1 + max((self.loop_of(n) for n in self.nodes
+                          if n.out not in self.rows or n.out in self.reduce), default=0)
+        staged = f" in {stages} stages" if stages > 1 else ""
+        return (f"group {self.id} [{dims}]{staged} in ({', '.join(map(repr, self.inputs))}) "
+                f"out ({', '.join(map(repr, self.outputs))}): {'; '.join(parts)}")
 
 
-def find_groups(graph: Graph, exact: bool = False, reductions: bool = True) -> list:
+def find_groups(graph: Graph, exact: bool = False) -> list:
     """Greedy grouping in node order (see the module docstring).
 
-    exact: fuse only ops whose results equal NumPy's bit for bit; reductions: fuse reductions
-    (their pairwise summation order differs from NumPy's, so sums may differ in the last bits).
+    exact: fuse only what computes bit-identical results to NumPy's (see elementwise_op and
+    reduction_op).
     """
     parent: dict = {}             # group id -> merged-into id (union-find)
     groups: dict = {}             # root id -> FusionGroup
     gdeps: dict = {}              # root id -> group ids it reads from outside (direct)
     closed: set = set()           # roots that accept no new members
     member_of: dict = {}          # value number -> group id
+    row_values: set = set()       # value numbers of row values (in any group)
+    whole_values: set = set()     # value numbers of reductions over all axes (in any group)
     deps: dict = {}               # value number of non-members -> group ids it depends on
 
     def find(g):
@@ -215,35 +318,83 @@ def find_groups(graph: Graph, exact: bool = False, reductions: bool = True) -> l
         gdeps[gid] = set()
         return gid
 
+    def open_group(ref):
+        g = member_of.get(ref.index)
+        return None if g is None or find(g) in closed else find(g)
+
+    def full_candidates(refs, shape) -> set:
+        """Groups a full node of `shape` may join: its member operands must read there as
+        full values or as row values broadcast along the rows."""
+        cands, refused = set(), set()
+        for r in refs:
+            g = open_group(r)
+            if g is None:
+                continue
+            if groups[g].shape != shape or r.index in whole_values or (
+                    r.index in row_values and not row_broadcast(graph.meta(r).shape, shape)):
+                refused.add(g)
+            else:
+                cands.add(g)
+        cands -= refused
+        if any(groups[g].rows for g in cands):      # rows and whole reductions never mix
+            cands = {g for g in cands if not has_whole(g)}
+        return cands
+
+    def has_whole(g) -> bool:
+        return any(n.out in whole_values for n in groups[g].nodes)
+
+    def row_candidates(node, refs) -> set:
+        """Groups a row node may join: all its array operands are row values there."""
+        cands = set()
+        for r in refs:
+            g = open_group(r)
+            if r.index in row_values and g is not None and graph.meta(r).shape == node.meta.shape:
+                cands.add(g)
+            elif g is not None or graph.meta(r).ndim != 0:
+                return set()
+        if len({groups[g].shape for g in cands}) != 1:
+            return set()
+        return cands
+
     for node in graph.nodes:
         op = elementwise_op(graph, node, exact)
-        red = None if op is not None or not reductions else reduction_op(graph, node)
+        red = None if op is not None else reduction_op(graph, node, exact)
         refs = node_refs(node)
         if op is None and red is None:
             if not is_pure(node):       # a write: nothing may move across it
                 closed.update(find(g) for g in groups)
             deps[node.out] = set().union(*(value_deps(r) for r in refs)) if refs else set()
             continue
-        shape = node.meta.shape if red is None else graph.meta(node.args[0]).shape
-        cands = set()
-        for r in refs:
-            g = member_of.get(r.index)
-            if g is not None:
-                g = find(g)
-                if g not in closed and groups[g].shape == shape:
-                    cands.add(g)
-        if red is not None:     # a reduction joins only the group of its operand
-            g = member_of.get(node.args[0].index)
-            cands = {find(g)} & cands if g is not None else set()
+        row = False
+        if red is not None:     # a reduction joins the group of its (full) operand
+            src = node.args[0]
+            shape = graph.meta(src).shape
+            g = open_group(src)
+            row = red[1] == "last" or len(shape) == 1
+            cands = {g} if g is not None and src.index not in row_values else set()
+            if src.index not in member_of:      # an input: join a group that reads it
+                cands = {find(member_of[n.out]) for grp in groups.values() for n in grp.nodes
+                         if src in node_refs(n) and grp.shape == shape
+                         and find(member_of[n.out]) not in closed}
+                cands = set(sorted(cands)[-1:])
+            cands = {c for c in cands if not (groups[c].rows if not row else has_whole(c))}
+        else:
+            cands = row_candidates(node, refs)
+            row = bool(cands)
+            shape = groups[next(iter(cands))].shape if row else node.meta.shape
+            if not row:
+                cands = full_candidates(refs, shape)
         outside = [r for r in refs if r.index not in member_of
                    or find(member_of[r.index]) not in cands]
         ext = set().union(*(gdeps[c] for c in cands)) if cands else set()
         for r in outside:
             ext |= value_deps(r)
         if cands and closure(ext) & cands:
-            # Merging would need a cycle: keep the first candidate that is safe alone.
+            # Merging would need a cycle: start a new group instead.
+            if row:
+                deps[node.out] = set().union(*(value_deps(r) for r in refs))
+                continue
             cands = set()
-            outside = refs
             ext = set().union(*(value_deps(r) for r in refs)) if refs else set()
         if cands:
             root = min(cands)
@@ -252,42 +403,49 @@ def find_groups(graph: Graph, exact: bool = False, reductions: bool = True) -> l
                 g = groups.pop(c)
                 groups[root].nodes.extend(g.nodes)
                 groups[root].ops.update(g.ops)
+                groups[root].reduce.update(g.reduce)
+                groups[root].rows.update(g.rows)
                 gdeps.pop(c)
         else:
             root = new_group(shape)
         gdeps[root] = {find(x) for x in ext} - {root}
         member_of[node.out] = root
         grp = groups[root]
+        grp.nodes.append(node)
         if red is None:
-            grp.nodes.append(node)
             grp.ops[node.out] = op
         else:
-            grp.reduction, grp.reduce = node, red
-            closed.add(root)
+            grp.ops[node.out], grp.reduce[node.out] = red[0], red
+        if row:
+            grp.rows.add(node.out)
+            row_values.add(node.out)
+        elif red is not None:
+            whole_values.add(node.out)
 
-    # Members in node order; inputs and outputs.
+    # Members in node order; stages, inputs and outputs.
     order = {n.out: k for k, n in enumerate(graph.nodes)}
     used_outside: set = {r.index for r in graph.outputs}
     result = []
-    for root, grp in groups.items():
+    for grp in groups.values():
         grp.nodes.sort(key=lambda n: order[n.out])
-        mine = {n.out for n in grp.members()}
+        mine = {n.out for n in grp.nodes}
         for other in graph.nodes:
             if other.out not in mine:
                 used_outside.update(r.index for r in node_refs(other) if r.index in mine)
+        for n in grp.nodes:
+            level = max((grp.stage[r.index] for r in node_refs(n) if r.index in mine), default=0)
+            grp.stage[n.out] = level + (n.out in grp.reduce and n.out in grp.rows)
         result.append(grp)
-    for k, grp in enumerate(sorted(result, key=lambda g: order[g.members()[0].out])):
+    for k, grp in enumerate(sorted(result, key=lambda g: order[g.nodes[0].out])):
         grp.id = k
-        mine = {n.out for n in grp.members()}
+        mine = {n.out for n in grp.nodes}
         seen = set()
-        for n in grp.members():
+        for n in grp.nodes:
             for r in node_refs(n):
                 if r.index not in mine and r.index not in seen:
                     seen.add(r.index)
                     grp.inputs.append(r)
         grp.outputs = [Ref(n.out) for n in grp.nodes if n.out in used_outside]
-        if grp.reduction is not None:
-            grp.outputs.append(Ref(grp.reduction.out))
     return sorted(result, key=lambda g: g.id)
 
 

@@ -37,14 +37,14 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
                   level: str = "O1", cache_dir: str | None = None):
     try:
         optimized = optimize(graph)
-        # O1 must equal NumPy bit for bit: no libmvec math, no reassociated sums (see DESIGN 5).
-        groups = find_groups(optimized, exact=level == "O1", reductions=level != "O1")
+        # O1 equals NumPy bit for bit: no libmvec math, no float reductions (see DESIGN 5).
+        groups = find_groups(optimized, exact=level == "O1")
     except Exception:       # a pass bug must not reach the user
         log.exception("graph passes failed; using the NumPy backend")
         return numpy_backend.compile_graph(graph, name, filename, firstlineno)
     if not groups:
         return numpy_backend.compile_graph(graph, name, filename, firstlineno)
-    source = render.render_module(optimized, groups, vector_math=True)
+    source = render.render_module(optimized, groups, contract=level == "O2")
     if log.isEnabledFor(logging.INFO):
         log.info("%s: %d fused group(s)\n%s", name, len(groups),
                  "\n".join(f"  {g}" for g in groups))

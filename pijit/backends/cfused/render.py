@@ -3,17 +3,21 @@
 Each group becomes a CPython function `g<k>(*inputs)` (METH_FASTCALL) returning its outputs
 (one object, or a tuple when there are several). It reads data pointers, shapes and strides
 from the ndarray objects, broadcasts at run time, allocates outputs with PyArray_SimpleNew
-(NumPy's allocator: huge pages for big arrays) and runs one of three loops:
+(NumPy's allocator: huge pages for big arrays) and runs one of these loop nests:
 
-- flat: every array input C-contiguous with the full shape (or of size 1): one `omp simd` loop;
-- rows, contiguous inner axis: an odometer over the outer axes, an `omp simd` loop per row
-  (inputs broadcast along the inner axis are hoisted out of it);
-- rows, strided inner axis: the same with byte strides (transposed, sliced, any layout).
+- flat: every array input C-contiguous with the full shape (or of size 1), one stage: one
+  `omp simd` loop over all elements;
+- rows: an odometer over the outer axes; per row, one loop per stage of the group (a row
+  reduction finishes in one stage and is read as a per-row constant by the next, so softmax
+  reads its row three times from cache, not from memory); a full value a later stage needs
+  again is kept in a row-sized scratch buffer. Each stage loop has a contiguous variant (`omp
+  simd`, inputs broadcast along the row hoisted out of it) and a strided one (any layout).
 
 An input the kernel cannot take (unexpected dtype, unaligned, byte-swapped, non-broadcastable)
 makes it call the group's NumPy fallback instead. Values are computed in each node's dtype,
 exactly as NumPy would: same promotion (from the node Metas), NaN-propagating maximum/minimum/
-clip/max/min, sums by pairwise summation over blocks of 128 (accumulated in double).
+clip/max/min; transcendentals through libmvec; sums by pairwise summation over blocks of 128
+(accumulated in double).
 """
 from __future__ import annotations
 
@@ -21,13 +25,17 @@ import math
 
 import numpy as np
 
-from pijit.graph.fuse import COMPARE, FusionGroup
-from pijit.graph.ir import Ref
+from pijit.graph.fuse import BOOL, COMPARE, FLOAT, FusionGroup, compute_dtype
+from pijit.graph.ir import Ref, node_refs
 
-CTYPE = {np.dtype(np.float32): "float", np.dtype(np.float64): "double",
-         np.dtype(np.bool_): "npy_bool"}
-NPYTYPE = {np.dtype(np.float32): "NPY_FLOAT", np.dtype(np.float64): "NPY_DOUBLE",
-           np.dtype(np.bool_): "NPY_BOOL"}
+_TYPES = [(np.float32, "float", "NPY_FLOAT"), (np.float64, "double", "NPY_DOUBLE"),
+          (np.bool_, "npy_bool", "NPY_BOOL"), (np.int8, "int8_t", "NPY_INT8"),
+          (np.int16, "int16_t", "NPY_INT16"), (np.int32, "int32_t", "NPY_INT32"),
+          (np.int64, "int64_t", "NPY_INT64"), (np.uint8, "uint8_t", "NPY_UINT8"),
+          (np.uint16, "uint16_t", "NPY_UINT16"), (np.uint32, "uint32_t", "NPY_UINT32"),
+          (np.uint64, "uint64_t", "NPY_UINT64")]
+CTYPE = {np.dtype(t): c for t, c, _ in _TYPES}
+NPYTYPE = {np.dtype(t): n for t, _, n in _TYPES}
 BLOCK = 128     # leaf size of the pairwise summation (NumPy's)
 
 # Math functions vectorized through libmvec when declared `omp declare simd`.
@@ -37,6 +45,7 @@ _MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos",
 _BINOP = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=", "gt": ">",
           "ge": ">=", "eq": "==", "ne": "!="}
 
+CONTRACT = '#pragma GCC optimize ("fp-contract=fast")\n'
 PRELUDE = r"""
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <Python.h>
@@ -115,6 +124,32 @@ static int pj_double(PyObject *o, double *out)
     return -1;
 }
 
+/* A Python or NumPy integer (or bool) as int64 bits (uint64 above INT64_MAX keeps its bits);
+   -1 (no exception set) if it is not one or does not fit 64 bits. */
+static int pj_int(PyObject *o, long long *out)
+{
+    if (PyBool_Check(o)) {
+        *out = o == Py_True;
+        return 0;
+    }
+    PyObject *v = PyNumber_Index(o);
+    if (v == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    int overflow;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow > 0)
+        x = (long long)PyLong_AsUnsignedLongLong(v);
+    Py_DECREF(v);
+    if (overflow < 0 || PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
 static int pj_bcast(PyArrayObject *a, npy_intp *shape, int nd)
 {
     int an = PyArray_NDIM(a);
@@ -154,10 +189,15 @@ static int pj_flat(PyArrayObject *a, const npy_intp *shape, int nd)
 """
 
 
-def c_float(value, ctype: str) -> str:
-    """An exact C literal of a constant, converted to `ctype` as NumPy converts it."""
-    if ctype == "npy_bool":
+def c_const(value, dtype) -> str:
+    """An exact C literal of a constant, converted to `dtype` as NumPy converts it."""
+    ct = CTYPE[dtype]
+    if dtype == BOOL:
         return "1" if value else "0"
+    if dtype.kind in "iu":
+        v = int(value)
+        text = f"{v}ULL" if v > 0 else f"(-{-v - 1}LL - 1)" if v < 0 else "0"
+        return f"(({ct}){text})"
     v = float(value)
     if math.isnan(v):
         text = "NAN"
@@ -166,7 +206,13 @@ def c_float(value, ctype: str) -> str:
     else:
         text = v.hex()
         text = f"({text})" if text.startswith("-") else text
-    return f"(({ctype}){text})"
+    return f"(({ct}){text})"
+
+
+def wide(dtype) -> str:
+    """The unsigned C type integer arithmetic of `dtype` wraps around in (no signed overflow,
+    no promotion of small unsigned types to int)."""
+    return "uint64_t" if dtype.itemsize == 8 else "uint32_t"
 
 
 class _Group:
@@ -192,6 +238,7 @@ class _Group:
                 kind = "other"
             self.kinds.append(kind)
         self.index = {ref.index: i for i, ref in enumerate(grp.inputs)}
+        self.plan()
 
     # -- expressions -------------------------------------------------------------------------
     def dtype(self, ref):
@@ -204,51 +251,80 @@ class _Group:
         return f"x{i}" if self.kinds[i] in ("full", "other") else f"c{i}"
 
     def arg(self, a, want) -> str:
-        """Argument text converted to dtype `want`."""
-        if isinstance(a, Ref):
-            text = self.name(a)
-            return text if self.dtype(a) == want else f"(({CTYPE[want]}){text})"
-        return c_float(a, CTYPE[want])
-
-    def compute_dtype(self, node):
-        """The dtype an op computes in: the result's, or (comparisons) its operands'."""
-        refs = [a for a in node.args if isinstance(a, Ref)]
-        strong = [self.graph.meta(r) for r in refs if not self.graph.meta(r).is_pyscalar]
-        return np.result_type(*[m.dtype for m in (strong or [self.graph.meta(r) for r in refs])])
+        """Argument text converted to dtype `want` (to bool: nonzero, as NumPy casts)."""
+        if not isinstance(a, Ref):
+            return c_const(a, want)
+        text = self.name(a)
+        if self.dtype(a) == want:
+            return text
+        return f"({text} != 0)" if want == BOOL else f"(({CTYPE[want]}){text})"
 
     def node_stmts(self, node, op) -> list:
         t = node.meta.dtype
+        expr = self.expr(node, op, t) if t in FLOAT else self.int_expr(node, op, t)
+        if isinstance(expr, list):
+            return expr
+        return [f"const {CTYPE[t]} v{node.out} = {expr};"]
+
+    def expr(self, node, op, t):
+        """The C expression of a node whose result is float (or a list of statements)."""
         ct, f = CTYPE[t], "f" if t == np.float32 else ""
         a = node.args
-        out = f"v{node.out}"
-        if op in COMPARE:
-            cd = self.compute_dtype(node)
-            x, y = self.arg(a[0], cd), self.arg(a[1], cd)
-            return [f"const npy_bool {out} = ({x} {_BINOP[op]} {y});"]
         if op in _BINOP:
-            return [f"const {ct} {out} = ({self.arg(a[0], t)} {_BINOP[op]} {self.arg(a[1], t)});"]
+            return f"({self.arg(a[0], t)} {_BINOP[op]} {self.arg(a[1], t)})"
         if op == "neg":
-            return [f"const {ct} {out} = (-{self.arg(a[0], t)});"]
-        if op in ("pos", "astype"):
-            return [f"const {ct} {out} = {self.arg(a[0], t)};"]
+            return f"(-{self.arg(a[0], t)})"
         if op in _MATH:
-            return [f"const {ct} {out} = {_MATH[op]}{f}({self.arg(a[0], t)});"]
+            return f"{_MATH[op]}{f}({self.arg(a[0], t)})"
         if op == "square":
             x = self.arg(a[0], t)
-            return [f"const {ct} {out} = ({x} * {x});"]
+            return f"({x} * {x})"
         if op in ("pow", "power"):
             x, e = self.arg(a[0], t), float(a[1])
             if e == 2.0:
-                expr = f"({x} * {x})"
-            elif e == 1.0:
-                expr = x
-            elif e == 0.5:          # NumPy's power takes sqrt here too (sqrt(-0.) is -0.)
-                expr = f"sqrt{f}({x})"
-            elif e == -1.0:
-                expr = f"(({ct})1 / {x})"
-            else:
-                expr = f"pow{f}({x}, {c_float(e, ct)})"
-            return [f"const {ct} {out} = {expr};"]
+                return f"({x} * {x})"
+            if e == 1.0:
+                return x
+            if e == 0.5:          # NumPy's power takes sqrt here too (sqrt(-0.) is -0.)
+                return f"sqrt{f}({x})"
+            if e == -1.0:
+                return f"(({ct})1 / {x})"
+            return f"pow{f}({x}, {c_const(e, t)})"
+        return self.any_expr(node, op, t)
+
+    def int_expr(self, node, op, t):
+        """The C expression of a node whose result is an integer or bool: arithmetic wraps
+        around like NumPy's (computed unsigned, so C never overflows a signed type)."""
+        ct, a = CTYPE[t], node.args
+        u = wide(t)
+        if op in ("add", "sub", "mul"):
+            return f"(({ct})(({u}){self.arg(a[0], t)} {_BINOP[op]} ({u}){self.arg(a[1], t)}))"
+        if op == "neg":
+            return f"(({ct})(-({u}){self.arg(a[0], t)}))"
+        if op == "abs":
+            x = self.arg(a[0], t)
+            return x if t.kind in "ub" else f"(({ct})({x} < 0 ? -({u}){x} : ({u}){x}))"
+        if op in ("square", "pow", "power"):
+            x = self.arg(a[0], t)
+            k = 2 if op == "square" else a[1]
+            return f"(({ct})({' * '.join([f'({u}){x}'] * k) or '1'}))"
+        if op in ("and", "or", "xor"):
+            sym = {"and": "&", "or": "|", "xor": "^"}[op]
+            return f"(({ct})({self.arg(a[0], t)} {sym} {self.arg(a[1], t)}))"
+        if op == "invert":
+            x = self.arg(a[0], t)
+            return f"(!{x})" if t == BOOL else f"(({ct})~{x})"
+        return self.any_expr(node, op, t)
+
+    def any_expr(self, node, op, t):
+        """Ops of any result dtype: comparisons, casts, where, maximum/minimum/clip (which
+        propagate NaN like NumPy's)."""
+        ct, a, out = CTYPE[t], node.args, f"v{node.out}"
+        if op in COMPARE:
+            cd = compute_dtype(self.graph, node)
+            return f"({self.arg(a[0], cd)} {_BINOP[op]} {self.arg(a[1], cd)})"
+        if op in ("pos", "astype"):
+            return self.arg(a[0], t)
         if op in ("maximum", "minimum"):
             x, y = self.arg(a[0], t), self.arg(a[1], t)
             cmp = ">=" if op == "maximum" else "<="
@@ -264,89 +340,173 @@ class _Group:
                                  f"? {out}_t : {b};")
             return stmts + [f"const {ct} {out} = {out}_t;"]
         if op == "where":
-            c = a[0]
-            if isinstance(c, Ref):
-                cond = self.name(c) if self.dtype(c) == np.bool_ else f"({self.name(c)} != 0)"
+            return f"{self.arg(a[0], BOOL)} ? {self.arg(a[1], t)} : {self.arg(a[2], t)}"
+        raise AssertionError(f"no C rendering for {op} -> {t}")
+
+    # -- stages ------------------------------------------------------------------------------
+    def plan(self):
+        """Which loop computes each full node and reduction, which row nodes precede each
+        loop, and which full values later loops read again (kept in a row-sized scratch)."""
+        g = self.grp
+        self.loops = 1 + max((g.loop_of(n) for n in g.nodes
+                              if n.out not in g.rows or n.out in g.reduce), default=0)
+        self.full = [[] for _ in range(self.loops)]
+        self.reds = [[] for _ in range(self.loops)]
+        self.row_nodes = [[] for _ in range(self.loops + 1)]
+        self.carried = []
+        loop = {}
+        for n in g.nodes:
+            if n.out in g.reduce:
+                self.reds[g.loop_of(n)].append(n)
+            elif n.out in g.rows:
+                self.row_nodes[g.stage[n.out]].append(n)
+                continue
             else:
-                cond = "1" if c else "0"
-            return [f"const {ct} {out} = {cond} ? {self.arg(a[1], t)} : {self.arg(a[2], t)};"]
-        raise AssertionError(f"no C rendering for {op}")
+                self.full[g.loop_of(n)].append(n)
+                loop[n.out] = g.loop_of(n)
+            for r in node_refs(n):
+                if loop.get(r.index, g.loop_of(n)) < g.loop_of(n) and r not in self.carried:
+                    self.carried.append(r)
 
-    # -- loops -------------------------------------------------------------------------------
-    def body(self, variant: str) -> list:
-        """Statements computing every member at index j ("contig" or "strided" loads)."""
+    def row_reduce(self, node) -> bool:
+        return node.out in self.grp.rows
+
+    def used_in(self, t: int):
+        """(inputs loaded, carried values reloaded) by loop t."""
+        refs = [r for n in self.full[t] + self.reds[t] for r in node_refs(n)]
+        inputs = sorted({self.index[r.index] for r in refs if r.index in self.index
+                         and self.kinds[self.index[r.index]] in ("full", "other")})
+        carried = [r for r in self.carried if r in refs and r not in
+                   [Ref(n.out) for n in self.full[t]]]
+        return inputs, carried
+
+    def body(self, t: int, variant: str) -> list:
+        """Statements computing loop t's full nodes at index j ("contig" or "strided" loads)."""
         lines = []
-        for i, ref in enumerate(self.grp.inputs):
-            if self.kinds[i] in ("full", "other"):
-                ct = CTYPE[self.dtype(ref)]
-                load = (f"p{i}[j]" if variant == "contig"
-                        else f"*(const {ct} *)(b{i} + j * s{i})")
-                lines.append(f"const {ct} x{i} = {load};")
-        for node in self.grp.nodes:
+        inputs, carried = self.used_in(t)
+        for i in inputs:
+            ct = CTYPE[self.dtype(self.grp.inputs[i])]
+            load = f"p{i}[j]" if variant == "contig" else f"*(const {ct} *)(b{i} + j * s{i})"
+            lines.append(f"const {ct} x{i} = {load};")
+        for r in carried:
+            lines.append(f"const {CTYPE[self.dtype(r)]} v{r.index} = w{r.index}[j];")
+        for node in self.full[t]:
             lines += self.node_stmts(node, self.grp.ops[node.out])
-        for k, ref in enumerate(self.elem_outputs()):
-            lines.append(f"q{k}[j] = v{ref.index};")
+            if Ref(node.out) in self.carried:
+                lines.append(f"w{node.out}[j] = v{node.out};")
+        for k, ref in enumerate(self.grp.outputs):
+            if self.out_kind(ref) == "full" and any(n.out == ref.index for n in self.full[t]):
+                lines.append(f"q{k}[j] = v{ref.index};")
         return lines
 
-    def elem_outputs(self) -> list:
-        red = self.grp.reduction
-        return [r for r in self.grp.outputs if red is None or r.index != red.out]
-
-    def red_value(self) -> str:
-        src = self.grp.reduction.args[0]
-        return self.name(src)
-
-    def inner(self, variant: str) -> list:
-        """The loop over one row of n elements (pointer setup included)."""
+    def loop(self, t: int, variant: str) -> list:
+        """Loop t over one row of n elements (pointer setup included)."""
         lines = []
-        for i, ref in enumerate(self.grp.inputs):
-            ct = CTYPE[self.dtype(ref)]
-            if self.kinds[i] in ("full", "other") and variant == "contig":
+        for i in self.used_in(t)[0]:
+            if variant == "contig":
+                ct = CTYPE[self.dtype(self.grp.inputs[i])]
                 lines.append(f"const {ct} *p{i} = (const {ct} *)b{i};")
-            elif self.kinds[i] == "inner":
-                lines.append(f"const {ct} c{i} = *(const {ct} *)b{i};")
-        body = ["    " + s for s in self.body(variant)]
-        red = self.grp.reduce
-        if red is None:
-            lines += ["#pragma omp simd", "for (npy_intp j = 0; j < n; j++) {", *body, "}"]
-        elif red[0] in ("sum", "mean"):
-            lines += [f"for (npy_intp j0 = 0; j0 < n; j0 += {BLOCK}) {{",
-                      f"    const npy_intp j1 = n - j0 < {BLOCK} ? n : j0 + {BLOCK};",
-                      "    double acc = 0.0;",
-                      "    #pragma omp simd reduction(+:acc)",
-                      "    for (npy_intp j = j0; j < j1; j++) {",
-                      *["    " + s for s in body],
-                      f"        acc += (double){self.red_value()};",
-                      "    }",
-                      "    pj_pw_push(&pw, acc);",
-                      "}"]
+        body = self.body(t, variant)
+        reds = self.reds[t]
+        if not reds:
+            return lines + ["#pragma omp simd", "for (npy_intp j = 0; j < n; j++) {",
+                            *["    " + s for s in body], "}"]
+        clauses, init, update, merge = [], [], [], []
+        for red in reds:
+            op, o, v = self.grp.reduce[red.out][0], red.out, self.name(red.args[0])
+            ct = CTYPE[red.meta.dtype]
+            if op in ("sum", "mean") and red.meta.dtype in FLOAT:
+                init.append(f"double a{o} = 0.0;")
+                clauses.append(f"reduction(+:a{o})")
+                update.append(f"a{o} += (double){v};")
+                merge.append(f"pj_pw_push(&pw{o}, a{o});")
+            elif op == "sum":       # integers: exact, wrapping around in 64 bits
+                init.append(f"uint64_t a{o} = 0;")
+                clauses.append(f"reduction(+:a{o})")
+                update.append(f"a{o} += (uint64_t)(int64_t){v};")
+                merge.append(f"s{o} += a{o};")
+            else:
+                cmp = ">" if op == "max" else "<"
+                init.append(f"{ct} bm{o} = {self.red_init(red)};")
+                clauses.append(f"reduction({op}:bm{o})")
+                update.append(f"bm{o} = {v} {cmp} bm{o} ? {v} : bm{o};")
+                merge.append(f"if (bm{o} {cmp} m{o}) m{o} = bm{o};")
+                if red.meta.dtype in FLOAT:     # NaN wins, as in NumPy
+                    init.append(f"int bz{o} = 0;")
+                    clauses.append(f"reduction(|:bz{o})")
+                    update.append(f"bz{o} |= {v} != {v};")
+                    merge.append(f"z{o} |= bz{o};")
+        return lines + [
+            f"for (npy_intp j0 = 0; j0 < n; j0 += {BLOCK}) {{",
+            f"    const npy_intp j1 = n - j0 < {BLOCK} ? n : j0 + {BLOCK};",
+            *["    " + s for s in init],
+            f"    #pragma omp simd {' '.join(clauses)}",
+            "    for (npy_intp j = j0; j < j1; j++) {",
+            *["        " + s for s in body + update],
+            "    }",
+            *["    " + s for s in merge],
+            "}"]
+
+    def red_init(self, red) -> str:
+        """The identity of a max/min reduction in its dtype."""
+        t, op = red.meta.dtype, self.grp.reduce[red.out][0]
+        if t in FLOAT:
+            return "-INFINITY" if op == "max" else "INFINITY"
+        info = (0, 1) if t == BOOL else (np.iinfo(t).min, np.iinfo(t).max)
+        return c_const(info[0] if op == "max" else info[1], t)
+
+    def red_state(self, red) -> list:
+        o, op = red.out, self.grp.reduce[red.out][0]
+        if op in ("sum", "mean") and red.meta.dtype in FLOAT:
+            return [f"pj_pw pw{o};", f"pw{o}.mask = 0;"]
+        if op == "sum":
+            return [f"uint64_t s{o} = 0;"]
+        ct = CTYPE[red.meta.dtype]
+        return [f"{ct} m{o} = {self.red_init(red)};", f"int z{o} = 0;"]
+
+    def red_result(self, red, count: str) -> list:
+        """The reduction's value v<out> once its loop ran over `count` elements."""
+        o, op = red.out, self.grp.reduce[red.out][0]
+        ct = CTYPE[red.meta.dtype]
+        if op == "sum" and red.meta.dtype not in FLOAT:
+            value = f"({ct})s{o}"
+        elif op == "sum":
+            value = f"({ct})pj_pw_total(&pw{o})"
+        elif op == "mean":
+            value = f"({ct})(pj_pw_total(&pw{o}) / (double){count})"
         else:
-            ct = CTYPE[self.grp.reduction.meta.dtype]
-            cmp = ">" if red[0] == "max" else "<"
-            init = "-INFINITY" if red[0] == "max" else "INFINITY"
-            v = self.red_value()
-            lines += ["{",
-                      f"    {ct} m = {init};",
-                      "    int nan = 0;",
-                      f"    #pragma omp simd reduction({red[0]}:m) reduction(|:nan)",
-                      "    for (npy_intp j = 0; j < n; j++) {",
-                      *body,
-                      f"        m = {v} {cmp} m ? {v} : m;",
-                      f"        nan |= {v} != {v};",
-                      "    }",
-                      f"    if (m {cmp} rm) rm = m;",
-                      "    rnan |= nan;",
-                      "}"]
-        return lines
+            value = f"z{o} ? ({ct})NAN : m{o}" if red.meta.dtype in FLOAT else f"m{o}"
+        return [f"const {ct} v{o} = {value};"] + self.store_row(o, "0" if count == "N" else "r")
+
+    def store_row(self, out: int, row: str) -> list:
+        return [f"o{k}[{row}] = v{out};" for k, ref in enumerate(self.grp.outputs)
+                if ref.index == out]
+
+    def out_kind(self, ref) -> str:
+        if ref.index in self.grp.rows:
+            return "row"
+        return "all" if ref.index in self.grp.reduce else "full"
+
+    def out_dims(self, ref) -> tuple:
+        """(ndim, C expressions of the dims) of an output, from the run-time `shape`."""
+        kind, ndim = self.out_kind(ref), self.graph.meta(ref).ndim
+        if kind == "full":
+            return self.nd, None
+        if kind == "all":
+            return ndim, ["1"] * ndim
+        dims = [f"shape[{d}]" for d in range(self.nd - 1)]
+        return ndim, dims + ["1"] * (ndim - len(dims))
 
     def function(self) -> str:
         g, k, nd, ndi = self.grp, self.grp.id, self.nd, self.ndi
-        nin = len(g.inputs)
+        nin, nout = len(g.inputs), len(g.outputs)
         L = [f"/* {g} */",
              "static PyObject *",
              f"pj_g{k}(PyObject *self, PyObject *const *args, Py_ssize_t nargs)",
              "{",
              "    (void)self;",
+             f"    PyObject *out[{nout}] = {{NULL}};",
+             *[f"    {CTYPE[self.dtype(r)]} *w{r.index} = NULL;" for r in self.carried],
              f"    if (nargs != {nin})",
              f"        return pj_fallback({k}, args, nargs);",
              f"    npy_intp shape[{ndi}];",
@@ -355,22 +515,23 @@ class _Group:
         arrays = []
         for i, ref in enumerate(g.inputs):
             m = self.graph.meta(ref)
-            ct = CTYPE[m.dtype]
             if self.kinds[i] == "scalar":
-                L += [f"    double d{i};",
-                      f"    if (pj_double(args[{i}], &d{i}) < 0)",
+                ty, parse = ("long long", "pj_int") if m.dtype.kind in "iu" else (
+                    "double", "pj_double")
+                L += [f"    {ty} d{i};",
+                      f"    if ({parse}(args[{i}], &d{i}) < 0)",
                       f"        return pj_fallback({k}, args, nargs);"]
             else:
                 arrays.append(i)
                 L += [f"    PyArrayObject *a{i} = pj_array(args[{i}], {NPYTYPE[m.dtype]}, {ndi});",
                       f"    if (a{i} == NULL || pj_bcast(a{i}, shape, {ndi}) < 0)",
                       f"        return pj_fallback({k}, args, nargs);"]
-        L.append("    npy_intp N = 1, rows = 1;")
-        L.append(f"    for (int d = 0; d < {ndi}; d++)")
-        L.append("        N *= shape[d];")
-        L.append(f"    for (int d = 0; d < {ndi} - 1; d++)")
-        L.append("        rows *= shape[d];")
-        L.append(f"    const npy_intp n = shape[{ndi} - 1];")
+        L += ["    npy_intp N = 1, rows = 1;",
+              f"    for (int d = 0; d < {ndi}; d++)",
+              "        N *= shape[d];",
+              f"    for (int d = 0; d < {ndi} - 1; d++)",
+              "        rows *= shape[d];",
+              f"    const npy_intp n = shape[{ndi} - 1];"]
         for i in arrays:
             L.append(f"    npy_intp st{i}[{ndi}];")
             L.append(f"    pj_strides(a{i}, shape, {ndi}, st{i});")
@@ -380,79 +541,85 @@ class _Group:
                 L.append(f"    const {ct} c{i} = ({ct})d{i};")
             elif self.kinds[i] == "one":
                 L.append(f"    const {ct} c{i} = *(const {ct} *)PyArray_DATA(a{i});")
-        # outputs
-        outs = self.elem_outputs()
-        L.append(f"    PyObject *out[{len(g.outputs)}] = {{NULL}};")
-        for j, ref in enumerate(outs):
-            t = self.graph.meta(ref).dtype
-            L += [f"    out[{j}] = PyArray_SimpleNew({nd}, shape, {NPYTYPE[t]});",
-                  f"    if (out[{j}] == NULL)",
-                  "        goto fail;",
-                  f"    {CTYPE[t]} *const q{j}base = ({CTYPE[t]} *)PyArray_DATA((PyArrayObject *)out[{j}]);"]
-        red = g.reduce
-        if red is not None:
-            rt = g.reduction.meta.dtype
-            rnd = (nd if red[2] else 0) if red[1] == "all" else (nd if red[2] else nd - 1)
-            L.append(f"    npy_intp rshape[{max(rnd, 1)}];")
-            if red[1] == "all":
-                L.append(f"    for (int d = 0; d < {rnd}; d++) rshape[d] = 1;")
+        for j, ref in enumerate(g.outputs):
+            ct = CTYPE[self.dtype(ref)]
+            ndim, dims = self.out_dims(ref)
+            if dims is None:
+                L.append(f"    out[{j}] = PyArray_SimpleNew({nd}, shape, {NPYTYPE[self.dtype(ref)]});")
             else:
-                L.append(f"    for (int d = 0; d < {nd - 1}; d++) rshape[d] = shape[d];")
-                if red[2]:
-                    L.append(f"    rshape[{nd - 1}] = 1;")
-            j = len(outs)
-            L += [f"    out[{j}] = PyArray_SimpleNew({rnd}, rshape, {NPYTYPE[rt]});",
-                  f"    if (out[{j}] == NULL)",
+                L.append(f"    npy_intp oshape{j}[{max(ndim, 1)}] = {{{', '.join(dims) or '1'}}};")
+                L.append(f"    out[{j}] = PyArray_SimpleNew({ndim}, oshape{j}, {NPYTYPE[self.dtype(ref)]});")
+            L += [f"    if (out[{j}] == NULL)",
                   "        goto fail;",
-                  f"    {CTYPE[rt]} *const rout = ({CTYPE[rt]} *)PyArray_DATA((PyArrayObject *)out[{j}]);",
-                  "    pj_pw pw = {{0}, 0};",
-                  f"    {CTYPE[rt]} rm = {'-INFINITY' if red[0] == 'max' else 'INFINITY'};",
-                  "    int rnan = 0;",
-                  "    (void)pw; (void)rm; (void)rnan;"]
+                  f"    {ct} *const {'q' if dims is None else 'o'}{j}{'base' if dims is None else ''}"
+                  f" = ({ct} *)PyArray_DATA((PyArrayObject *)out[{j}]);"]
+        for r in self.carried:
+            ct = CTYPE[self.dtype(r)]
+            L += [f"    w{r.index} = ({ct} *)PyMem_RawMalloc((n > 0 ? n : 1) * sizeof({ct}));",
+                  f"    if (w{r.index} == NULL) {{",
+                  "        PyErr_NoMemory();",
+                  "        goto fail;",
+                  "    }"]
+        whole = [r for r in g.reductions if not self.row_reduce(r)]
+        for red in whole:
+            L += ["    " + s for s in self.red_state(red)]
         # NumPy reports divide-by-zero, overflow and invalid results (a warning, or an error
         # under np.errstate): when the kernel raised one of those flags, the group runs again
         # in NumPy, which reports it exactly as plain NumPy would.
         L.append("    feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);")
         L.append("    PyThreadState *ts = N > 32768 ? PyEval_SaveThread() : NULL;")
-        flat_ok = all(kd in ("scalar", "one", "full") for kd in self.kinds) and (
-            red is None or red[1] == "all")
+        flat_ok = self.loops == 1 and not g.rows and all(
+            kd in ("scalar", "one", "full") for kd in self.kinds)
         if flat_ok:
             conds = " && ".join([f"pj_flat(a{i}, shape, {ndi})" for i in arrays
                                  if self.kinds[i] == "full"] or ["1"])
-            L.append(f"    if ({conds}) {{")
-            L.append("        {")
-            L.append("            const npy_intp n = N;")
+            L += [f"    if ({conds}) {{",
+                  "        const npy_intp n = N;"]
             for i in arrays:
-                L.append(f"            const char *b{i} = PyArray_BYTES(a{i}); (void)b{i};")
-            for j in range(len(outs)):
-                L.append(f"            {CTYPE[self.graph.meta(outs[j]).dtype]} *const q{j} = q{j}base;")
-            L += ["            " + s for s in self.inner("contig")]
-            L.append("        }")
+                L.append(f"        const char *b{i} = PyArray_BYTES(a{i}); (void)b{i};")
+            for j, ref in enumerate(g.outputs):
+                if self.out_kind(ref) == "full":
+                    L.append(f"        {CTYPE[self.dtype(ref)]} *const q{j} = q{j}base;")
+            L += ["        " + s for s in self.loop(0, "contig")]
             L.append("    } else {")
         else:
             L.append("    {")
-        # rows
         contig = " && ".join([f"(n <= 1 || st{i}[{ndi} - 1] == (npy_intp)sizeof({CTYPE[self.dtype(g.inputs[i])]}))"
                               for i in arrays if self.kinds[i] in ("full", "other")] or ["1"])
         L += [f"        const int contig = {contig};",
               f"        npy_intp idx[{ndi}] = {{0}};",
               "        for (npy_intp r = 0; r < rows; r++) {"]
+        R = []
         for i in arrays:
-            L.append(f"            const char *b{i} = PyArray_BYTES(a{i});")
-            L.append(f"            for (int d = 0; d < {ndi} - 1; d++) b{i} += idx[d] * st{i}[d];")
-            L.append(f"            const npy_intp s{i} = st{i}[{ndi} - 1]; (void)s{i};")
-        for j in range(len(outs)):
-            L.append(f"            {CTYPE[self.graph.meta(outs[j]).dtype]} *const q{j} = q{j}base + r * n;")
-        if red is not None and red[1] == "last":
-            L.append("            pw.mask = 0; rm = " + ("-INFINITY" if red[0] == "max" else "INFINITY")
-                     + "; rnan = 0;")
-        L.append("            if (contig) {")
-        L += ["                " + s for s in self.inner("contig")]
-        L.append("            } else {")
-        L += ["                " + s for s in self.inner("strided")]
-        L.append("            }")
-        if red is not None and red[1] == "last":
-            L.append("            " + self.store_red("r", "n"))
+            R.append(f"const char *b{i} = PyArray_BYTES(a{i});")
+            R.append(f"for (int d = 0; d < {ndi} - 1; d++) b{i} += idx[d] * st{i}[d];")
+            R.append(f"const npy_intp s{i} = st{i}[{ndi} - 1]; (void)s{i};")
+            if self.kinds[i] == "inner":
+                ct = CTYPE[self.dtype(g.inputs[i])]
+                R.append(f"const {ct} c{i} = *(const {ct} *)b{i};")
+        for j, ref in enumerate(g.outputs):
+            if self.out_kind(ref) == "full":
+                R.append(f"{CTYPE[self.dtype(ref)]} *const q{j} = q{j}base + r * n;")
+        for t in range(self.loops + 1):
+            for node in self.row_nodes[t]:
+                R += self.node_stmts(node, g.ops[node.out]) + self.store_row(node.out, "r")
+            if t == self.loops:
+                break
+            for red in self.reds[t]:
+                if self.row_reduce(red):
+                    R += self.red_state(red)
+            if self.used_in(t)[0]:
+                R.append("if (contig) {")
+                R += ["    " + s for s in self.loop(t, "contig")]
+                R.append("} else {")
+                R += ["    " + s for s in self.loop(t, "strided")]
+                R.append("}")
+            else:       # reads no input: one loop
+                R += self.loop(t, "contig")
+            for red in self.reds[t]:
+                if self.row_reduce(red):
+                    R += self.red_result(red, "n")
+        L += ["            " + s for s in R]
         L += [f"            for (int d = {ndi} - 2; d >= 0; d--) {{",
               "                if (++idx[d] < shape[d])",
               "                    break;",
@@ -460,50 +627,43 @@ class _Group:
               "            }",
               "        }",
               "    }"]
-        if red is not None and red[1] == "all":
-            L.append("    " + self.store_red("0", "N"))
-        L.append("    if (ts != NULL)")
-        L.append("        PyEval_RestoreThread(ts);")
-        L.append("    if (fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID)) {")
-        L.append(f"        for (int j = 0; j < {len(g.outputs)}; j++)")
-        L.append("            Py_CLEAR(out[j]);")
-        L.append(f"        return pj_fallback({k}, args, nargs);")
-        L.append("    }")
-        # results
+        for red in whole:
+            L += ["    " + s for s in self.red_result(red, "N")]
+        L += ["    if (ts != NULL)",
+              "        PyEval_RestoreThread(ts);",
+              *[f"    PyMem_RawFree(w{r.index});\n    w{r.index} = NULL;" for r in self.carried],
+              "    if (fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID)) {",
+              f"        for (int j = 0; j < {nout}; j++)",
+              "            Py_CLEAR(out[j]);",
+              f"        return pj_fallback({k}, args, nargs);",
+              "    }"]
         for j, ref in enumerate(g.outputs):
             if not self.graph.meta(ref).is_array:
                 L.append(f"    out[{j}] = PyArray_Return((PyArrayObject *)out[{j}]);")
                 L.append(f"    if (out[{j}] == NULL) goto fail;")
-        if len(g.outputs) == 1:
+        if nout == 1:
             L.append("    return out[0];")
         else:
-            L.append(f"    PyObject *tuple = PyTuple_New({len(g.outputs)});")
+            L.append(f"    PyObject *tuple = PyTuple_New({nout});")
             L.append("    if (tuple == NULL) goto fail;")
-            for j in range(len(g.outputs)):
+            for j in range(nout):
                 L.append(f"    PyTuple_SET_ITEM(tuple, {j}, out[{j}]);")
             L.append("    return tuple;")
         L += ["fail:",
-              f"    for (int j = 0; j < {len(g.outputs)}; j++)",
+              *[f"    PyMem_RawFree(w{r.index});" for r in self.carried],
+              f"    for (int j = 0; j < {nout}; j++)",
               "        Py_XDECREF(out[j]);",
               "    return NULL;",
               "}"]
         return "\n".join(L) + "\n"
 
-    def store_red(self, index: str, count: str) -> str:
-        op = self.grp.reduce[0]
-        ct = CTYPE[self.grp.reduction.meta.dtype]
-        if op == "sum":
-            return f"rout[{index}] = ({ct})pj_pw_total(&pw);"
-        if op == "mean":
-            return f"rout[{index}] = ({ct})(pj_pw_total(&pw) / (double){count});"
-        return f"rout[{index}] = rnan ? ({ct})NAN : rm;"
 
+def render_module(graph, groups: list, contract: bool = False) -> str:
+    """The C source of the module holding every group's function.
 
-def render_module(graph, groups: list, vector_math: bool = True) -> str:
-    """The C source of the module holding every group's function."""
-    parts = [PRELUDE]
-    if vector_math:
-        parts.append(VECTOR_DECLS)
+    contract: let gcc fuse a*b+c into one FMA (one rounding instead of two: O2 only).
+    """
+    parts = [CONTRACT if contract else "", PRELUDE, VECTOR_DECLS]
     parts.append(HELPERS)
     parts.append(f"static PyObject *pj_fallbacks[{max(len(groups), 1)}];\n")
     parts.append(FALLBACK)

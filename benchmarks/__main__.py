@@ -11,7 +11,7 @@ import sys
 
 THREAD_VARS = ("PIJIT_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS", "NUMBA_NUM_THREADS")
-BACKENDS = ("numpy", "pijit", "numexpr", "numba", "torch", "jax")
+BACKENDS = ("numpy", "pijit", "pijit_O2", "numexpr", "numba", "torch", "jax")
 
 
 def parser():
@@ -111,7 +111,7 @@ def main(argv=None):
         report.plot(results, args.plot)
     failed = any(r["status"] in ("mismatch", "error")
                  for w in results["workloads"] for n, r in w["variants"].items()
-                 if n in ("numpy", "pijit"))
+                 if n in runner.OWN)
     return 1 if failed else 0
 
 

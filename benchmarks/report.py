@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from benchmarks.peers import PEERS
+from benchmarks.runner import OWN
 
 
 def fmt_time(s):
@@ -47,15 +48,16 @@ def _mb(rec):
 
 def _check(w):
     bad = [f"{n}:{r['status']}" for n, r in w["variants"].items()
-           if r["status"] in ("mismatch", "error") and n in ("numpy", "pijit")]
+           if r["status"] in ("mismatch", "error") and n in OWN]
     return "FAIL " + ",".join(bad) if bad else "ok"
 
 
 def rows(results):
-    peers = [p for p in PEERS if any(w["variants"].get(p, {}).get("status") not in
-                                     (None, "not installed") for w in results["workloads"])]
+    others = [p for p in ("pijit_O2",) + PEERS if any(
+        w["variants"].get(p, {}).get("status") not in (None, "not installed")
+        for w in results["workloads"])]
     head = ["workload", "size", "numpy", "pijit", "speedup [IQR]", "1st call cold/warm", "graphs/brk",
-            "peak MB np/pj", "floor", "check"] + [f"{p} x" for p in peers]
+            "peak MB np/pj", "floor", "check"] + [f"{p} x" for p in others]
     body = []
     for w in results["workloads"]:
         v = w["variants"]
@@ -66,7 +68,7 @@ def rows(results):
                      (f"{fmt_time(pj.get('first_call_cold_s'))}/"
                       f"{fmt_time(pj.get('first_call_warm_disk_s'))}") if pj else "-", graphs,
                      f"{_mb(np_)}/{_mb(pj)}", fmt_time(w.get("floor_s")), _check(w)]
-                    + [_speedup(v.get(p), with_spread=False) for p in peers])
+                    + [_speedup(v.get(p), with_spread=False) for p in others])
     return head, body
 
 

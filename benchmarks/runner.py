@@ -37,7 +37,8 @@ from benchmarks import peers as peers_mod
 from benchmarks.check import compare, nbytes
 
 SCHEMA_VERSION = 1
-ALL_BACKENDS = ("numpy", "pijit") + peers_mod.PEERS
+OWN = ("numpy", "pijit", "pijit_O2")     # variants whose failures fail the run
+ALL_BACKENDS = OWN + peers_mod.PEERS
 DISK_CACHE_NOTE = ("first_call_cold_s: empty kernel disk cache (a fresh PIJIT_CACHE_DIR); "
                    "first_call_warm_disk_s: after pijit.reset, kernels on disk, not loaded")
 
@@ -162,6 +163,9 @@ def _prepare(name, workload, threads, pijit):
         return workload.fn, None, None
     if name == "pijit":
         return pijit.jit(peers_mod.fresh_copy(workload.fn)), None, None
+    if name == "pijit_O2":      # the level that may change the last bits (README: jit_level)
+        return pijit.jit(peers_mod.fresh_copy(workload.fn),
+                         jit_config={"jit_level": "O2"}), None, None
     return peers_mod.prepare(name, workload, threads)
 
 
@@ -224,7 +228,7 @@ def measure_workload(workload, scale, backends, *, threads=1, repeat=None, budge
                     check = compare(reference, out2, strict_dtype=True)
             else:
                 rec["first_call_s"], out = timed_call(fn, call_inputs)
-                check = compare(reference, to_np(out), strict_dtype=name == "numpy")
+                check = compare(reference, to_np(out), strict_dtype=name in OWN)
         except Exception as exc:
             rec.update(status="error", error=f"{type(exc).__name__}: {exc}")
             continue
@@ -234,7 +238,7 @@ def measure_workload(workload, scale, backends, *, threads=1, repeat=None, budge
             rec["error"] = check["reason"]
             continue
         timers[name] = make_timer(fn, call_inputs)
-        prepared[name] = (fn, call_inputs, own, to_np, name == "numpy")
+        prepared[name] = (fn, call_inputs, own, to_np, name in OWN)
 
     if timers:
         samples, numbers = interleave(timers, repeat=repeat, budget_s=budget_s,
@@ -255,7 +259,7 @@ def measure_workload(workload, scale, backends, *, threads=1, repeat=None, budge
         try:
             out = to_np(call_all(fn, call_inputs))          # steady-state result, checked too
             check = compare(reference, out, strict_dtype=strict)
-            if name in ("numpy", "pijit", "numexpr"):      # allocations tracemalloc sees
+            if name in OWN + ("numexpr",):      # allocations tracemalloc sees
                 rec["peak_memory_bytes"] = peak_memory(fn, call_inputs)
         except Exception as exc:
             check = {"ok": False, "reason": f"{type(exc).__name__}: {exc}"}

@@ -71,11 +71,16 @@ OPTIONS = (
            choices=("STRICT", "LAX")),
     Option("jit_level", str, "O1",
            "'O0': the captured graph runs on the NumPy reference backend. 'O1': graph passes "
-           "(dead code, common subexpressions) and fused C kernels for the elementwise ops "
-           "that round exactly like NumPy (+ - * /, comparisons, sqrt, abs, maximum, minimum, "
-           "clip, where, square, casts): results bit-identical to NumPy. 'O2': O1 plus "
-           "transcendentals through glibc's vector math (measured within 3 ulp of NumPy for "
-           "float64, 5 ulp for float32) and fused reductions (pairwise sums in blocks).",
+           "(dead code, common subexpressions) and fused C kernels for what rounds exactly "
+           "like NumPy: + - * /, comparisons, sqrt, abs, maximum, minimum, clip, where, "
+           "square, casts, integer and bitwise ops (wrapping around like NumPy), and "
+           "sum/max/min of integers and bools: results bit-identical to NumPy. 'O2': O1 "
+           "plus transcendentals (exp, log, sin, cos, tanh, pow) through glibc's vector math "
+           "(measured within 3 ulp of NumPy for float64, 5 ulp for float32), float "
+           "sum/mean/max/min over all axes or the last axis, pairwise in blocks and "
+           "accumulated in float64 (at least as accurate as NumPy's pairwise summation), "
+           "with a row reduction and the ops that broadcast it back in one kernel (softmax, "
+           "layernorm), and a*b+c contracted into fused multiply-adds.",
            choices=("O0", "O1", "O2")),
 )
 _BY_NAME = {o.name: o for o in OPTIONS}

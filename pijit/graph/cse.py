@@ -1,8 +1,8 @@
 """Common-subexpression elimination: Graph -> Graph where a pure node identical to an earlier
 one (same fn, same arguments) is replaced by it.
 
-Skipped entirely when the graph mutates arrays in place (sharing a value could then expose a
-mutation), and never applied to a node that is itself a graph output (two outputs that are
+Skipped entirely when the graph mutates arrays in place, directly or in a loop node's body
+(sharing a value could then expose a mutation), and never applied to a node that is itself a graph output (two outputs that are
 one object would alias where NumPy returns two arrays).
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 
 from pijit.graph.dce import replace_nodes
 from pijit.graph.ir import Graph, Ref, map_refs
-from pijit.graph.purity import is_inplace, is_pure
+from pijit.graph.purity import is_pure, mutates
 
 
 class _Unhashable(Exception):
@@ -36,7 +36,7 @@ def _key(arg):
 
 
 def cse(graph: Graph) -> Graph:
-    if any(is_inplace(n) for n in graph.nodes):
+    if any(mutates(n) for n in graph.nodes):
         return graph
     outputs = {r.index for r in graph.outputs}
     seen: dict = {}

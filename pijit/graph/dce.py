@@ -1,7 +1,8 @@
 """Dead-code elimination: Graph -> Graph without pure nodes whose values nobody uses.
 
 In-place operator nodes (`iadd`, ...) mutate their first argument and are always kept, and so
-is everything they read.
+is everything they read; so are loop nodes (one opaque node each: their bodies are not
+entered).
 """
 from __future__ import annotations
 

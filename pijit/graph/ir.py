@@ -2,7 +2,9 @@
 
 A Graph is an ordered list of Nodes in SSA form. Node arguments are nested Python structures
 (tuples, lists, dicts, slices) whose leaves are either constants or `Ref`s to earlier values.
-Printing gives one node per line with shape and dtype, the form `print_after_all` shows.
+A loop node's fn is a LoopOp holding its body as a Graph of its own. Printing gives one node
+per line with shape and dtype (loop bodies indented under their node), the form
+`print_after_all` shows.
 """
 from __future__ import annotations
 
@@ -114,6 +116,14 @@ class Graph:
         self.input_names.append(name)
         return ref
 
+    def add_placeholder(self, meta: Meta) -> Ref:
+        """A value number defined by nothing yet: what a loop body reads while capture walks
+        it (carried values, the index), before the body is cut into a Graph of its own.
+        Numbers are never reused, so its number stays allocated after the cut."""
+        ref = Ref(self.num_values)
+        self._metas[ref.index] = meta
+        return ref
+
     def add_node(self, name, fn, args, kwargs, meta, lineno=None) -> Ref:
         out = self.num_values
         self._metas[out] = meta
@@ -128,12 +138,91 @@ class Graph:
         for ref, name, meta in zip(self.inputs, self.input_names, self.input_metas):
             lines.append(f"  {ref!r} = input {name}  : {meta}")
         for node in self.nodes:
-            parts = [format_arg(a) for a in node.args]
+            if isinstance(node.fn, LoopOp):
+                parts = node.fn.format_args(node.args)
+            else:
+                parts = [format_arg(a) for a in node.args]
             parts += [f"{k}={format_arg(v)}" for k, v in node.kwargs]
             line = f"  # line {node.lineno}" if node.lineno is not None else ""
-            lines.append(f"  %{node.out} = {node.name}({', '.join(parts)})  : {node.meta}{line}")
+            lines.append(f"  %{node.out} = {node.name}({', '.join(parts)})  : "
+                         f"{format_meta(node.meta)}{line}")
+            if isinstance(node.fn, LoopOp):
+                lines += ["    " + text for text in str(node.fn).splitlines()]
         lines.append(f"  return ({', '.join(map(repr, self.outputs))})")
         return "\n".join(lines)
+
+
+@dataclass(frozen=True, eq=False)
+class LoopOp:
+    """The fn of a loop node: `for index in range(start, stop, step)`, running `body` once
+    per index.
+
+    The node's args are (start, stop, step, *initial carried values, *invariant values); its
+    value is the tuple (*final carried values, *last values). `body` is a Graph whose inputs
+    are the n_carried carried values, the index, then the invariant values, and whose outputs
+    are the next carried values, then the values of the n_last locals that the loop binds
+    for the first time (only when it is known to run at least once). The index is an input
+    like any other: a local bound to it is carried or a last value. `mutates`: the body writes
+    into arrays (item assignment, in-place operators), so the node is an effect to keep in
+    place. `names`: the local name of each carried value, then of each last value (dumps).
+    """
+    body: Graph
+    n_carried: int
+    n_last: int = 0
+    mutates: bool = False
+    names: tuple = ()
+
+    @property
+    def n_invariant(self) -> int:
+        return len(self.body.inputs) - self.n_carried - 1
+
+    def split_args(self, args) -> tuple:
+        """(range args, initial carried values, invariant values) of a node's args."""
+        return args[:3], args[3:3 + self.n_carried], args[3 + self.n_carried:]
+
+    def __call__(self, start, stop, step, *values):
+        """The reference semantics: interpret the body once per index (backends generate
+        code for it instead)."""
+        carried, invariant = values[:self.n_carried], values[self.n_carried:]
+        last = None
+        for index in range(start, stop, step):
+            outs = run_graph(self.body, (*carried, index, *invariant))
+            carried, last = outs[:self.n_carried], outs[self.n_carried:]
+        if self.n_last and last is None:
+            raise AssertionError("a loop with last values ran no iteration")
+        return (*carried, *(last or ()))
+
+    def format_args(self, args) -> list:
+        bounds, init, invariant = self.split_args(args)
+        return [f"range({', '.join(format_arg(a) for a in bounds)})",
+                f"carried={format_arg(tuple(init))}", f"invariant={format_arg(tuple(invariant))}"]
+
+    def __str__(self) -> str:
+        names = self.names or ("?",) * (self.n_carried + self.n_last)
+        head = (f"body: carried ({', '.join(names[:self.n_carried])}), "
+                f"last ({', '.join(names[self.n_carried:])})"
+                + (", writes into arrays" if self.mutates else ""))
+        return head + "\n" + str(self.body)
+
+
+def run_graph(graph: Graph, args) -> tuple:
+    """Evaluate a graph by calling each node's fn: the reference interpreter (loop bodies)."""
+    env = {ref.index: value for ref, value in zip(graph.inputs, args)}
+
+    def value(ref):
+        return env[ref.index]
+
+    for node in graph.nodes:
+        env[node.out] = node.fn(*map_refs(node.args, value),
+                                **{k: map_refs(v, value) for k, v in node.kwargs})
+    return tuple(env[r.index] for r in graph.outputs)
+
+
+def format_meta(meta) -> str:
+    """A node's Meta, or the tuple of Metas of a node with several results."""
+    if isinstance(meta, tuple):
+        return "(" + ", ".join(map(format_meta, meta)) + ("," if len(meta) == 1 else "") + ")"
+    return str(meta)
 
 
 def format_arg(arg: Any) -> str:

@@ -1,7 +1,9 @@
-"""Which nodes are pure (no effect but their value), for DCE and CSE.
+"""Which nodes are pure (no effect but their value), and which write into arrays, for DCE,
+CSE, fusion and the backends' scheduling.
 
 Only ops known to be pure are: NumPy ufuncs (without out=), operators that are not in-place,
-and the reductions and methods listed here. Everything else is treated as having effects.
+and the reductions and methods listed here. Everything else is treated as having effects;
+loop nodes always are (opaque: one node, whatever their body does).
 """
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import builtins
 import operator
 
 import numpy as np
+
+from pijit.graph.ir import LoopOp
 
 _INPLACE = frozenset(id(f) for f in (
     operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
@@ -26,7 +30,20 @@ _PURE = frozenset(id(f) for f in (
 
 
 def is_inplace(node) -> bool:
+    """An in-place operator node (`a += b`): it mutates its first argument."""
     return id(node.fn) in _INPLACE
+
+
+def is_loop(node) -> bool:
+    return isinstance(node.fn, LoopOp)
+
+
+def mutates(node) -> bool:
+    """True when the node writes into an array: in-place operators, item assignment
+    (`a[k] = v`, a loop body's setitem node), and loop nodes whose body does either."""
+    if id(node.fn) in _INPLACE or node.fn is operator.setitem:
+        return True
+    return isinstance(node.fn, LoopOp) and node.fn.mutates
 
 
 def is_pure(node) -> bool:

@@ -4,11 +4,12 @@ Graph -> None, or AssertionError naming the first broken invariant.
 """
 from __future__ import annotations
 
-from pijit.graph.ir import Graph, Ref, node_refs
+from pijit.graph.ir import Graph, LoopOp, Ref, node_refs
 
 
 def verify(graph: Graph) -> None:
-    """SSA: each value defined once, before its uses; metas known; outputs defined."""
+    """SSA: each value defined once, before its uses; metas known; outputs defined. Loop
+    nodes: arity, result metas and the fixed point of their bodies; bodies verified too."""
     defined = set()
     for ref, meta in zip(graph.inputs, graph.input_metas):
         assert ref.index not in defined, f"input %{ref.index} defined twice"
@@ -20,6 +21,23 @@ def verify(graph: Graph) -> None:
             assert r.index in defined, f"%{node.out} = {node.name} uses %{r.index} before definition"
         assert node.out not in defined, f"%{node.out} defined twice"
         assert graph._metas.get(node.out) == node.meta, f"%{node.out}: meta mismatch"
+        if isinstance(node.fn, LoopOp):
+            _verify_loop(node)
         defined.add(node.out)
     for r in graph.outputs:
         assert isinstance(r, Ref) and r.index in defined, f"output {r!r} is not defined"
+
+
+def _verify_loop(node) -> None:
+    op, body = node.fn, node.fn.body
+    where = f"loop node %{node.out}"
+    assert not node.kwargs, f"{where}: keyword arguments"
+    assert op.n_invariant >= 0, f"{where}: body has fewer inputs than carried values + index"
+    assert len(node.args) == 3 + op.n_carried + op.n_invariant, f"{where}: wrong arity"
+    assert len(body.outputs) == op.n_carried + op.n_last, f"{where}: wrong number of body outputs"
+    outs = tuple(body.meta(r) for r in body.outputs)
+    assert node.meta == outs, f"{where}: result metas differ from the body's outputs"
+    ins = tuple(body.input_metas[:op.n_carried])
+    assert outs[:op.n_carried] == ins, f"{where}: carried metas are not a fixed point"
+    assert body.input_metas[op.n_carried].pytype is int, f"{where}: the index is not an int"
+    verify(body)

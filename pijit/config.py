@@ -49,9 +49,19 @@ OPTIONS = (
            "Unroll loops over iterables known at capture time (range with guarded bounds, "
            "tuples, lists, zip/enumerate of those, rows of an array). When False, or past "
            "MAX_LOOP_UNROLLING, the loop runs as residual bytecode and the code after it is "
-           "captured in a resume function."),
+           "captured in a resume function (or, with loop_nodes, a range loop may become a "
+           "loop node)."),
     Option("MAX_LOOP_UNROLLING", int, 100,
            "Most iterations unrolled per loop (all loops nested in it included).", minimum=0),
+    Option("loop_nodes", bool, False,
+           "A `for` loop over range(...) whose bounds are known only at run time, or longer "
+           "than MAX_LOOP_UNROLLING, or that cannot be unrolled (e.g. its body writes into "
+           "arrays: stencils, row updates), becomes one loop node: the body is captured once "
+           "as a graph of its own and runs once per iteration inside the graph, with no guard "
+           "on the trip count. Loops it cannot express (graph breaks or break/return in the "
+           "body, a carried value whose type, dtype or shape changes, a loop variable used "
+           "after a loop that may not run) are captured as when False: unrolled, or residual "
+           "bytecode."),
     Option("MAX_INLINE_DEPTH", int, 8,
            "Deepest nesting of user functions inlined into one graph; deeper calls (and "
            "calls that cannot be captured whole) are graph breaks, and the callee is jitted "
@@ -118,6 +128,7 @@ class JitConfig:
     enable_dynamic_shape: bool = True
     loop_unrolling: bool = True
     MAX_LOOP_UNROLLING: int = 100
+    loop_nodes: bool = False
     MAX_INLINE_DEPTH: int = 8
     allowed_inline_modules: tuple = ()
     print_last_frame_if_break_graph: bool = False

@@ -14,13 +14,13 @@ from bytecode import Bytecode, Instr, Label, SetLineno, TryBegin, TryEnd
 from pijit.capture import numpy_rules
 from pijit.capture.flow import Flow
 from pijit.capture.graph_break import STATIC_REASONS, TO_END_REASONS, GraphBreak, Reason
+from pijit.capture.loop_node import LoopPlan, RetryCapture
 from pijit.capture.ops_load_store import DELETED
 from pijit.capture.sources import (AttrSource, CellSource, DictItemSource, GlobalSource,
                                    ItemSource, LocalSource)
 from pijit.capture.registry import HANDLERS
-from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, NullValue,
-                                  SliceValue,
-                                  TupleValue, Value, describe)
+from pijit.capture.values import (GraphValue, NullValue, TupleValue, Value, infer_arg,
+                                  node_arg)
 from pijit.capture.wrap import ValueBuilder
 from pijit.graph.ir import Graph, Ref
 
@@ -69,11 +69,15 @@ class FrameCapture:
     """State of one capture: simulated stack and locals, the graph being built, the guards."""
 
     def __init__(self, func, args, config, dynamic_dims, instrs, flow, stop_at, *,
-                 parent=None, fn_source=None, bound=None, closure=None):
+                 parent=None, fn_source=None, bound=None, closure=None, plan=None):
         self.func = func
         self.instrs = instrs
         self.flow = flow
         self.stop_at = stop_at          # loop heads where capture breaks instead of unrolling
+        # Loop nodes: which loops to try as loop nodes (shared by every frame of a capture),
+        # and the loop bodies being walked (innermost last; see loop_node.py).
+        self.plan = plan if parent is None else parent.plan
+        self.bodies = [] if parent is None else parent.bodies
         self.snapshots = {}             # position -> (stack, locals, node count, lineno)
         self.loop_counts = {}           # loop head position -> iterations unrolled
         self.pc = 0
@@ -159,15 +163,30 @@ class FrameCapture:
 
     # -- the walk ----------------------------------------------------------------------
     def run(self) -> CaptureResult:
+        self.walk(0)
+        return CaptureResult(self.graph, self.builder.guards, self.builder.input_sources,
+                             self.ret, self.lineno)
+
+    def walk(self, pc: int, until: int | None = None, span: tuple | None = None) -> None:
+        """Interpret from position `pc` until RETURN_VALUE; or, for one pass over a loop
+        body (loop_node.py), until control reaches position `until` (the loop head), where
+        leaving positions `span` (lo, hi) stops capture. Body passes record no snapshots:
+        a break inside a loop body never resumes there."""
         instrs, labels = self.instrs, self.flow.label_pos
-        pc, steps = 0, 0
+        steps = 0
         while self.ret is None:
+            if pc == until:
+                return
             steps += 1
             if steps > MAX_STEPS or pc >= len(instrs):
                 raise self._at(GraphBreak(Reason.CONTROL_FLOW, "walked off the end of the code"), pc)
+            if span is not None and not span[0] <= pc <= span[1]:
+                raise self._at(GraphBreak(Reason.CONTROL_FLOW,
+                                          "leaves the loop body (break)"), pc)
             item = instrs[pc]
-            self.snapshots[pc] = (list(self.stack), dict(self.locals), len(self.graph.nodes),
-                                  self.lineno)
+            if until is None:
+                self.snapshots[pc] = (list(self.stack), dict(self.locals),
+                                      len(self.graph.nodes), self.lineno)
             if pc in self.stop_at:
                 first = self.stop_at[pc]      # why the loop could not be captured
                 e = GraphBreak(first.reason, first.detail, first.lineno)
@@ -190,8 +209,8 @@ class FrameCapture:
             except GraphBreak as e:
                 raise self._at(e, pc)
             pc = labels[target] if target is not None else pc + 1
-        return CaptureResult(self.graph, self.builder.guards, self.builder.input_sources,
-                             self.ret, self.lineno)
+        if until is not None:
+            raise self._at(GraphBreak(Reason.CONTROL_FLOW, "returns from the loop body"), pc)
 
     def _at(self, e: GraphBreak, pc: int) -> GraphBreak:
         if e.lineno is None:
@@ -252,35 +271,6 @@ def _is_unchanged_argument(name, value) -> bool:
     return isinstance(source, LocalSource) and source.local == name
 
 
-def infer_arg(value: Value):
-    """A Value as a rule's infer() sees it: Metas for graph values, objects for constants."""
-    if isinstance(value, GraphValue):
-        return value.meta
-    return _convert(value, infer_arg)
-
-
-def node_arg(value: Value):
-    """A Value as a node argument: Refs for graph values, objects for constants."""
-    if isinstance(value, GraphValue):
-        return value.ref
-    return _convert(value, node_arg)
-
-
-def _convert(value: Value, leaf):
-    if isinstance(value, ConstValue):
-        return value.value
-    if isinstance(value, TupleValue):
-        return tuple(leaf(v) for v in value.items)
-    if isinstance(value, ListValue):
-        return [leaf(v) for v in value.items]
-    if isinstance(value, DictValue):
-        return {k: leaf(v) for k, v in value.items.items()}
-    if isinstance(value, SliceValue):
-        return slice(leaf(value.start), leaf(value.stop), leaf(value.step))
-    raise GraphBreak(Reason.UNSUPPORTED_VALUE,
-                     f"a {describe(value)} cannot be an argument of a NumPy operation")
-
-
 def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:
     """Capture one call of `func` with argument slots `args` (see pijit._compat.arg_slot_count).
 
@@ -293,18 +283,26 @@ def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:
     instrs = list(Bytecode.from_code(func.__code__))
     flow = Flow(instrs)
     stop_at = {}          # loop head position -> the break found inside that loop
+    plan = LoopPlan()
     while True:
-        capture = FrameCapture(func, args, config, dynamic_dims, instrs, flow, stop_at)
+        capture = FrameCapture(func, args, config, dynamic_dims, instrs, flow, stop_at,
+                               plan=plan)
         try:
             result = capture.run()
             result.instructions = instrs
             return result
+        except RetryCapture as retry:         # a loop node failed: capture it as before
+            plan.no_node.add(retry.key)
+            continue
         except GraphBreak as e:
             e.guards = list(capture.builder.guards)
             loop = flow.outermost_loop(e.position)
             if loop is not None and loop.start not in stop_at and \
                     e.reason not in TO_END_REASONS:
-                stop_at[loop.start] = e       # capture again, stopping at the loop's head
+                # A loop that could not be unrolled: capture again, trying it as a loop
+                # node, else stopping at its head (it then runs as residual bytecode).
+                if not plan.force(config, func.__code__, instrs, loop.start):
+                    stop_at[loop.start] = e
                 continue
             if config.strict or e.reason in STATIC_REASONS or func.__code__.co_cellvars:
                 raise

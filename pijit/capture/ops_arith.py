@@ -151,8 +151,9 @@ def same_object(cap, left, right) -> bool:
 
 
 def _inplace(cap, name, left: GraphValue, right):
-    """`a += b` on an array: captured for arrays the graph created, as an in-place node."""
-    if not left.fresh:
+    """`a += b` on an array: captured for arrays the graph created, as an in-place node; in
+    a loop node's body, for any array (the loop node is then an effect kept in order)."""
+    if not left.fresh and not cap.bodies:
         cap.unsupported(Reason.SIDE_EFFECT,
                         f"in-place {name} on an array the caller can see (input or view)")
     rule = numpy_rules.lookup_operator(name)
@@ -166,7 +167,7 @@ def _inplace(cap, name, left: GraphValue, right):
     node = cap.graph.nodes.pop()
     ref = cap.graph.add_node("i" + name, INPLACE[name], node.args, dict(node.kwargs),
                              left.meta, node.lineno)
-    return GraphValue(ref, left.meta, fresh=True)
+    return GraphValue(ref, left.meta, fresh=left.fresh)
 
 
 def _can_cast_same_kind(src, dst) -> bool:

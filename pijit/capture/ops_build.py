@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
+
 from pijit.capture import numpy_rules
-from pijit.capture.graph_break import Reason
+from pijit.capture.graph_break import GraphBreak, Reason
+from pijit.capture.meta_rules import broadcast
 from pijit.capture.ops_arith import fold
 from pijit.capture.registry import handler
 from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, SliceValue,
-                                  TupleValue, describe)
+                                  TupleValue, describe, infer_arg, node_arg)
+from pijit.graph.ir import Meta
 
 
 def make_tuple(items) -> TupleValue | ConstValue:
@@ -41,7 +45,8 @@ def BUILD_TUPLE(cap, instr):
 
 @handler("BUILD_LIST")
 def BUILD_LIST(cap, instr):
-    cap.push(ListValue(cap.popn(instr.arg), frame=cap))
+    cap.push(ListValue(cap.popn(instr.arg), frame=cap,
+                       body=cap.bodies[-1] if cap.bodies else None))
 
 
 @handler("LIST_EXTEND")
@@ -57,9 +62,12 @@ def LIST_APPEND(cap, instr):
 
 
 def own_list(cap, target) -> ListValue:
-    """A list this frame built: the only kind capture may mutate (others are side effects)."""
+    """A list this frame built: the only kind capture may mutate (others are side effects).
+    In a loop node's body, only a list built in that body (it changes once per iteration)."""
     if not isinstance(target, ListValue) or target.frame is not cap:
         cap.unsupported(Reason.SIDE_EFFECT, "changing a list the function did not create")
+    if cap.bodies and target.body is not cap.bodies[-1]:
+        cap.unsupported(Reason.SIDE_EFFECT, "changing a list built before the loop")
     return target
 
 
@@ -131,6 +139,50 @@ def subscript(cap, container, key):
             cap.unsupported(Reason.UNSUPPORTED_OP, f"key {key.value!r} missing")
         return container.items[key.value]
     cap.unsupported(Reason.UNSUPPORTED_VALUE, f"subscript of a {describe(container)}")
+
+
+@handler("STORE_SUBSCR")
+def STORE_SUBSCR(cap, instr):
+    """`a[key] = value`: captured only in a loop node's body, as a setitem node that writes
+    into the array (elsewhere a write into an array is a side effect left to plain Python)."""
+    if not cap.bodies:
+        cap.unsupported(Reason.UNSUPPORTED_OPCODE, instr.name)
+    key, target, value = cap.pop(), cap.pop(), cap.pop()
+    store_item(cap, target, key, value)
+
+
+def store_item(cap, target, key, value):
+    if not isinstance(target, GraphValue) or not target.meta.is_array:
+        cap.unsupported(Reason.SIDE_EFFECT, f"item assignment into a {describe(target)}")
+    if isinstance(value, ConstValue) and type(value.value) in (bool, int, float, complex):
+        vmeta = Meta.of(value.value)
+    elif isinstance(value, GraphValue):
+        vmeta = value.meta
+    else:
+        cap.unsupported(Reason.UNSUPPORTED_VALUE, f"assigning a {describe(value)} into an array")
+    getitem = numpy_rules.lookup_operator("getitem")
+    try:
+        view = getitem.infer((target.meta, infer_arg(key)), {})
+        if not view.is_array:
+            view = Meta(np.ndarray, view.dtype, ())
+        shape = vmeta.shape
+        while len(shape) > view.ndim and shape[0] == 1:
+            shape = shape[1:]          # NumPy drops leading 1s of the value
+        if broadcast(view.shape, shape) != view.shape:
+            raise ValueError("the value does not broadcast to the target's shape")
+    except numpy_rules.Unsupported as e:
+        cap.unsupported(Reason.UNSUPPORTED_OP, f"item assignment: {e}")
+    except GraphBreak:
+        raise
+    except Exception as e:          # the real assignment would raise: plain Python raises it
+        cap.unsupported(Reason.UNSUPPORTED_OP,
+                        f"item assignment would raise {type(e).__name__}: {e}")
+    if not np.can_cast(vmeta.dtype, target.meta.dtype, casting="same_kind"):
+        cap.unsupported(Reason.UNSUPPORTED_OP,
+                        f"item assignment casts {vmeta.dtype} to {target.meta.dtype}")
+    cap.graph.add_node("setitem", operator.setitem,
+                       (target.ref, node_arg(key), node_arg(value)), {},
+                       Meta(type(None), np.dtype(object), ()), cap.lineno)
 
 
 @handler("UNPACK_SEQUENCE")

@@ -21,6 +21,7 @@ from pijit.capture.ops_build import own_list, sequence_items
 from pijit.capture.registry import handler
 from pijit.capture.sources import AttrSource
 from pijit.capture.ops_load_store import shape_dim_value
+from pijit.capture.loop_node import symbolic_range
 from pijit.capture.ops_loop import iterator_call
 from pijit.capture.values import (NULL, ConstValue, DictValue, FunctionValue, GraphValue,
                                   ListValue,
@@ -99,6 +100,9 @@ def call_value(cap, fn, args: list, kwargs: dict):
         cap.unsupported(Reason.FRAME_INTROSPECTION, f"{_qualname(target)}()")
     if target in (zip, enumerate, reversed, iter):
         return iterator_call(cap, target, args, kwargs)
+    if target is range and cap.config.loop_nodes and \
+            any(isinstance(a, GraphValue) for a in args):
+        return symbolic_range(cap, args, kwargs)
     if target is len and len(args) == 1 and isinstance(args[0], (TupleValue, ListValue, DictValue)):
         return ConstValue(len(args[0].items))      # lengths of containers are guarded
     has_graph = any(contains_graph_value(v) for v in list(args) + list(kwargs.values()))

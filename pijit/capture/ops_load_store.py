@@ -41,6 +41,8 @@ def STORE_FAST(cap, instr):
 @handler("DELETE_FAST")
 def DELETE_FAST(cap, instr):
     load_local(cap, instr.arg)          # plain Python raises UnboundLocalError first
+    if cap.bodies:
+        cap.unsupported(Reason.CONTROL_FLOW, f"`del {instr.arg}` in a loop node's body")
     cap.locals[instr.arg] = DELETED
 
 
@@ -92,6 +94,8 @@ def LOAD_DEREF(cap, instr):
 @handler("STORE_DEREF")
 def STORE_DEREF(cap, instr):
     name = instr.arg.name
+    if cap.bodies:          # cells are not loop-carried values (liveness sees fast locals)
+        cap.unsupported(Reason.SIDE_EFFECT, f"store to the cell variable {name!r} in a loop")
     if name in cap.code.co_freevars:
         if cap.closure is None:
             cap.unsupported(Reason.SIDE_EFFECT, f"nonlocal store to {name!r}")

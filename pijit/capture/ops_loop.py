@@ -1,6 +1,8 @@
 """Handlers for loops: GET_ITER, FOR_ITER and backward jumps.
 
-Loops over iterables known at capture time (range with guarded bounds, tuples, lists, zip
+A `for` loop over a range becomes one loop node when its trip count is known only at run
+time or exceeds MAX_LOOP_UNROLLING, or when unrolling it failed (see loop_node.py). Other
+loops over iterables known at capture time (range with guarded bounds, tuples, lists, zip
 and enumerate of those, rows of an array with a static first dimension) unroll while the
 loop runs at most MAX_LOOP_UNROLLING iterations; otherwise capture stops and the whole loop
 runs as residual bytecode (see interpreter.capture_frame).
@@ -8,15 +10,19 @@ runs as residual bytecode (see interpreter.capture_frame).
 from __future__ import annotations
 
 from pijit.capture.graph_break import Reason
+from pijit.capture.loop_node import try_loop_node
 from pijit.capture.ops_build import sequence_items
 from pijit.capture.ops_stack import POP_JUMP_FORWARD_IF, POP_JUMP_FORWARD_IF_NONE
 from pijit.capture.registry import handler
 from pijit.capture.values import (ConstValue, GraphValue, IteratorValue, ListValue,
-                                  TupleValue, describe)
+                                  RangeValue, TupleValue, describe)
 
 
 def iterate(cap, value) -> IteratorValue:
     """The items `for item in value` yields, when capture knows them all."""
+    if isinstance(value, RangeValue):
+        cap.unsupported(Reason.LOOP, "iterating over a range whose bounds are known only "
+                                     "at run time (not as a loop node)")
     if isinstance(value, IteratorValue):
         return value
     if isinstance(value, ConstValue) and isinstance(value.value, (range, tuple, list, str)):
@@ -65,6 +71,9 @@ def _iterator_items(cap, target, args, kwargs) -> IteratorValue:
 
 @handler("GET_ITER")
 def GET_ITER(cap, instr):
+    exit_label = try_loop_node(cap, cap.stack[-1])
+    if exit_label is not None:
+        return exit_label
     if not cap.config.loop_unrolling:
         cap.unsupported(Reason.LOOP, "loop_unrolling is off")
     value = cap.pop()
@@ -77,7 +86,7 @@ def GET_ITER(cap, instr):
 @handler("FOR_ITER")
 def FOR_ITER(cap, instr):
     it = cap.stack[-1]
-    if not isinstance(it, IteratorValue):
+    if not isinstance(it, IteratorValue) or isinstance(it, RangeValue):
         cap.unsupported(Reason.LOOP, "FOR_ITER over an iterator capture does not know")
     count_iteration(cap)
     if it.index >= len(it.items):

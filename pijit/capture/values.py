@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.graph.ir import Meta, Ref
 
 # Types whose instances cannot change, so a capture-time object may be baked into code.
@@ -56,9 +57,11 @@ class TupleValue(Value):
 @dataclass(eq=False)
 class ListValue(Value):
     """A list: built by a frame being captured (`frame`, which alone may mutate it), or read
-    from an input (`source`)."""
+    from an input (`source`). `body`: the loop body being walked when it was built (a list
+    built before a loop node's body cannot change in it)."""
     items: list
     frame: object = None
+    body: object = None
 
 
 @dataclass(eq=False)
@@ -113,6 +116,15 @@ class IteratorValue(Value):
 
 
 @dataclass(eq=False)
+class RangeValue(IteratorValue):
+    """range(start, stop, step) with a bound known only at run time (a graph int). A `for`
+    loop over it becomes a loop node (loop_node.py); it cannot be unrolled or iterated at
+    capture time. Residual code rebuilds it by calling range again (the `call` it keeps).
+    bounds: the Values start, stop, step."""
+    bounds: list = None
+
+
+@dataclass(eq=False)
 class CellRef(Value):
     """A closure cell of a frame being captured (LOAD_CLOSURE): reads and writes through it
     go to that frame's local `name`."""
@@ -145,3 +157,32 @@ def describe(value) -> str:
              (SliceValue, "slice"), (IteratorValue, "iterator"), (NullValue, "NULL"),
              (FunctionValue, "function"), (CellRef, "cell"))
     return next((name for cls, name in names if isinstance(value, cls)), type(value).__name__)
+
+
+def infer_arg(value: Value):
+    """A Value as a rule's infer() sees it: Metas for graph values, objects for constants."""
+    if isinstance(value, GraphValue):
+        return value.meta
+    return _convert(value, infer_arg)
+
+
+def node_arg(value: Value):
+    """A Value as a node argument: Refs for graph values, objects for constants."""
+    if isinstance(value, GraphValue):
+        return value.ref
+    return _convert(value, node_arg)
+
+
+def _convert(value: Value, leaf):
+    if isinstance(value, ConstValue):
+        return value.value
+    if isinstance(value, TupleValue):
+        return tuple(leaf(v) for v in value.items)
+    if isinstance(value, ListValue):
+        return [leaf(v) for v in value.items]
+    if isinstance(value, DictValue):
+        return {k: leaf(v) for k, v in value.items.items()}
+    if isinstance(value, SliceValue):
+        return slice(leaf(value.start), leaf(value.stop), leaf(value.step))
+    raise GraphBreak(Reason.UNSUPPORTED_VALUE,
+                     f"a {describe(value)} cannot be an argument of a NumPy operation")

@@ -1,0 +1,518 @@
+"""Loop nodes: `for i in range(...)` captured as one graph node whose body is a graph of its
+own (pijit/capture/loop_node.py). Differential against plain NumPy on both backends, with
+how each call ran; the loops a node cannot express fall back to unrolling or residual code;
+dumps, graph passes and the reference semantics of the node."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import pijit
+from pijit.backends import cfused, numpy_backend
+from pijit.capture.interpreter import capture_frame
+from pijit.config import JitConfig
+from pijit.graph.cse import cse
+from pijit.graph.dce import dce
+from pijit.graph.fuse import find_groups, schedule
+from pijit.graph.ir import LoopOp, run_graph
+from pijit.graph.purity import is_pure, mutates
+from pijit.graph.verify import verify
+from differential import assert_same
+
+LEVELS = ["O0", "O1"]
+SYMBOLIC = {"specialize_scalar": False}     # int arguments are graph values, not constants
+
+
+def jit_kwargs(level, **options):
+    return {"jit_config": {"jit_level": level, "loop_nodes": True, **options}}
+
+
+def loop_count(report) -> int:
+    return sum(ops.count("loop") for ops in report.ops_per_graph)
+
+
+# -- the functions under test -------------------------------------------------------------
+def decay10(x):
+    for i in range(10):
+        x = x * 0.9 + 0.1
+    return x
+
+
+def decay1000(x):
+    for i in range(1000):
+        x = x * 0.9 + 0.1
+    return x
+
+
+def decay(x, n):
+    for i in range(n):
+        x = x * 0.9 + 0.1
+    return x
+
+
+def heat_inplace(u, n):
+    for k in range(n):
+        u[1:-1] += 0.1 * (u[2:] - 2 * u[1:-1] + u[:-2])
+    return u
+
+
+def heat_copy(u, n):
+    for k in range(n):
+        un = u.copy()
+        un[1:-1] = u[1:-1] + 0.2 * (u[2:] - 2 * u[1:-1] + u[:-2])
+        u = un
+    return u
+
+
+def row_update(A, b):
+    for i in range(1, A.shape[0]):
+        A[i, :] = A[i - 1, :] * 0.5 + b
+    return A
+
+
+def two_carried(x, y, n):
+    for i in range(n):
+        x, y = y * 0.5, x + y
+    return x, y
+
+
+def changes_dtype(x):
+    for i in range(1000):
+        x = x + 0.5           # int64 -> float64 in the first iteration
+    return x
+
+
+def index_after_loop(x):
+    for i in range(1000):
+        x = x * 0.999
+    return x, i
+
+
+def index_after_symbolic_loop(x, n):
+    i = -1
+    for i in range(n):
+        x = x * 0.999 + i
+    return x, i
+
+
+def index_unbound_after_symbolic_loop(x, n):
+    for i in range(n):
+        x = x * 0.999
+    return x, i
+
+
+def with_break(x, n):
+    for i in range(n):
+        x = x + 1
+        if i == 3:
+            break
+    return x
+
+
+def strided(x, n):
+    for i in range(n, 0, -2):
+        x = x * 0.5 + i
+    for i in range(0, n, 3):
+        x = x - i
+    for i in range(n, 2):
+        x = x * 100.0
+    return x
+
+
+def nested(x, n, m):
+    for i in range(n):
+        for j in range(m):
+            x = x * 0.5 + j
+        x = x - i
+    return x
+
+
+def relax(x, n):
+    for i in range(n):
+        x = x * 0.5 + 1.0
+    return x
+
+
+def calls_relax(x, n):
+    return relax(x * 2, n) + 1
+
+
+def appends(x, n):
+    out = []
+    for i in range(n):
+        out.append(x * i)
+    return out
+
+
+def prints(x, n):
+    y = x * 2
+    for i in range(n):
+        y = y + i
+        print("step", i)
+    return y - 1
+
+
+def float_accumulator(x, n):
+    s = 0.0
+    for i in range(n):
+        s = s + x[i]            # float -> np.float64: not a fixed point
+    return s
+
+
+def out_of_bounds(x, n):
+    for i in range(n):
+        x[i] = 1.0
+    return x
+
+
+def fill(x):
+    out = np.zeros(8)
+    for i in range(8):
+        out[i] = x[i] * 2
+    return out
+
+
+def counter_and_flag(x, n):
+    k = 0
+    flag = False
+    for i in range(n):
+        k = k + 2
+        flag = False
+        x = x + k
+    return x, k, flag
+
+
+def reads_around_writes(A, b, n):
+    before = A * 3              # computed before the rows change, used after
+    for i in range(1, n):
+        A[i, :] = A[i - 1, :] * 0.5 + b
+    after = A * 2
+    return before + 1, after + 1
+
+
+def inplace_carried(x, n):
+    x = x * 1                   # fresh: the caller cannot see it
+    for i in range(n):
+        x += i
+    x += 1                      # still fresh after the loop: captured
+    return x
+
+
+def rotate(a, b, c, n):
+    a = a * 1
+    b = b * 1
+    for i in range(n):
+        a, b, c = c, a, b       # after two iterations b is the caller's c
+    b += 100                    # so this write breaks the graph, as it must
+    return a, b, c
+
+
+CHECKS = False
+
+
+def pruned_exits(x, n):
+    for i in range(n):
+        assert x.ndim == 1
+        if CHECKS:
+            break
+        if x.shape[0] > 100:
+            return x
+        x = x + i
+    return x
+
+
+def over_rows(x):
+    for i in range(x.shape[0]):
+        x[i] = x[i] * 2 + i
+    return x
+
+
+# -- trip counts --------------------------------------------------------------------------
+@pytest.mark.parametrize("level", LEVELS)
+def test_short_constant_loop_unrolls(level):
+    # Ten iterations unroll into one flat graph (fusable across iterations at O1) ...
+    report = assert_same(decay10, np.arange(5.0), jit_kwargs=jit_kwargs(level))
+    assert loop_count(report) == 0 and report.ops_per_graph == [["mul", "add"] * 10]
+    # ... and become a loop node when unrolling is off.
+    report = assert_same(decay10, np.arange(5.0),
+                         jit_kwargs=jit_kwargs(level, loop_unrolling=False))
+    assert report.ops_per_graph == [["loop", "tuple_item"]]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_long_constant_loop_is_one_node(level):
+    report = assert_same(decay1000, np.arange(5.0), jit_kwargs=jit_kwargs(level))
+    assert report.ops_per_graph == [["loop", "tuple_item"]]
+    text = report.graphs[0]
+    assert text.count("= loop(range(0, 1000, 1), carried=(%0,), invariant=())") == 1
+    assert text.count("mul(") == 1 and text.count("add(") == 1     # the body, once
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_symbolic_trip_count_compiles_once(level):
+    f = pijit.jit(decay, **jit_kwargs(level, **SYMBOLIC))
+    pijit.reset(f)
+    x = np.arange(5.0)
+    for n in (10, 0, 1, 1000, 3):
+        np.testing.assert_array_equal(f(x, n), decay(x, n), strict=True)
+    stats = pijit.stats(f)
+    assert stats["compile_count"] == 1 and len(stats["entries"]) == 1
+    assert stats["cache_misses"] == 1 and stats["cache_hits"] == 4
+    assert stats["entries"][0]["ops"] == ["loop", "tuple_item"]
+    assert not any("n ==" in g or "n is" in g for g in stats["entries"][0]["guards"])
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_symbolic_trip_count_after_a_changed_value(level):
+    # Specialized first (range(10) unrolls); the changed value makes n dynamic: a loop node
+    # that every later n reuses.
+    f = pijit.jit(decay, **jit_kwargs(level))
+    pijit.reset(f)
+    x = np.arange(5.0)
+    for n in (10, 20, 0, 1, 1000, 7):
+        np.testing.assert_array_equal(f(x, n), decay(x, n), strict=True)
+    stats = pijit.stats(f)
+    assert stats["compile_count"] == 2
+    ops = [e["ops"] for e in stats["entries"]]
+    assert sorted(ops) == sorted([["mul", "add"] * 10, ["loop", "tuple_item"]])
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_negative_strided_and_empty_ranges(level):
+    for n in (11, 0, 1, 2):
+        report = assert_same(strided, np.ones(3), n, jit_kwargs=jit_kwargs(level, **SYMBOLIC))
+        assert loop_count(report) == 3
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_trip_count_from_a_dynamic_dimension(level):
+    f = pijit.jit(over_rows, **jit_kwargs(level))
+    pijit.reset(f)
+    for rows in (3, 5, 150, 0, 9):
+        x = np.arange(rows * 2.0).reshape(rows, 2)
+        got, want = f(x.copy()), over_rows(x.copy())
+        np.testing.assert_array_equal(got, want, strict=True)
+    # rows=3: a loop node over range(3) (the body writes, so it does not unroll); then the
+    # dimension is dynamic: one loop node over range(x.shape[0]) for every later size.
+    stats = pijit.stats(f)
+    assert stats["compile_count"] == 2 and stats["cache_hits"] == 3
+    assert [e["ops"].count("loop") for e in stats["entries"]] == [1, 1]
+
+
+# -- bodies that write into arrays ----------------------------------------------------------
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("n", [50, 0])
+def test_heat_step_with_slice_updates(level, n):
+    u = np.linspace(0.0, 1.0, 12) ** 2
+    report = assert_same(heat_inplace, u, n, jit_kwargs=jit_kwargs(level, **SYMBOLIC))
+    assert report.ops_per_graph == [["loop"]]
+    assert "iadd(" in report.graphs[0] and "setitem(" in report.graphs[0]
+    report = assert_same(heat_copy, u, n, jit_kwargs=jit_kwargs(level, **SYMBOLIC))
+    assert report.ops_per_graph == [["loop", "tuple_item"]]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("rows", [6, 150])
+def test_row_update(level, rows):
+    # Six rows: unrolling meets the item assignment, so the loop is captured as a loop node.
+    A = np.ones((rows, 4))
+    report = assert_same(row_update, A, np.arange(4.0), jit_kwargs=jit_kwargs(level))
+    assert report.ops_per_graph == [["loop"]]
+    assert "writes into arrays" in report.graphs[0]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_fill_an_array_made_before_the_loop(level):
+    report = assert_same(fill, np.arange(8.0), jit_kwargs=jit_kwargs(level))
+    assert report.ops_per_graph == [["zeros", "loop"]]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_runtime_error_inside_the_loop(level):
+    # IndexError at i == 4, after the first four writes: the same error, the same writes.
+    report = assert_same(out_of_bounds, np.zeros(4), 6, jit_kwargs=jit_kwargs(level, **SYMBOLIC))
+    assert report.ops_per_graph == [["loop"]]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_reads_around_a_loop_that_writes_stay_in_order(level):
+    report = assert_same(reads_around_writes, np.ones((5, 3)), np.arange(3.0), 5,
+                         jit_kwargs=jit_kwargs(level, **SYMBOLIC))
+    assert report.ops_per_graph == [["mul", "loop", "mul", "add", "add"]]
+
+
+# -- carried values -------------------------------------------------------------------------
+@pytest.mark.parametrize("level", LEVELS)
+def test_two_carried_arrays(level):
+    report = assert_same(two_carried, np.ones(3), np.arange(3.0), 7,
+                         jit_kwargs=jit_kwargs(level, **SYMBOLIC))
+    assert report.ops_per_graph == [["loop", "tuple_item", "tuple_item"]]
+    assert "carried (x, y)" in report.graphs[0]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_carried_constants_become_graph_values(level):
+    # k (an int constant the body changes) is walked again as a graph int; flag stays False.
+    report = assert_same(counter_and_flag, np.ones(3), 5, jit_kwargs=jit_kwargs(level, **SYMBOLIC))
+    assert loop_count(report) == 1 and "carried (k, x)" in report.graphs[0]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_freshness_is_part_of_the_fixed_point(level):
+    kw = jit_kwargs(level, **SYMBOLIC)
+    report = assert_same(inplace_carried, np.ones(3), 4, jit_kwargs=kw)
+    assert report.ops_per_graph == [["mul", "loop", "tuple_item", "iadd"]]
+    for n in (0, 1, 2, 3):
+        report = assert_same(rotate, np.ones(2), np.ones(2), np.zeros(2), n, jit_kwargs=kw,
+                             graphs=1, breaks=1)
+        assert loop_count(report) == 1
+        assert "in-place add on an array the caller can see" in report.break_reasons[0]["reason"]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_exits_pruned_at_capture_time(level):
+    report = assert_same(pruned_exits, np.ones(3), 5, jit_kwargs=jit_kwargs(level, **SYMBOLIC))
+    assert report.ops_per_graph == [["loop", "tuple_item"]]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_index_used_after_the_loop(level):
+    # Constant trip count: the index's last value is a result of the node.
+    report = assert_same(index_after_loop, np.ones(3), jit_kwargs=jit_kwargs(level))
+    assert report.ops_per_graph == [["loop", "tuple_item", "tuple_item"]]
+    assert "last (i)" in report.graphs[0]
+    # Symbolic trip count, index bound before the loop: carried, keeps -1 when n == 0.
+    for n in (5, 0):
+        report = assert_same(index_after_symbolic_loop, np.ones(3), n,
+                             jit_kwargs=jit_kwargs(level, **SYMBOLIC))
+        assert loop_count(report) == 1
+    # Symbolic trip count, index unbound before the loop: unbound after zero iterations,
+    # which a loop node cannot express. Falls back: a residual loop whose body is a graph of
+    # its own (none when n == 0, which raises UnboundLocalError as in plain Python).
+    for n, graphs in ((5, 1), (0, 0)):
+        report = assert_same(index_unbound_after_symbolic_loop, np.ones(3), n,
+                             jit_kwargs=jit_kwargs(level, **SYMBOLIC), graphs=graphs, breaks=1)
+        assert loop_count(report) == 0
+
+
+# -- fallbacks: captured exactly as without loop nodes ----------------------------------------
+@pytest.mark.parametrize("level", LEVELS)
+def test_carried_dtype_change_falls_back(level):
+    report = assert_same(changes_dtype, np.arange(4), jit_kwargs=jit_kwargs(level),
+                         graphs=2, breaks=1)
+    assert loop_count(report) == 0
+    assert "MAX_LOOP_UNROLLING" in report.break_reasons[0]["reason"]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_break_in_the_body_falls_back(level):
+    # Constant n: unrolled as before (the break is decided at capture time).
+    report = assert_same(with_break, np.ones(3), 9, jit_kwargs=jit_kwargs(level))
+    assert loop_count(report) == 0
+    # Symbolic n: the whole loop runs as residual bytecode.
+    report = assert_same(with_break, np.ones(3), 9, jit_kwargs=jit_kwargs(level, **SYMBOLIC),
+                         graphs=0, breaks=1)
+    assert loop_count(report) == 0
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_other_fallbacks(level):
+    kw = jit_kwargs(level, **SYMBOLIC)
+    # a list built before the loop changes in it
+    report = assert_same(appends, np.ones(3), 4, jit_kwargs=kw, graphs=1, breaks=2)
+    assert loop_count(report) == 0
+    # print in the body: a graph break
+    report = assert_same(prints, np.ones(3), 3, jit_kwargs=kw, graphs=3, breaks=2)
+    assert loop_count(report) == 0
+    # a Python float that becomes a NumPy float: no fixed point
+    report = assert_same(float_accumulator, np.arange(5.0), 5, jit_kwargs=kw,
+                         graphs=2, breaks=1)
+    assert loop_count(report) == 0
+
+
+def test_loop_nodes_off_by_default():
+    # As without loop nodes: a residual loop whose body is a graph of its own.
+    report = assert_same(decay1000, np.arange(5.0), graphs=1, breaks=1)
+    assert loop_count(report) == 0
+    assert "MAX_LOOP_UNROLLING" in report.break_reasons[0]["reason"]
+
+
+# -- structure: nesting, inlining, dumps, passes ---------------------------------------------
+@pytest.mark.parametrize("level", LEVELS)
+def test_nested_loop_nodes(level):
+    report = assert_same(nested, np.ones(3), 4, 3, jit_kwargs=jit_kwargs(level, **SYMBOLIC))
+    assert report.ops_per_graph == [["loop", "tuple_item"]]
+    text = report.graphs[0]
+    assert text.count("= loop(") == 2          # the inner loop is a node of the outer body
+    inner = next(line for line in text.splitlines() if "= loop(" in line and
+                 not line.startswith("  %"))
+    assert inner.startswith("      %")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_loop_in_an_inlined_function(level):
+    report = assert_same(calls_relax, np.ones(3), 6, jit_kwargs=jit_kwargs(level, **SYMBOLIC))
+    assert report.ops_per_graph == [["mul", "loop", "tuple_item", "add"]]
+
+
+def test_dumps_show_the_body(capsys):
+    f = pijit.jit(decay, **jit_kwargs("O0", print_after_all=True, **SYMBOLIC))
+    pijit.reset(f)
+    f(np.ones(3), 4)
+    err = capsys.readouterr().err
+    assert "= loop(range(0, %0, 1), carried=(%1,), invariant=())  : (float64[3],)" in err
+    assert "body: carried (x), last ()" in err and "input i  : int" in err
+    assert "for l" in err and "# body of loop node" in err
+
+
+def capture(fn, *args, **options):
+    return capture_frame(fn, args, JitConfig(loop_nodes=True, **options))
+
+
+def test_graph_passes_treat_the_loop_as_one_node():
+    A = np.ones((6, 4))
+    graph = capture(row_update, A, np.arange(4.0)).graph
+    graph.outputs = [graph.inputs[0]]
+    verify(graph)
+    (loop,) = [n for n in graph.nodes if isinstance(n.fn, LoopOp)]
+    assert mutates(loop) and not is_pure(loop) and loop.fn.mutates
+    verify(loop.fn.body)
+    assert [n.name for n in loop.fn.body.nodes] == ["sub", "getitem", "mul", "add", "setitem"]
+    assert dce(graph).nodes == graph.nodes          # an effect: kept although unused
+    assert cse(graph) is graph                      # a graph that writes: not merged
+    assert find_groups(graph) == [] and schedule(graph, []) == graph.nodes
+
+    graph = capture(decay, np.ones(3), 5, **SYMBOLIC).graph
+    (loop,) = [n for n in graph.nodes if isinstance(n.fn, LoopOp)]
+    assert not mutates(loop) and not is_pure(loop)
+    graph.outputs = []
+    assert [n.name for n in dce(graph).nodes] == ["loop", "tuple_item"]
+
+
+def test_reference_semantics_match_the_backend():
+    graph = capture(two_carried, np.ones(3), np.arange(3.0), 7, **SYMBOLIC).graph
+    graph.outputs = [n.out for n in graph.nodes if n.name == "tuple_item"]
+    graph.outputs = [type(graph.inputs[0])(i) for i in graph.outputs]
+    compiled = numpy_backend.compile_graph(graph, "g", __file__, 1)
+    for n in (7, 0, 1):
+        args = {"n": n, "x": np.ones(3), "y": np.arange(3.0)}
+        inputs = [args[name] for name in graph.input_names]
+        want = two_carried(np.ones(3), np.arange(3.0), n)
+        for got in (compiled.fn(*inputs), run_graph(graph, inputs)):
+            np.testing.assert_array_equal(got[0], want[0], strict=True)
+            np.testing.assert_array_equal(got[1], want[1], strict=True)
+
+
+def test_bodies_compile_with_another_backend():
+    # numpy_backend.compile_graph's compile_body hook: the fused backend compiles the body.
+    graph = capture(decay, np.ones(64), 5, **SYMBOLIC).graph
+    graph.outputs = [type(graph.inputs[0])(graph.nodes[-1].out)]
+    compiled = numpy_backend.compile_graph(
+        graph, "g", __file__, 1, compile_body=functools.partial(cfused.compile_graph, level="O1"))
+    assert "fused group" in compiled.source
+    x = np.linspace(0, 1, 64)
+    for n in (5, 0, 30):
+        (got,) = compiled.fn(*[{"n": n, "x": x}[name] for name in graph.input_names])
+        np.testing.assert_array_equal(got, decay(x, n), strict=True)

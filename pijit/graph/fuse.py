@@ -255,6 +255,12 @@ class FusionGroup:
     def reductions(self) -> list:
         return [n for n in self.nodes if n.out in self.reduce]
 
+    @property
+    def loops(self) -> int:
+        """How many loops over each row the kernel runs (one per stage)."""
+        return 1 + max((self.loop_of(n) for n in self.nodes
+                        if n.out not in self.rows or n.out in self.reduce), default=0)
+
     def loop_of(self, node) -> int:
         """The stage whose loop computes `node` (a full node or a reduction)."""
         return self.stage[node.out] - (node.out in self.reduce and node.out in self.rows)
@@ -269,9 +275,7 @@ class FusionGroup:
                 op = f"{op}({mode}{', keepdims' if keep else ''})"
             kind = "row " if n.out in self.rows and n.out not in self.reduce else ""
             parts.append(f"%{n.out}={kind}{op}")
-        stages = 1 + max((self.loop_of(n) for n in self.nodes
-                          if n.out not in self.rows or n.out in self.reduce), default=0)
-        staged = f" in {stages} stages" if stages > 1 else ""
+        staged = f" in {self.loops} stages" if self.loops > 1 else ""
         return (f"group {self.id} [{dims}]{staged} in ({', '.join(map(repr, self.inputs))}) "
                 f"out ({', '.join(map(repr, self.outputs))}): {'; '.join(parts)}")
 

@@ -42,6 +42,8 @@ BLOCK = 128     # leaf size of the pairwise summation (NumPy's)
 VECTOR_MATH = ("exp", "log", "sin", "cos", "tanh", "pow")
 _MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos",
          "tanh": "tanh", "abs": "fabs"}
+# On NaN, C's < <= > >= raise FE_INVALID (gcc's vectorized __builtin_isless too), which hands
+# the group to NumPy: correct, only slower for inputs that hold NaN.
 _BINOP = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=", "gt": ">",
           "ge": ">=", "eq": "==", "ne": "!="}
 
@@ -257,7 +259,11 @@ class _Group:
         text = self.name(a)
         if self.dtype(a) == want:
             return text
-        return f"({text} != 0)" if want == BOOL else f"(({CTYPE[want]}){text})"
+        if want == BOOL:
+            return f"({text} != 0)"
+        if self.dtype(a) == BOOL:       # a select: gcc does not vectorize char -> double
+            return f"({text} ? ({CTYPE[want]})1 : ({CTYPE[want]})0)"
+        return f"(({CTYPE[want]}){text})"
 
     def node_stmts(self, node, op) -> list:
         t = node.meta.dtype
@@ -348,8 +354,7 @@ class _Group:
         """Which loop computes each full node and reduction, which row nodes precede each
         loop, and which full values later loops read again (kept in a row-sized scratch)."""
         g = self.grp
-        self.loops = 1 + max((g.loop_of(n) for n in g.nodes
-                              if n.out not in g.rows or n.out in g.reduce), default=0)
+        self.loops = g.loops
         self.full = [[] for _ in range(self.loops)]
         self.reds = [[] for _ in range(self.loops)]
         self.row_nodes = [[] for _ in range(self.loops + 1)]

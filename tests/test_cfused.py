@@ -285,6 +285,26 @@ def test_comparisons_numpy_does_exactly_are_left_to_numpy():
     run(lambda i, u: i < u, i, u, fused=False)              # mixed 64-bit signedness
 
 
+_MORE_REDUCTIONS = [lambda a: (a + a).argmax(axis=-1), lambda a: (a * 1).argmin(),
+                    lambda a: np.argmax(a - 1, axis=1, keepdims=True),
+                    lambda a: (a > 1).any(axis=-1, keepdims=True), lambda a: (a < 3).all(),
+                    lambda a: np.any(a * 2, axis=-1), lambda a: (a * 1).prod(axis=-1)]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int16, np.uint32, np.int64,
+                                   np.bool_])
+def test_arg_any_all_prod_reductions(dtype):
+    a = (rng.standard_normal((6, 37)) * 3).astype(dtype)
+    a[2, 5] = a[2, 30] = a.max() if dtype != np.bool_ else True      # ties: first index wins
+    for fn in _MORE_REDUCTIONS:
+        run(fn, a)      # O1: a float product stays in NumPy (its rounding depends on order)
+        run(fn, a, rtol=1e-12 if dtype == np.float64 else 1e-5, level="O2", groups=1)
+    if np.dtype(dtype).kind == "f":
+        a[3, 7] = a[4, 0] = np.nan       # NaN is the first max/min (via the NumPy fallback)
+        run(_MORE_REDUCTIONS[0], a)
+        run(_MORE_REDUCTIONS[1], a)
+
+
 def test_partial_fusion_with_int_and_matmul():
     w = rng.standard_normal((9, 5))
     run(lambda a, w: np.maximum(a @ w + 1.0, 0.0) * 2.0, A, w)

@@ -1,12 +1,12 @@
 """Fusion grouping: Graph -> list of FusionGroups, and a schedule of groups and other nodes.
 
-A group is a maximal set of elementwise nodes over float32/float64 (and bool, for masks) with
-one static iteration shape, plus reductions (sum/mean/max/min) of its values: over the last
-axis, whose per-row results later nodes of the group may read again (the softmax and layernorm
-shapes, see FusionGroup), or over all axes (several in one pass). Inputs broadcast to the
-iteration shape. Values used
-only inside the group are never materialized; a value used outside becomes a group output.
-Merging is refused when it would create a cycle through nodes outside the group, and an
+A group is a maximal set of elementwise nodes over bool, integer and float dtypes with one
+static iteration shape, plus reductions (sum/mean/prod/max/min/any/all/argmax/argmin) of its
+values: over the last axis, whose per-row results later nodes of the group may read again
+(the softmax and layernorm shapes, see FusionGroup), or over all axes (several in one pass).
+Inputs broadcast to the iteration shape. Values used only inside the group are never
+materialized; a value used outside becomes a group output. Merging is refused when it would
+create a cycle through nodes outside the group, and an
 in-place node (a write) closes every open group, so reads never move across writes.
 """
 from __future__ import annotations
@@ -66,7 +66,10 @@ MAX_INT_POWER = 8       # x ** k for integer x: k unrolled multiplications
 _REDUCE = {}
 for _fns, _op in [((np.sum, np.ndarray.sum), "sum"), ((np.mean, np.ndarray.mean), "mean"),
                   ((np.max, np.amax, np.ndarray.max), "max"),
-                  ((np.min, np.amin, np.ndarray.min), "min")]:
+                  ((np.min, np.amin, np.ndarray.min), "min"),
+                  ((np.prod, np.ndarray.prod), "prod"), ((np.any, np.ndarray.any), "any"),
+                  ((np.all, np.ndarray.all), "all"), ((np.argmax, np.ndarray.argmax), "argmax"),
+                  ((np.argmin, np.ndarray.argmin), "argmin")]:
     for _f in _fns:
         _REDUCE[id(_f)] = _op
 
@@ -197,7 +200,8 @@ def reduction_op(graph: Graph, node, exact: bool = False):
     src = graph.meta(node.args[0])
     if (not src.is_array or src.ndim == 0 or None in src.shape or src.dtype not in VALUE_DTYPES
             or type(keepdims) is not bool or not _reduces_to(op, src.dtype, node.meta.dtype)
-            or exact and (src.dtype in FLOAT or node.meta.dtype in FLOAT)):
+            or exact and op not in ORDER_FREE and (src.dtype in FLOAT
+                                                   or node.meta.dtype in FLOAT)):
         return None
     nd = src.ndim
     if type(axis) is tuple and sorted(a % nd if type(a) is int else -1 for a in axis) == list(range(nd)):
@@ -208,18 +212,27 @@ def reduction_op(graph: Graph, node, exact: bool = False):
         mode = "all" if nd == 1 else "last"
     else:
         return None
-    if op in ("max", "min") and (src.shape[-1] == 0 if mode == "last" else 0 in src.shape):
+    if op in ("max", "min", "argmax", "argmin") and (
+            src.shape[-1] == 0 if mode == "last" else 0 in src.shape):
         return None     # NumPy raises; leave it to NumPy
     return op, mode, keepdims
 
 
 def _reduces_to(op: str, src, out) -> bool:
     """NumPy's result dtype of the reduction (sums of integers in 64 bits, means in float)."""
+    if op in ("any", "all"):
+        return out == BOOL
+    if op in ("argmax", "argmin"):
+        return out == np.dtype(np.intp)
     if src in FLOAT or op in ("max", "min"):
         return out == src
     if op == "mean":
         return out == np.dtype(np.float64)
     return out == np.dtype(np.uint64 if src.kind == "u" else np.int64)
+
+
+# Reductions whose float results do not depend on the order of evaluation.
+ORDER_FREE = frozenset(("any", "all", "argmax", "argmin"))
 
 
 def row_broadcast(value_shape: tuple, shape: tuple) -> bool:

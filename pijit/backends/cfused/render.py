@@ -25,6 +25,8 @@ import math
 
 import numpy as np
 
+from pijit.backends.cfused import reductions
+from pijit.backends.cfused.reductions import BLOCK
 from pijit.graph.fuse import BOOL, COMPARE, FLOAT, FusionGroup, compute_dtype
 from pijit.graph.ir import Ref, node_refs
 
@@ -36,7 +38,6 @@ _TYPES = [(np.float32, "float", "NPY_FLOAT"), (np.float64, "double", "NPY_DOUBLE
           (np.uint64, "uint64_t", "NPY_UINT64")]
 CTYPE = {np.dtype(t): c for t, c, _ in _TYPES}
 NPYTYPE = {np.dtype(t): n for t, _, n in _TYPES}
-BLOCK = 128     # leaf size of the pairwise summation (NumPy's)
 
 # Math functions vectorized through libmvec when declared `omp declare simd`.
 VECTOR_MATH = ("exp", "log", "sin", "cos", "tanh", "pow")
@@ -418,29 +419,11 @@ class _Group:
                             *["    " + s for s in body], "}"]
         clauses, init, update, merge = [], [], [], []
         for red in reds:
-            op, o, v = self.grp.reduce[red.out][0], red.out, self.name(red.args[0])
-            ct = CTYPE[red.meta.dtype]
-            if op in ("sum", "mean") and red.meta.dtype in FLOAT:
-                init.append(f"double a{o} = 0.0;")
-                clauses.append(f"reduction(+:a{o})")
-                update.append(f"a{o} += (double){v};")
-                merge.append(f"pj_pw_push(&pw{o}, a{o});")
-            elif op == "sum":       # integers: exact, wrapping around in 64 bits
-                init.append(f"uint64_t a{o} = 0;")
-                clauses.append(f"reduction(+:a{o})")
-                update.append(f"a{o} += (uint64_t)(int64_t){v};")
-                merge.append(f"s{o} += a{o};")
-            else:
-                cmp = ">" if op == "max" else "<"
-                init.append(f"{ct} bm{o} = {self.red_init(red)};")
-                clauses.append(f"reduction({op}:bm{o})")
-                update.append(f"bm{o} = {v} {cmp} bm{o} ? {v} : bm{o};")
-                merge.append(f"if (bm{o} {cmp} m{o}) m{o} = bm{o};")
-                if red.meta.dtype in FLOAT:     # NaN wins, as in NumPy
-                    init.append(f"int bz{o} = 0;")
-                    clauses.append(f"reduction(|:bz{o})")
-                    update.append(f"bz{o} |= {v} != {v};")
-                    merge.append(f"z{o} |= bz{o};")
+            r = self.reduction(red)
+            init += r.block_init()
+            clauses += r.clauses()
+            update += r.update()
+            merge += r.merge()
         return lines + [
             f"for (npy_intp j0 = 0; j0 < n; j0 += {BLOCK}) {{",
             f"    const npy_intp j1 = n - j0 < {BLOCK} ? n : j0 + {BLOCK};",
@@ -452,36 +435,19 @@ class _Group:
             *["    " + s for s in merge],
             "}"]
 
-    def red_init(self, red) -> str:
-        """The identity of a max/min reduction in its dtype."""
-        t, op = red.meta.dtype, self.grp.reduce[red.out][0]
-        if t in FLOAT:
-            return "-INFINITY" if op == "max" else "INFINITY"
-        info = (0, 1) if t == BOOL else (np.iinfo(t).min, np.iinfo(t).max)
-        return c_const(info[0] if op == "max" else info[1], t)
+    def reduction(self, red) -> reductions.Reduction:
+        src = red.args[0]
+        return reductions.reduction(red, self.grp.reduce[red.out][0], self.name(src), CTYPE,
+                                    c_const, self.dtype(src))
 
     def red_state(self, red) -> list:
-        o, op = red.out, self.grp.reduce[red.out][0]
-        if op in ("sum", "mean") and red.meta.dtype in FLOAT:
-            return [f"pj_pw pw{o};", f"pw{o}.mask = 0;"]
-        if op == "sum":
-            return [f"uint64_t s{o} = 0;"]
-        ct = CTYPE[red.meta.dtype]
-        return [f"{ct} m{o} = {self.red_init(red)};", f"int z{o} = 0;"]
+        return self.reduction(red).state()
 
     def red_result(self, red, count: str) -> list:
         """The reduction's value v<out> once its loop ran over `count` elements."""
-        o, op = red.out, self.grp.reduce[red.out][0]
-        ct = CTYPE[red.meta.dtype]
-        if op == "sum" and red.meta.dtype not in FLOAT:
-            value = f"({ct})s{o}"
-        elif op == "sum":
-            value = f"({ct})pj_pw_total(&pw{o})"
-        elif op == "mean":
-            value = f"({ct})(pj_pw_total(&pw{o}) / (double){count})"
-        else:
-            value = f"z{o} ? ({ct})NAN : m{o}" if red.meta.dtype in FLOAT else f"m{o}"
-        return [f"const {ct} v{o} = {value};"] + self.store_row(o, "0" if count == "N" else "r")
+        value = self.reduction(red).result(count)
+        return [f"const {CTYPE[red.meta.dtype]} v{red.out} = {value};"] + self.store_row(
+            red.out, "0" if count == "N" else "r")
 
     def store_row(self, out: int, row: str) -> list:
         return [f"o{k}[{row}] = v{out};" for k, ref in enumerate(self.grp.outputs)
@@ -579,7 +545,8 @@ class _Group:
             conds = " && ".join([f"pj_flat(a{i}, shape, {ndi})" for i in arrays
                                  if self.kinds[i] == "full"] or ["1"])
             L += [f"    if ({conds}) {{",
-                  "        const npy_intp n = N;"]
+                  "        const npy_intp n = N, ibase = 0;",
+                  "        (void)ibase;"]
             for i in arrays:
                 L.append(f"        const char *b{i} = PyArray_BYTES(a{i}); (void)b{i};")
             for j, ref in enumerate(g.outputs):
@@ -594,7 +561,7 @@ class _Group:
         L += [f"        const int contig = {contig};",
               f"        npy_intp idx[{ndi}] = {{0}};",
               "        for (npy_intp r = 0; r < rows; r++) {"]
-        R = []
+        R = [f"const npy_intp ibase = {'r * n' if whole else '0'};", "(void)ibase;"]
         for i in arrays:
             R.append(f"const char *b{i} = PyArray_BYTES(a{i});")
             R.append(f"for (int d = 0; d < {ndi} - 1; d++) b{i} += idx[d] * st{i}[d];")

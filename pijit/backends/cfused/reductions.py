@@ -1,0 +1,177 @@
+"""C text of the reductions a stage loop computes (render._Group.loop places it).
+
+A stage loop runs over its row (or all elements) in blocks of BLOCK: each block reduces
+into block-local variables inside an `omp simd` loop (`block_init`, `clauses`, `update`),
+then folds them into the reduction's state (`merge`), declared per row or per kernel
+(`state`); `result` is the final value. Results follow NumPy: sums of integers wrap around in
+64 bits, float sums are pairwise over blocks in double (O2), NaN wins in max/min and is the
+first index in argmax/argmin, any/all test `!= 0` (NaN is true).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from pijit.graph.fuse import BOOL, FLOAT
+
+BLOCK = 128     # leaf size of the pairwise summation (NumPy's)
+
+
+class Reduction:
+    def __init__(self, node, op: str, value: str, ctype: str, const):
+        self.o, self.op, self.v, self.ct = node.out, op, value, ctype
+        self.dtype = node.meta.dtype
+        self.const = const          # (value, dtype) -> C literal
+
+    def state(self) -> list:
+        raise NotImplementedError
+
+    def block_init(self) -> list:
+        return []
+
+    def clauses(self) -> list:
+        return []
+
+    def update(self) -> list:
+        return []
+
+    def merge(self) -> list:
+        return []
+
+    def result(self, count: str) -> str:
+        raise NotImplementedError
+
+
+class FloatSum(Reduction):
+    """sum/mean of floats (or mean of integers): pairwise over blocks, in double."""
+    def state(self):
+        return [f"pj_pw pw{self.o};", f"pw{self.o}.mask = 0;"]
+
+    def block_init(self):
+        return [f"double a{self.o} = 0.0;"]
+
+    def clauses(self):
+        return [f"reduction(+:a{self.o})"]
+
+    def update(self):
+        return [f"a{self.o} += (double){self.v};"]
+
+    def merge(self):
+        return [f"pj_pw_push(&pw{self.o}, a{self.o});"]
+
+    def result(self, count):
+        total = f"pj_pw_total(&pw{self.o})"
+        return f"({self.ct})({total} / (double){count})" if self.op == "mean" else \
+            f"({self.ct}){total}"
+
+
+class Accumulate(Reduction):
+    """sum/prod of integers (exact modulo 2**64, like NumPy's int64 accumulation), prod of
+    floats (in double), any/all."""
+    _SYM = {"sum": "+", "prod": "*", "any": "|", "all": "&"}
+
+    def _acc(self):
+        if self.op in ("any", "all"):
+            return "int", "1" if self.op == "all" else "0", f"({self.v} != 0)"
+        if self.dtype in FLOAT:
+            return "double", "1.0", f"(double){self.v}"
+        return "uint64_t", "1" if self.op == "prod" else "0", f"(uint64_t)(int64_t){self.v}"
+
+    def state(self):
+        ty, init, _ = self._acc()
+        return [f"{ty} s{self.o} = {init};"]
+
+    def block_init(self):
+        ty, init, _ = self._acc()
+        return [f"{ty} a{self.o} = {init};"]
+
+    def clauses(self):
+        return [f"reduction({self._SYM[self.op]}:a{self.o})"]
+
+    def update(self):
+        sym, (_, _, x) = self._SYM[self.op], self._acc()
+        return [f"a{self.o} {sym}= {x};"]
+
+    def merge(self):
+        return [f"s{self.o} {self._SYM[self.op]}= a{self.o};"]
+
+    def result(self, count):
+        return f"({self.ct})s{self.o}"
+
+
+class MaxMin(Reduction):
+    def identity(self) -> str:
+        t = self.dtype
+        if t in FLOAT:
+            return "-INFINITY" if self.op == "max" else "INFINITY"
+        lo, hi = (0, 1) if t == BOOL else (np.iinfo(t).min, np.iinfo(t).max)
+        return self.const(lo if self.op == "max" else hi, t)
+
+    def state(self):
+        return [f"{self.ct} m{self.o} = {self.identity()};", f"int z{self.o} = 0;"]
+
+    def block_init(self):
+        return [f"{self.ct} bm{self.o} = {self.identity()};", f"int bz{self.o} = 0;"]
+
+    def clauses(self):
+        return [f"reduction({self.op}:bm{self.o})", f"reduction(|:bz{self.o})"]
+
+    def update(self):
+        o, v, cmp = self.o, self.v, ">" if self.op == "max" else "<"
+        lines = [f"bm{o} = {v} {cmp} bm{o} ? {v} : bm{o};"]
+        return lines + ([f"bz{o} |= {v} != {v};"] if self.dtype in FLOAT else [])
+
+    def merge(self):
+        cmp = ">" if self.op == "max" else "<"
+        return [f"if (bm{self.o} {cmp} m{self.o}) m{self.o} = bm{self.o};",
+                f"z{self.o} |= bz{self.o};"]
+
+    def result(self, count):
+        if self.dtype in FLOAT:     # NaN wins, as in NumPy
+            return f"z{self.o} ? ({self.ct})NAN : m{self.o}"
+        return f"m{self.o}"
+
+
+class ArgMaxMin(MaxMin):
+    """The first index of the max (min), or of the first NaN. The simd loop keeps the block's
+    values in a buffer; a block that improves on the best so far is scanned for the index."""
+    def __init__(self, node, op, value, ctype, const, src_dtype, src_ctype):
+        super().__init__(node, op[3:], value, ctype, const)
+        self.dtype, self.ct = src_dtype, src_ctype     # compares values of the source
+        self.out_ct = ctype
+
+    def state(self):
+        return super().state() + [f"npy_intp i{self.o} = 0;"]
+
+    def block_init(self):
+        return super().block_init() + [f"{self.ct} ab{self.o}[{BLOCK}];"]
+
+    def update(self):
+        return [f"ab{self.o}[j - j0] = {self.v};"] + super().update()
+
+    def merge(self):
+        o, cmp = self.o, ">" if self.op == "max" else "<"
+        nan = f"bz{o}" if self.dtype in FLOAT else "0"
+        return [f"if (!z{o} && ({nan} || bm{o} {cmp} m{o})) {{",
+                f"    for (npy_intp k = 0; k < j1 - j0; k++) {{",
+                f"        if ({nan} ? ab{o}[k] != ab{o}[k] : ab{o}[k] == bm{o}) {{",
+                f"            i{o} = ibase + j0 + k;",
+                "            break;",
+                "        }",
+                "    }",
+                f"    m{o} = bm{o};",
+                f"    z{o} = {nan};",
+                "}"]
+
+    def result(self, count):
+        return f"({self.out_ct})i{self.o}"
+
+
+def reduction(node, op: str, value: str, ctypes: dict, const, src_dtype) -> Reduction:
+    ct = ctypes[node.meta.dtype]
+    if op in ("argmax", "argmin"):
+        return ArgMaxMin(node, op, value, ct, const, src_dtype, ctypes[src_dtype])
+    if op in ("max", "min"):
+        return MaxMin(node, op, value, ct, const)
+    if op == "mean" or op == "sum" and node.meta.dtype in FLOAT:
+        return FloatSum(node, op, value, ct, const)
+    return Accumulate(node, op, value, ct, const)

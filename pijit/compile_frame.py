@@ -39,7 +39,7 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
     compiled = (numpy_backend.compile_graph(graph, name, code.co_filename, code.co_firstlineno)
                 if config.jit_level == "O0" else
                 cfused.compile_graph(graph, name, code.co_filename, code.co_firstlineno,
-                                     level=config.jit_level))
+                                     level=config.jit_level, threads=config.threads))
     fn = build_transformed(func, capture, compiled.fn, out_index,
                            lambda *exit_: resume_code_for(capture.instructions, *exit_),
                            lambda body: body_code_for(capture.instructions, body))

@@ -93,6 +93,12 @@ OPTIONS = (
            "with a row reduction and the ops that broadcast it back in one kernel (softmax, "
            "layernorm), and a*b+c contracted into fused multiply-adds.",
            choices=("O0", "O1", "O2")),
+    Option("num_threads", int, 0,
+           "OpenMP threads for fused kernels over at least 65536 elements, sharing rows or "
+           "chunks (never a whole-array reduction), so results are the same for any count. "
+           "0: PIJIT_NUM_THREADS, else 1 (a second thread collapsed on this project's shared "
+           "2-core machines). Idle threads sleep (OMP_WAIT_POLICY=PASSIVE unless set).",
+           minimum=0),
 )
 _BY_NAME = {o.name: o for o in OPTIONS}
 
@@ -136,6 +142,7 @@ class JitConfig:
     fullgraph: bool = False
     jit_syntax_level: str = "LAX"
     jit_level: str = "O1"
+    num_threads: int = 0
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
@@ -162,6 +169,10 @@ class JitConfig:
     def strict(self) -> bool:
         return self.fullgraph or self.jit_syntax_level == "STRICT"
 
+    @property
+    def threads(self) -> int:
+        return self.num_threads or env_num_threads()
+
     def replace(self, **changes) -> "JitConfig":
         return dataclasses.replace(self, **changes)
 
@@ -177,6 +188,16 @@ def env_disabled() -> bool:
 
 
 LOG_CHANNELS = ("graph_breaks", "guards", "recompiles", "bytecode", "graph", "kernels")
+
+
+def env_num_threads() -> int:
+    """PIJIT_NUM_THREADS (a positive int; default 1): threads of fused kernels."""
+    raw = os.environ.get("PIJIT_NUM_THREADS", "").strip()
+    if not raw:
+        return 1
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"PIJIT_NUM_THREADS must be a positive integer, got {raw!r}")
+    return int(raw)
 
 
 def cache_dir() -> str:

@@ -34,7 +34,7 @@ def optimize(graph: Graph) -> Graph:
 
 
 def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
-                  level: str = "O1", cache_dir: str | None = None):
+                  level: str = "O1", threads: int = 1, cache_dir: str | None = None):
     try:
         optimized = optimize(graph)
         # O1 equals NumPy bit for bit: no libmvec math, no float reductions (see DESIGN 5).
@@ -44,13 +44,13 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
         return numpy_backend.compile_graph(graph, name, filename, firstlineno)
     if not groups:
         return numpy_backend.compile_graph(graph, name, filename, firstlineno)
-    source = render.render_module(optimized, groups, contract=level == "O2")
+    source = render.render_module(optimized, groups, contract=level == "O2", threads=threads)
     if log.isEnabledFor(logging.INFO):
         log.info("%s: %d fused group(s)\n%s", name, len(groups),
                  "\n".join(f"  {g}" for g in groups))
         log.debug("C source of %s:\n%s", name, source)
     try:
-        kernels = build.load_kernels(source, cache_dir)
+        kernels = build.load_kernels(source, cache_dir, openmp=threads > 1)
     except Exception as e:
         log.warning("kernel build failed for %s (%s); using the NumPy backend", name, e)
         return numpy_backend.compile_graph(graph, name, filename, firstlineno)

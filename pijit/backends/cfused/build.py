@@ -74,9 +74,15 @@ def _writable_dir(path: str) -> str | None:
     return path if os.access(path, os.W_OK | os.X_OK) else None
 
 
-def load_kernels(source: str, cache_dir: str | None = None):
-    """The kernel module of `source`: from this process, the disk cache, or a new build."""
-    key = cache_key(source)
+def load_kernels(source: str, cache_dir: str | None = None, openmp: bool = False):
+    """The kernel module of `source`: from this process, the disk cache, or a new build.
+
+    openmp: link OpenMP (the source uses threads); its threads sleep when idle
+    (OMP_WAIT_POLICY=PASSIVE unless set: spinning threads collapse on a shared machine).
+    """
+    key = cache_key(source + ("\n/* -fopenmp */" if openmp else ""))
+    if openmp:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     mod = _loaded.get(key)
     if mod is not None:
         return mod
@@ -97,7 +103,7 @@ def load_kernels(source: str, cache_dir: str | None = None):
             log.warning("kernel cache dir %s is not writable; using %s", cache, target)
         if target is None:
             raise BuildError("no writable directory for compiled kernels")
-        path = _build(source, name, target)
+        path = _build(source, name, target, openmp)
         mod = _load(path, name)
     _loaded[key] = mod
     return mod
@@ -109,7 +115,7 @@ def forget_loaded():
     _loaded.clear()
 
 
-def _build(source: str, name: str, target: str) -> str:
+def _build(source: str, name: str, target: str, openmp: bool) -> str:
     from cffi import FFI
     final = os.path.join(target, name + ".so")
     with tempfile.TemporaryDirectory(dir=target, prefix=".build-") as tmp:
@@ -120,7 +126,8 @@ def _build(source: str, name: str, target: str) -> str:
         with contextlib.redirect_stdout(io.StringIO()):     # cffi prints 'generating'
             ffi.emit_c_code(c_path)
         so_tmp = os.path.join(tmp, name + ".so")
-        cmd = [CC, *CFLAGS, "-I", sysconfig.get_paths()["include"], "-I", numpy.get_include(),
+        cmd = [CC, *CFLAGS, *(["-fopenmp"] if openmp else []),
+               "-I", sysconfig.get_paths()["include"], "-I", numpy.get_include(),
                c_path, "-o", so_tmp, *LDFLAGS]
         log.info("compiling %s", name)
         proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -13,6 +13,10 @@ from the ndarray objects, broadcasts at run time, allocates outputs with PyArray
   again is kept in a row-sized scratch buffer. Each stage loop has a contiguous variant (`omp
   simd`, inputs broadcast along the row hoisted out of it) and a strided one (any layout).
 
+With num_threads > 1 (compiled with -fopenmp), big kernels share rows or flat chunks among
+threads, each with its own scratch and FP flags; groups with a whole-array reduction stay on
+one thread, so results never depend on the thread count.
+
 An input the kernel cannot take (unexpected dtype, unaligned, byte-swapped, non-broadcastable)
 makes it call the group's NumPy fallback instead. Values are computed in each node's dtype,
 exactly as NumPy would: same promotion (from the node Metas), NaN-propagating maximum/minimum/
@@ -469,21 +473,52 @@ class _Group:
         return ndim, dims + ["1"] * (ndim - len(dims))
 
     def function(self) -> str:
-        g, k, nd, ndi = self.grp, self.grp.id, self.nd, self.ndi
-        nin, nout = len(g.inputs), len(g.outputs)
+        g, k = self.grp, self.grp.id
         L = [f"/* {g} */",
              "static PyObject *",
              f"pj_g{k}(PyObject *self, PyObject *const *args, Py_ssize_t nargs)",
              "{",
              "    (void)self;",
-             f"    PyObject *out[{nout}] = {{NULL}};",
-             *[f"    {CTYPE[self.dtype(r)]} *w{r.index} = NULL;" for r in self.carried],
-             f"    if (nargs != {nin})",
+             f"    PyObject *out[{len(g.outputs)}] = {{NULL}};",
+             "    int fperr = 0, oom = 0;"]
+        L += self.prologue()
+        L += self.allocate_outputs()
+        whole = [r for r in g.reductions if not self.row_reduce(r)]
+        for red in whole:
+            L += ["    " + s for s in self.red_state(red)]
+        # NumPy reports divide-by-zero, overflow and invalid results (a warning, or an error
+        # under np.errstate): when the kernel raised one of those flags (in any thread), the
+        # group runs again in NumPy, which reports it exactly as plain NumPy would.
+        L.append("    PyThreadState *ts = N > 32768 ? PyEval_SaveThread() : NULL;")
+        # Threads only where each one writes its own rows or chunks (no whole reduction, whose
+        # result would then depend on the thread count).
+        L.append(f"    const int par = {0 if whole else 1} && PJ_THREADS > 1 && N >= PJ_PAR_MIN;")
+        flat_ok = self.loops == 1 and not g.rows and all(
+            kd in ("scalar", "one", "full") for kd in self.kinds)
+        if flat_ok:
+            conds = " && ".join([f"pj_flat(a{i}, shape, {self.ndi})" for i in self.arrays
+                                 if self.kinds[i] == "full"] or ["1"])
+            L += [f"    if ({conds}) {{", *["        " + s for s in self.flat_path(whole)],
+                  "    } else {"]
+        else:
+            L.append("    {")
+        L += ["        " + s for s in self.rows_path(whole)]
+        L.append("    }")
+        for red in whole:
+            L += ["    " + s for s in self.red_result(red, "N")]
+        L += self.epilogue()
+        return "\n".join(L) + "\n"
+
+    def prologue(self) -> list:
+        """Read the arguments (a kernel that cannot take them calls the NumPy fallback),
+        broadcast their shapes and strides."""
+        g, k, ndi = self.grp, self.grp.id, self.ndi
+        L = [f"    if (nargs != {len(g.inputs)})",
              f"        return pj_fallback({k}, args, nargs);",
              f"    npy_intp shape[{ndi}];",
              f"    for (int d = 0; d < {ndi}; d++)",
              "        shape[d] = 1;"]
-        arrays = []
+        self.arrays = []
         for i, ref in enumerate(g.inputs):
             m = self.graph.meta(ref)
             if self.kinds[i] == "scalar":
@@ -493,7 +528,7 @@ class _Group:
                       f"    if ({parse}(args[{i}], &d{i}) < 0)",
                       f"        return pj_fallback({k}, args, nargs);"]
             else:
-                arrays.append(i)
+                self.arrays.append(i)
                 L += [f"    PyArrayObject *a{i} = pj_array(args[{i}], {NPYTYPE[m.dtype]}, {ndi});",
                       f"    if (a{i} == NULL || pj_bcast(a{i}, shape, {ndi}) < 0)",
                       f"        return pj_fallback({k}, args, nargs);"]
@@ -503,7 +538,7 @@ class _Group:
               f"    for (int d = 0; d < {ndi} - 1; d++)",
               "        rows *= shape[d];",
               f"    const npy_intp n = shape[{ndi} - 1];"]
-        for i in arrays:
+        for i in self.arrays:
             L.append(f"    npy_intp st{i}[{ndi}];")
             L.append(f"    pj_strides(a{i}, shape, {ndi}, st{i});")
         for i, ref in enumerate(g.inputs):
@@ -512,57 +547,77 @@ class _Group:
                 L.append(f"    const {ct} c{i} = ({ct})d{i};")
             elif self.kinds[i] == "one":
                 L.append(f"    const {ct} c{i} = *(const {ct} *)PyArray_DATA(a{i});")
-        for j, ref in enumerate(g.outputs):
-            ct = CTYPE[self.dtype(ref)]
+        return L
+
+    def allocate_outputs(self) -> list:
+        L = []
+        for j, ref in enumerate(self.grp.outputs):
+            ct, npy = CTYPE[self.dtype(ref)], NPYTYPE[self.dtype(ref)]
             ndim, dims = self.out_dims(ref)
             if dims is None:
-                L.append(f"    out[{j}] = PyArray_SimpleNew({nd}, shape, {NPYTYPE[self.dtype(ref)]});")
+                L.append(f"    out[{j}] = PyArray_SimpleNew({self.nd}, shape, {npy});")
             else:
                 L.append(f"    npy_intp oshape{j}[{max(ndim, 1)}] = {{{', '.join(dims) or '1'}}};")
-                L.append(f"    out[{j}] = PyArray_SimpleNew({ndim}, oshape{j}, {NPYTYPE[self.dtype(ref)]});")
+                L.append(f"    out[{j}] = PyArray_SimpleNew({ndim}, oshape{j}, {npy});")
             L += [f"    if (out[{j}] == NULL)",
                   "        goto fail;",
                   f"    {ct} *const {'q' if dims is None else 'o'}{j}{'base' if dims is None else ''}"
                   f" = ({ct} *)PyArray_DATA((PyArrayObject *)out[{j}]);"]
+        return L
+
+    def flat_path(self, whole) -> list:
+        """All inputs C-contiguous (or single values): one loop over all N elements, in
+        chunks shared by the threads when there is no whole reduction."""
+        L = [f"#pragma omp parallel for num_threads(PJ_THREADS) if(par) schedule(static) "
+             f"reduction(|:fperr)",
+             "for (npy_intp cs = 0; cs < N; cs += PJ_CHUNK) {",
+             "    feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);",
+             "    const npy_intp n = N - cs < PJ_CHUNK ? N - cs : PJ_CHUNK, ibase = cs;",
+             "    (void)ibase;"]
+        if whole:       # one thread, one chunk: the blocks of a sum must not depend on chunks
+            L = ["{",
+                 "    feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);",
+                 "    const npy_intp n = N, ibase = 0, cs = 0;",
+                 "    (void)ibase;"]
+        for i in self.arrays:
+            ct = CTYPE[self.dtype(self.grp.inputs[i])]
+            L.append(f"    const char *b{i} = PyArray_BYTES(a{i}) + "
+                     f"(st{i}[{self.ndi} - 1] ? cs * (npy_intp)sizeof({ct}) : 0); (void)b{i};")
+        for j, ref in enumerate(self.grp.outputs):
+            if self.out_kind(ref) == "full":
+                L.append(f"    {CTYPE[self.dtype(ref)]} *const q{j} = q{j}base + cs;")
+        L += ["    " + s for s in self.loop(0, "contig")]
+        L += ["    fperr |= fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID) != 0;", "}"]
+        return L
+
+    def rows_path(self, whole) -> list:
+        """An odometer over the outer axes; per row, one loop per stage (rows shared by the
+        threads when there is no whole reduction; each thread has its own scratch)."""
+        g, ndi = self.grp, self.ndi
+        contig = " && ".join([f"(n <= 1 || st{i}[{ndi} - 1] == (npy_intp)sizeof({CTYPE[self.dtype(g.inputs[i])]}))"
+                              for i in self.arrays if self.kinds[i] in ("full", "other")] or ["1"])
+        L = [f"const int contig = {contig};",
+             "#pragma omp parallel num_threads(PJ_THREADS) if(par) reduction(|:fperr) "
+             "reduction(|:oom)",
+             "{",
+             "    feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);"]
         for r in self.carried:
             ct = CTYPE[self.dtype(r)]
-            L += [f"    w{r.index} = ({ct} *)PyMem_RawMalloc((n > 0 ? n : 1) * sizeof({ct}));",
-                  f"    if (w{r.index} == NULL) {{",
-                  "        PyErr_NoMemory();",
-                  "        goto fail;",
-                  "    }"]
-        whole = [r for r in g.reductions if not self.row_reduce(r)]
-        for red in whole:
-            L += ["    " + s for s in self.red_state(red)]
-        # NumPy reports divide-by-zero, overflow and invalid results (a warning, or an error
-        # under np.errstate): when the kernel raised one of those flags, the group runs again
-        # in NumPy, which reports it exactly as plain NumPy would.
-        L.append("    feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);")
-        L.append("    PyThreadState *ts = N > 32768 ? PyEval_SaveThread() : NULL;")
-        flat_ok = self.loops == 1 and not g.rows and all(
-            kd in ("scalar", "one", "full") for kd in self.kinds)
-        if flat_ok:
-            conds = " && ".join([f"pj_flat(a{i}, shape, {ndi})" for i in arrays
-                                 if self.kinds[i] == "full"] or ["1"])
-            L += [f"    if ({conds}) {{",
-                  "        const npy_intp n = N, ibase = 0;",
-                  "        (void)ibase;"]
-            for i in arrays:
-                L.append(f"        const char *b{i} = PyArray_BYTES(a{i}); (void)b{i};")
-            for j, ref in enumerate(g.outputs):
-                if self.out_kind(ref) == "full":
-                    L.append(f"        {CTYPE[self.dtype(ref)]} *const q{j} = q{j}base;")
-            L += ["        " + s for s in self.loop(0, "contig")]
-            L.append("    } else {")
-        else:
-            L.append("    {")
-        contig = " && ".join([f"(n <= 1 || st{i}[{ndi} - 1] == (npy_intp)sizeof({CTYPE[self.dtype(g.inputs[i])]}))"
-                              for i in arrays if self.kinds[i] in ("full", "other")] or ["1"])
-        L += [f"        const int contig = {contig};",
-              f"        npy_intp idx[{ndi}] = {{0}};",
-              "        for (npy_intp r = 0; r < rows; r++) {"]
-        R = [f"const npy_intp ibase = {'r * n' if whole else '0'};", "(void)ibase;"]
-        for i in arrays:
+            L.append(f"    {ct} *w{r.index} = ({ct} *)PyMem_RawMalloc((n > 0 ? n : 1) * sizeof({ct}));")
+        if self.carried:
+            L.append(f"    oom = {' || '.join(f'w{r.index} == NULL' for r in self.carried)};")
+        L += [f"    #pragma omp for schedule(static)",
+              "    for (npy_intp r = 0; r < rows; r++) {"]
+        R = [f"if ({'oom' if self.carried else '0'})",
+             "    continue;",
+             f"npy_intp idx[{ndi}];",
+             "npy_intp rest = r;",
+             f"for (int d = {ndi} - 2; d >= 0; d--) {{",
+             "    idx[d] = rest % shape[d];",
+             "    rest /= shape[d];",
+             "}",
+             f"const npy_intp ibase = {'r * n' if whole else '0'};", "(void)ibase;"]
+        for i in self.arrays:
             R.append(f"const char *b{i} = PyArray_BYTES(a{i});")
             R.append(f"for (int d = 0; d < {ndi} - 1; d++) b{i} += idx[d] * st{i}[d];")
             R.append(f"const npy_intp s{i} = st{i}[{ndi} - 1]; (void)s{i};")
@@ -591,24 +646,26 @@ class _Group:
             for red in self.reds[t]:
                 if self.row_reduce(red):
                     R += self.red_result(red, "n")
-        L += ["            " + s for s in R]
-        L += [f"            for (int d = {ndi} - 2; d >= 0; d--) {{",
-              "                if (++idx[d] < shape[d])",
-              "                    break;",
-              "                idx[d] = 0;",
-              "            }",
-              "        }",
-              "    }"]
-        for red in whole:
-            L += ["    " + s for s in self.red_result(red, "N")]
-        L += ["    if (ts != NULL)",
-              "        PyEval_RestoreThread(ts);",
-              *[f"    PyMem_RawFree(w{r.index});\n    w{r.index} = NULL;" for r in self.carried],
-              "    if (fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID)) {",
-              f"        for (int j = 0; j < {nout}; j++)",
-              "            Py_CLEAR(out[j]);",
-              f"        return pj_fallback({k}, args, nargs);",
-              "    }"]
+        L += ["        " + s for s in R]
+        L += ["    }",
+              *[f"    PyMem_RawFree(w{r.index});" for r in self.carried],
+              "    fperr |= fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID) != 0;",
+              "}"]
+        return L
+
+    def epilogue(self) -> list:
+        g, k, nout = self.grp, self.grp.id, len(self.grp.outputs)
+        L = ["    if (ts != NULL)",
+             "        PyEval_RestoreThread(ts);",
+             "    if (oom) {",
+             "        PyErr_NoMemory();",
+             "        goto fail;",
+             "    }",
+             "    if (fperr) {",
+             f"        for (int j = 0; j < {nout}; j++)",
+             "            Py_CLEAR(out[j]);",
+             f"        return pj_fallback({k}, args, nargs);",
+             "    }"]
         for j, ref in enumerate(g.outputs):
             if not self.graph.meta(ref).is_array:
                 L.append(f"    out[{j}] = PyArray_Return((PyArrayObject *)out[{j}]);")
@@ -621,21 +678,26 @@ class _Group:
             for j in range(nout):
                 L.append(f"    PyTuple_SET_ITEM(tuple, {j}, out[{j}]);")
             L.append("    return tuple;")
-        L += ["fail:",
-              *[f"    PyMem_RawFree(w{r.index});" for r in self.carried],
-              f"    for (int j = 0; j < {nout}; j++)",
-              "        Py_XDECREF(out[j]);",
-              "    return NULL;",
-              "}"]
-        return "\n".join(L) + "\n"
+        return L + ["fail:",
+                    f"    for (int j = 0; j < {nout}; j++)",
+                    "        Py_XDECREF(out[j]);",
+                    "    return NULL;",
+                    "}"]
 
 
-def render_module(graph, groups: list, contract: bool = False) -> str:
+PAR_MIN = 1 << 16       # elements below which a kernel runs on one thread
+CHUNK = 1 << 14         # elements per chunk of the flat loop shared by threads
+
+
+def render_module(graph, groups: list, contract: bool = False, threads: int = 1) -> str:
     """The C source of the module holding every group's function.
 
     contract: let gcc fuse a*b+c into one FMA (one rounding instead of two: O2 only).
+    threads: OpenMP threads for big loops (compiled with -fopenmp when > 1).
     """
-    parts = [CONTRACT if contract else "", PRELUDE, VECTOR_DECLS]
+    parts = [CONTRACT if contract else "", PRELUDE, VECTOR_DECLS,
+             f"#define PJ_THREADS {threads}\n#define PJ_PAR_MIN {PAR_MIN}\n"
+             f"#define PJ_CHUNK {CHUNK}\n"]
     parts.append(HELPERS)
     parts.append(f"static PyObject *pj_fallbacks[{max(len(groups), 1)}];\n")
     parts.append(FALLBACK)

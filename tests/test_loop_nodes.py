@@ -16,7 +16,7 @@ from pijit.config import JitConfig
 from pijit.graph.cse import cse
 from pijit.graph.dce import dce
 from pijit.graph.fuse import find_groups, schedule
-from pijit.graph.ir import LoopOp, run_graph
+from pijit.graph.ir import LoopOp, Ref, run_graph
 from pijit.graph.purity import is_pure, mutates
 from pijit.graph.verify import verify
 from differential import assert_same
@@ -309,6 +309,8 @@ def test_heat_step_with_slice_updates(level, n):
     report = assert_same(heat_inplace, u, n, jit_kwargs=jit_kwargs(level, **SYMBOLIC))
     assert report.ops_per_graph == [["loop"]]
     assert "iadd(" in report.graphs[0] and "setitem(" in report.graphs[0]
+    source = pijit.cache.record(heat_inplace.__code__).entries[0].graph_source
+    assert "v1[1:-1] = " in source          # item assignment written as the statement
     report = assert_same(heat_copy, u, n, jit_kwargs=jit_kwargs(level, **SYMBOLIC))
     assert report.ops_per_graph == [["loop", "tuple_item"]]
 
@@ -493,8 +495,7 @@ def test_graph_passes_treat_the_loop_as_one_node():
 
 def test_reference_semantics_match_the_backend():
     graph = capture(two_carried, np.ones(3), np.arange(3.0), 7, **SYMBOLIC).graph
-    graph.outputs = [n.out for n in graph.nodes if n.name == "tuple_item"]
-    graph.outputs = [type(graph.inputs[0])(i) for i in graph.outputs]
+    graph.outputs = [Ref(n.out) for n in graph.nodes if n.name == "tuple_item"]
     compiled = numpy_backend.compile_graph(graph, "g", __file__, 1)
     for n in (7, 0, 1):
         args = {"n": n, "x": np.ones(3), "y": np.arange(3.0)}
@@ -508,7 +509,7 @@ def test_reference_semantics_match_the_backend():
 def test_bodies_compile_with_another_backend():
     # numpy_backend.compile_graph's compile_body hook: the fused backend compiles the body.
     graph = capture(decay, np.ones(64), 5, **SYMBOLIC).graph
-    graph.outputs = [type(graph.inputs[0])(graph.nodes[-1].out)]
+    graph.outputs = [Ref(graph.nodes[-1].out)]
     compiled = numpy_backend.compile_graph(
         graph, "g", __file__, 1, compile_body=functools.partial(cfused.compile_graph, level="O1"))
     assert "fused group" in compiled.source

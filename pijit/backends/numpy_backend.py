@@ -20,7 +20,7 @@ import operator
 from dataclasses import dataclass
 from typing import Callable
 
-from pijit.graph.ir import Graph, Ref, node_refs
+from pijit.graph.ir import Graph, Ref, arg_refs, node_refs
 from pijit.graph.purity import is_loop, mutates
 
 # Constants written as literals in the generated source; everything else is bound by name.
@@ -52,6 +52,20 @@ def is_statement(node) -> bool:
     """A node written as its own statement, never inlined into a user: writes into arrays
     (in-place operators, item assignment, loops whose body writes) and loop nodes."""
     return mutates(node) or is_loop(node)
+
+
+def is_setitem(node) -> bool:
+    """An item assignment `a[key] = value`, written as that statement."""
+    return node.fn is operator.setitem and not node.kwargs and len(node.args) == 3
+
+
+def evaluation_order(node) -> list:
+    """The Refs a node reads, in the order its generated code evaluates them: args then
+    kwargs, except an item assignment, which evaluates the value first."""
+    if is_setitem(node):
+        target, key, value = node.args
+        return [*arg_refs(value), *arg_refs(target), *arg_refs(key)]
+    return node_refs(node)
 
 
 def plan_inlining(graph: Graph) -> set:
@@ -99,7 +113,7 @@ def plan_inlining(graph: Graph) -> set:
             pending.clear()
             depth[node.out] = 1
             continue
-        depth[node.out] = consume(node_refs(node))
+        depth[node.out] = consume(evaluation_order(node))
         if (uses.get(node.out, 0) == 1 and not is_statement(node)
                 and depth[node.out] < MAX_TREE_DEPTH):
             pending.append(node.out)
@@ -144,6 +158,19 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
             return f"slice({text(arg.start)}, {text(arg.stop)}, {text(arg.step)})"
         return const(arg)
 
+    def key_text(key) -> str:
+        """A subscript key in subscript syntax: slices, alone or as items of the key tuple,
+        as start:stop:step (BUILD_SLICE, not a call of slice())."""
+        def item(k):
+            if type(k) is not slice:
+                return text(k)
+            start, stop = ("" if p is None else text(p) for p in (k.start, k.stop))
+            return f"{start}:{stop}" + ("" if k.step is None else f":{text(k.step)}")
+
+        if type(key) is tuple and key:
+            return ", ".join(item(k) for k in key) + ("," if len(key) == 1 else "")
+        return item(key)
+
     def node_text(node) -> str:
         key, args = id(node.fn), node.args
         if not node.kwargs:
@@ -152,7 +179,7 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
             if len(args) == 1 and key in _UNARY:
                 return f"({_UNARY[key]}{text(args[0])})"
             if len(args) == 2 and node.fn is operator.getitem:
-                return f"{text(args[0])}[{text(args[1])}]"
+                return f"{text(args[0])}[{key_text(args[1])}]"
         fn_name = f"f{node.out}"
         env[fn_name] = node.fn
         parts = [text(a) for a in args] + [f"{k}={text(v)}" for k, v in node.kwargs]
@@ -201,6 +228,14 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
                 reads.append(named_reads(stmt))
             continue
         lineno = node.lineno or firstlineno
+        if is_setitem(node) and node.out not in used:
+            target, key, value = node.args
+            stmt = ast.parse(f"{text(target)}[{key_text(key)}] = {text(value)}").body[0]
+            set_position(stmt, lineno)
+            stmt = _Splice(lambda index: node_expr(by_out[index])).visit(stmt)
+            body.append(stmt)
+            reads.append(named_reads(stmt))
+            continue
         value = node_expr(node)
         if node.out in used:
             stmt = ast.Assign([ast.Name(f"v{node.out}", ast.Store())], value)

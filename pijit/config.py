@@ -85,10 +85,11 @@ OPTIONS = (
            "like NumPy: + - * /, comparisons, sqrt, abs, maximum, minimum, clip, where, "
            "square, casts, integer and bitwise ops (wrapping around like NumPy), "
            "sum/prod/max/min of integers and bools, and any/all/argmax/argmin (over all "
-           "axes or the last axis): results bit-identical to NumPy. 'O2': O1 plus "
+           "axes, the last axis, or outer axes only; argmax/argmin not the latter): results "
+           "bit-identical to NumPy. 'O2': O1 plus "
            "transcendentals (exp, log, sin, cos, tanh, pow) through glibc's vector math "
            "(measured within 3 ulp of NumPy for float64, 5 ulp for float32), float "
-           "sum/mean/prod/max/min over all axes or the last axis, pairwise in blocks and "
+           "sum/mean/prod/max/min (pairwise in blocks and "
            "accumulated in float64 (at least as accurate as NumPy's pairwise summation), "
            "with a row reduction and the ops that broadcast it back in one kernel (softmax, "
            "layernorm), and a*b+c contracted into fused multiply-adds.",

@@ -305,6 +305,23 @@ def test_arg_any_all_prod_reductions(dtype):
         run(_MORE_REDUCTIONS[1], a)
 
 
+_COLS = [lambda a: (a * 2).sum(axis=0), lambda a: (a + 1).mean(axis=(0, 1), keepdims=True),
+         lambda a: (a - 1).max(axis=1), lambda a: (a * 1).min(axis=(0,)),
+         lambda a: (a > 0).any(axis=0), lambda a: (a < 3).all(axis=1, keepdims=True),
+         lambda a: (a * 1).prod(axis=0)]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.uint8, np.bool_])
+def test_reductions_over_outer_axes(dtype):
+    a = (rng.standard_normal((5, 6, 37)) * 5).astype(dtype)
+    exact = np.dtype(dtype).kind != "f"
+    for fn in _COLS:
+        for x in (a, a[:, ::2, ::3]):
+            run(fn, x, rtol=1e-5, atol=1e-4, level="O2", groups=1)
+            if exact or fn in (_COLS[4], _COLS[5]):
+                run(fn, x, groups=1)        # O1: exact, so fused only where order is free
+
+
 def _threaded(fn, *args, threads, level):
     jitted = pijit.jit(fn, jit_config={"jit_level": level, "num_threads": threads})
     pijit.reset(jitted)

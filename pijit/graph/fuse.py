@@ -184,7 +184,8 @@ def _comparable(graph: Graph, node, consts) -> bool:
 
 
 def reduction_op(graph: Graph, node, exact: bool = False):
-    """(op, mode, keepdims) of a fusable reduction (mode "all" or "last"), or None.
+    """(op, mode, keepdims) of a fusable reduction, or None. mode: "all", "last", or the
+    tuple of reduced axes when they are outer axes only (a column reduction).
 
     exact: only reductions whose result cannot depend on the order (integers and bools; a
     float sum's last bits depend on the summation order, a float max's on the sign of zero).
@@ -204,18 +205,31 @@ def reduction_op(graph: Graph, node, exact: bool = False):
                                                    or node.meta.dtype in FLOAT)):
         return None
     nd = src.ndim
-    if type(axis) is tuple and sorted(a % nd if type(a) is int else -1 for a in axis) == list(range(nd)):
-        axis = None
-    if axis is None:
+    axes = _axes(axis, nd)
+    if axes is None:
+        return None
+    if axes == tuple(range(nd)):
         mode = "all"
-    elif type(axis) is int and axis in (-1, nd - 1):
-        mode = "all" if nd == 1 else "last"
+    elif axes == (nd - 1,):
+        mode = "last"
+    elif nd - 1 not in axes and op not in ("argmax", "argmin"):
+        mode = axes         # over outer axes only: each row accumulates into the result
     else:
         return None
-    if op in ("max", "min", "argmax", "argmin") and (
-            src.shape[-1] == 0 if mode == "last" else 0 in src.shape):
+    if op in ("max", "min", "argmax", "argmin") and any(src.shape[a] == 0 for a in axes):
         return None     # NumPy raises; leave it to NumPy
     return op, mode, keepdims
+
+
+def _axes(axis, nd: int):
+    """The sorted reduced axes of an `axis` argument (None: all), or None when invalid."""
+    if axis is None:
+        return tuple(range(nd))
+    items = axis if type(axis) is tuple else (axis,)
+    if not all(type(a) is int and -nd <= a < nd for a in items):
+        return None
+    axes = tuple(sorted({a % nd for a in items}))
+    return axes if len(axes) == len(items) else None
 
 
 def _reduces_to(op: str, src, out) -> bool:

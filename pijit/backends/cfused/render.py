@@ -381,6 +381,11 @@ class _Group:
     def row_reduce(self, node) -> bool:
         return node.out in self.grp.rows
 
+    def cols_axes(self, node):
+        """The reduced (outer) axes of a column reduction, else None."""
+        mode = self.grp.reduce.get(node.out, (None, None))[1]
+        return mode if isinstance(mode, tuple) else None
+
     def used_in(self, t: int):
         """(inputs loaded, carried values reloaded) by loop t."""
         refs = [r for n in self.full[t] + self.reds[t] for r in node_refs(n)]
@@ -407,7 +412,71 @@ class _Group:
         for k, ref in enumerate(self.grp.outputs):
             if self.out_kind(ref) == "full" and any(n.out == ref.index for n in self.full[t]):
                 lines.append(f"q{k}[j] = v{ref.index};")
+        for red in self.reds[t]:
+            if self.cols_axes(red) is not None:
+                lines.append(self.cols_update(red))
         return lines
+
+    # -- column reductions: each row accumulates elementwise into ac<out>[co<out> + j] -------
+    def cols_acc(self, red):
+        """(C type, identity) of a column reduction's accumulator."""
+        op, t = self.grp.reduce[red.out][0], red.meta.dtype
+        if op in ("any", "all"):
+            return "npy_bool", "1" if op == "all" else "0"
+        if t in FLOAT:
+            if op in ("max", "min"):
+                return CTYPE[t], "-INFINITY" if op == "max" else "INFINITY"
+            return "double", "1.0" if op == "prod" else "0.0"
+        if op in ("max", "min"):
+            lo, hi = (0, 1) if t == BOOL else (np.iinfo(t).min, np.iinfo(t).max)
+            return CTYPE[t], c_const(lo if op == "max" else hi, t)
+        return "uint64_t", "1" if op == "prod" else "0"
+
+    def cols_update(self, red) -> str:
+        op, o, v = self.grp.reduce[red.out][0], red.out, self.name(red.args[0])
+        acc, a = self.cols_acc(red)[0], f"ac{o}[co{o} + j]"
+        if op in ("any", "all"):
+            return f"{a} {'|' if op == 'any' else '&'}= ({v} != 0);"
+        if op in ("max", "min"):
+            cmp = ">" if op == "max" else "<"
+            nan = f" || {v} != {v}" if red.meta.dtype in FLOAT else ""
+            keep = f"{a} != {a} || !({v} {cmp} {a}{nan})" if nan else f"!({v} {cmp} {a})"
+            return f"{a} = ({keep}) ? {a} : {v};"
+        x = f"(uint64_t)(int64_t){v}" if acc == "uint64_t" else f"({acc}){v}"
+        return f"{a} = {a} {'*' if op == 'prod' else '+'} {x};"
+
+    def cols_state(self, red) -> list:
+        o, axes = red.out, self.cols_axes(red)
+        acc, init = self.cols_acc(red)
+        kept = " * ".join(f"shape[{d}]" for d in range(self.nd) if d not in axes)
+        return [f"M{o} = {kept or '1'};",
+                f"ac{o} = ({acc} *)PyMem_RawMalloc((M{o} > 0 ? M{o} : 1) * sizeof({acc}));",
+                f"if (ac{o} == NULL) {{",
+                "    PyErr_NoMemory();",
+                "    goto fail;",
+                "}",
+                f"for (npy_intp k = 0; k < M{o}; k++)",
+                f"    ac{o}[k] = {init};"]
+
+    def cols_offset(self, red) -> list:
+        """This row's offset into the accumulator: the kept outer indices, times n."""
+        o, axes = red.out, self.cols_axes(red)
+        terms = [d for d in range(self.ndi - 1) if d not in axes]
+        lines = [f"npy_intp co{o} = 0;"]
+        lines += [f"co{o} = co{o} * shape[{d}] + idx[{d}];" for d in terms]
+        return lines + [f"co{o} *= n;"]
+
+    def cols_result(self, red) -> list:
+        o, op = red.out, self.grp.reduce[red.out][0]
+        ct = CTYPE[red.meta.dtype]
+        value = f"ac{o}[k]"
+        if op == "mean":
+            value = f"({value} / (double)(M{o} ? N / M{o} : 0))"
+        (j,) = [k for k, ref in enumerate(self.grp.outputs) if ref.index == o] or [None]
+        if j is None:
+            return []
+        return [f"for (npy_intp k = 0; k < M{o}; k++)",
+                f"    o{j}[k] = ({ct}){value};"]
 
     def loop(self, t: int, variant: str) -> list:
         """Loop t over one row of n elements (pointer setup included)."""
@@ -417,7 +486,7 @@ class _Group:
                 ct = CTYPE[self.dtype(self.grp.inputs[i])]
                 lines.append(f"const {ct} *p{i} = (const {ct} *)b{i};")
         body = self.body(t, variant)
-        reds = self.reds[t]
+        reds = [r for r in self.reds[t] if self.cols_axes(r) is None]
         if not reds:
             return lines + ["#pragma omp simd", "for (npy_intp j = 0; j < n; j++) {",
                             *["    " + s for s in body], "}"]
@@ -460,7 +529,9 @@ class _Group:
     def out_kind(self, ref) -> str:
         if ref.index in self.grp.rows:
             return "row"
-        return "all" if ref.index in self.grp.reduce else "full"
+        if ref.index in self.grp.reduce:
+            return "all" if self.grp.reduce[ref.index][1] == "all" else "cols"
+        return "full"
 
     def out_dims(self, ref) -> tuple:
         """(ndim, C expressions of the dims) of an output, from the run-time `shape`."""
@@ -469,6 +540,10 @@ class _Group:
             return self.nd, None
         if kind == "all":
             return ndim, ["1"] * ndim
+        if kind == "cols":
+            axes = self.grp.reduce[ref.index][1]
+            return ndim, [("1" if d in axes else f"shape[{d}]") for d in range(self.nd)
+                          if d not in axes or ndim == self.nd]
         dims = [f"shape[{d}]" for d in range(self.nd - 1)]
         return ndim, dims + ["1"] * (ndim - len(dims))
 
@@ -481,11 +556,16 @@ class _Group:
              "    (void)self;",
              f"    PyObject *out[{len(g.outputs)}] = {{NULL}};",
              "    int fperr = 0, oom = 0;"]
+        cols = [r for r in g.reductions if self.cols_axes(r) is not None]
+        for red in cols:
+            L.append(f"    {self.cols_acc(red)[0]} *ac{red.out} = NULL;")
+            L.append(f"    npy_intp M{red.out} = 0;")
         L += self.prologue()
         L += self.allocate_outputs()
         whole = [r for r in g.reductions if not self.row_reduce(r)]
         for red in whole:
-            L += ["    " + s for s in self.red_state(red)]
+            state = self.red_state(red) if red not in cols else self.cols_state(red)
+            L += ["    " + s for s in state]
         # NumPy reports divide-by-zero, overflow and invalid results (a warning, or an error
         # under np.errstate): when the kernel raised one of those flags (in any thread), the
         # group runs again in NumPy, which reports it exactly as plain NumPy would.
@@ -493,7 +573,7 @@ class _Group:
         # Threads only where each one writes its own rows or chunks (no whole reduction, whose
         # result would then depend on the thread count).
         L.append(f"    const int par = {0 if whole else 1} && PJ_THREADS > 1 && N >= PJ_PAR_MIN;")
-        flat_ok = self.loops == 1 and not g.rows and all(
+        flat_ok = self.loops == 1 and not g.rows and not cols and all(
             kd in ("scalar", "one", "full") for kd in self.kinds)
         if flat_ok:
             conds = " && ".join([f"pj_flat(a{i}, shape, {self.ndi})" for i in self.arrays
@@ -505,8 +585,9 @@ class _Group:
         L += ["        " + s for s in self.rows_path(whole)]
         L.append("    }")
         for red in whole:
-            L += ["    " + s for s in self.red_result(red, "N")]
-        L += self.epilogue()
+            result = self.red_result(red, "N") if red not in cols else self.cols_result(red)
+            L += ["    " + s for s in result]
+        L += self.epilogue(cols)
         return "\n".join(L) + "\n"
 
     def prologue(self) -> list:
@@ -617,6 +698,9 @@ class _Group:
              "    rest /= shape[d];",
              "}",
              f"const npy_intp ibase = {'r * n' if whole else '0'};", "(void)ibase;"]
+        for red in self.grp.reductions:
+            if self.cols_axes(red) is not None:
+                R += self.cols_offset(red)
         for i in self.arrays:
             R.append(f"const char *b{i} = PyArray_BYTES(a{i});")
             R.append(f"for (int d = 0; d < {ndi} - 1; d++) b{i} += idx[d] * st{i}[d];")
@@ -653,10 +737,12 @@ class _Group:
               "}"]
         return L
 
-    def epilogue(self) -> list:
+    def epilogue(self, cols) -> list:
         g, k, nout = self.grp, self.grp.id, len(self.grp.outputs)
+        free = [f"    PyMem_RawFree(ac{red.out});" for red in cols]
         L = ["    if (ts != NULL)",
              "        PyEval_RestoreThread(ts);",
+             *free,
              "    if (oom) {",
              "        PyErr_NoMemory();",
              "        goto fail;",
@@ -679,6 +765,7 @@ class _Group:
                 L.append(f"    PyTuple_SET_ITEM(tuple, {j}, out[{j}]);")
             L.append("    return tuple;")
         return L + ["fail:",
+                    *free,
                     f"    for (int j = 0; j < {nout}; j++)",
                     "        Py_XDECREF(out[j]);",
                     "    return NULL;",

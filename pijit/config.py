@@ -89,8 +89,8 @@ OPTIONS = (
            "bit-identical to NumPy. 'O2': O1 plus "
            "transcendentals (exp, log, sin, cos, tanh, pow) through glibc's vector math "
            "(measured within 3 ulp of NumPy for float64, 5 ulp for float32), float "
-           "sum/mean/prod/max/min (pairwise in blocks and "
-           "accumulated in float64 (at least as accurate as NumPy's pairwise summation), "
+           "sum/mean/prod/max/min accumulated in float64 (pairwise in blocks: at least as "
+           "accurate as NumPy's pairwise summation), "
            "with a row reduction and the ops that broadcast it back in one kernel (softmax, "
            "layernorm), and a*b+c contracted into fused multiply-adds.",
            choices=("O0", "O1", "O2")),

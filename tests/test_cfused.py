@@ -48,7 +48,7 @@ def run(fn, *args, rtol=0.0, atol=0.0, fused=True, level="O1", groups=None):
     logger.addHandler(handler)
     try:
         for _ in range(2):
-            got = jitted(*[a.copy() if isinstance(a, np.ndarray) and a.flags.owndata else a
+            got = jitted(*[a.copy(order="K") if isinstance(a, np.ndarray) and a.flags.owndata else a
                            for a in args])
             want = fn(*args)
             got_t = got if isinstance(got, tuple) else (got,)
@@ -128,6 +128,19 @@ def test_transposed_and_strided():
     run(lambda a, b: a * b + 1.0, A.T, B.T)
     run(lambda a, b: a * b - a, A[::2, ::3], B[::2, 1::3])
     run(lambda a, b: np.exp(a.T) + b, A, B.T.copy(), rtol=F64_ULP8, atol=1e-13, level="O2")
+
+
+def test_outputs_take_the_inputs_memory_order():
+    """Like NumPy's ufuncs: a transposed input gives a transposed result, so what follows
+    the kernel (here a float sum, which stays in NumPy at O1) sees the same layout."""
+    x, y = rng.standard_normal((50, 70)), rng.standard_normal((50, 70))
+    f = lambda a, b: a * b + 1.0        # noqa: E731
+    for a, b in [(x.T, y.T), (x[::-1], y[::-1]), (x.T[::2], y.T[::2]),
+                 (np.asfortranarray(x), 2.0), (x.T, y[0][:, None].copy()),
+                 (x.T, y.T.copy())]:     # mixed orders: NumPy decides (fallback)
+        got = run(f, a, b)
+        assert got.strides == f(a, b).strides
+    run(lambda a: (a + 1).sum(), x.T)      # bit-identical: the sum sees NumPy's order
 
 
 def test_empty():

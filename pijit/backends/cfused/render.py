@@ -183,15 +183,33 @@ static void pj_strides(PyArrayObject *a, const npy_intp *shape, int nd, npy_intp
     }
 }
 
-/* C-contiguous with exactly `shape`. */
-static int pj_flat(PyArrayObject *a, const npy_intp *shape, int nd)
+/* Byte strides `st` (of `shape`) lay the elements out densely in C order. */
+static int pj_dense(const npy_intp *st, const npy_intp *shape, int nd, npy_intp itemsize)
 {
-    if (!PyArray_IS_C_CONTIGUOUS(a) || PyArray_NDIM(a) != nd)
-        return 0;
-    for (int d = 0; d < nd; d++)
-        if (PyArray_DIM(a, d) != shape[d])
+    npy_intp want = itemsize;
+    for (int d = nd - 1; d >= 0; d--) {
+        if (shape[d] != 1 && st[d] != want)
             return 0;
+        want *= shape[d];
+    }
     return 1;
+}
+
+/* The axes of `a` from the largest stride to the smallest (NumPy's order for KEEPORDER). */
+static void pj_perm(PyArrayObject *a, int *perm, int nd)
+{
+    npy_stride_sort_item items[NPY_MAXDIMS];
+    PyArray_CreateSortedStridePerm(nd, PyArray_STRIDES(a), items);
+    for (int d = 0; d < nd; d++)
+        perm[d] = (int)items[d].perm;
+}
+
+static void pj_permute(npy_intp *v, const int *perm, int nd)
+{
+    npy_intp tmp[NPY_MAXDIMS];
+    for (int d = 0; d < nd; d++)
+        tmp[d] = v[perm[d]];
+    memcpy(v, tmp, nd * sizeof(npy_intp));
 }
 """
 
@@ -246,6 +264,10 @@ class _Group:
             self.kinds.append(kind)
         self.index = {ref.index: i for i, ref in enumerate(grp.inputs)}
         self.plan()
+        # the input whose memory order the outputs take (elementwise groups only: a
+        # reduction's axes are in the original order)
+        full = [i for i, kd in enumerate(self.kinds) if kd == "full"]
+        self.proto = full[0] if full and self.nd >= 2 and not grp.reductions else None
 
     # -- expressions -------------------------------------------------------------------------
     def dtype(self, ref):
@@ -576,8 +598,8 @@ class _Group:
         flat_ok = self.loops == 1 and not g.rows and not cols and all(
             kd in ("scalar", "one", "full") for kd in self.kinds)
         if flat_ok:
-            conds = " && ".join([f"pj_flat(a{i}, shape, {self.ndi})" for i in self.arrays
-                                 if self.kinds[i] == "full"] or ["1"])
+            conds = " && ".join([f"pj_dense(st{i}, shape, {self.ndi}, {self.dtype(g.inputs[i]).itemsize})"
+                                 for i in self.arrays if self.kinds[i] == "full"] or ["1"])
             L += [f"    if ({conds}) {{", *["        " + s for s in self.flat_path(whole)],
                   "    } else {"]
         else:
@@ -613,15 +635,17 @@ class _Group:
                 L += [f"    PyArrayObject *a{i} = pj_array(args[{i}], {NPYTYPE[m.dtype]}, {ndi});",
                       f"    if (a{i} == NULL || pj_bcast(a{i}, shape, {ndi}) < 0)",
                       f"        return pj_fallback({k}, args, nargs);"]
+        for i in self.arrays:
+            L.append(f"    npy_intp st{i}[{ndi}];")
+            L.append(f"    pj_strides(a{i}, shape, {ndi}, st{i});")
+        if self.proto is not None:
+            L += self.keep_order()
         L += ["    npy_intp N = 1, rows = 1;",
               f"    for (int d = 0; d < {ndi}; d++)",
               "        N *= shape[d];",
               f"    for (int d = 0; d < {ndi} - 1; d++)",
               "        rows *= shape[d];",
               f"    const npy_intp n = shape[{ndi} - 1];"]
-        for i in self.arrays:
-            L.append(f"    npy_intp st{i}[{ndi}];")
-            L.append(f"    pj_strides(a{i}, shape, {ndi}, st{i});")
         for i, ref in enumerate(g.inputs):
             ct = CTYPE[self.dtype(ref)]
             if self.kinds[i] == "scalar":
@@ -630,12 +654,40 @@ class _Group:
                 L.append(f"    const {ct} c{i} = *(const {ct} *)PyArray_DATA(a{i});")
         return L
 
+    def keep_order(self) -> list:
+        """Iterate in the memory order of the full-shape inputs, as NumPy's ufuncs do, so
+        outputs get their layout (a transposed input gives a transposed result, and an
+        order-dependent op after the kernel sees what it would see in NumPy). Inputs with
+        different orders, or a per-row input that varies along the new inner axis, go to
+        NumPy."""
+        k, nd, p = self.grp.id, self.nd, self.proto
+        L = [f"    int perm[{nd}];",
+             f"    pj_perm(a{p}, perm, {nd});"]
+        for i in self.arrays:
+            if self.kinds[i] == "full" and i != p:
+                L += ["    {",
+                      f"        int other[{nd}];",
+                      f"        pj_perm(a{i}, other, {nd});",
+                      "        if (memcmp(other, perm, sizeof(perm)) != 0)",
+                      f"            return pj_fallback({k}, args, nargs);",
+                      "    }"]
+        L.append(f"    pj_permute(shape, perm, {nd});")
+        for i in self.arrays:
+            L.append(f"    pj_permute(st{i}, perm, {nd});")
+            if self.kinds[i] == "inner":
+                L += [f"    if (st{i}[{nd} - 1] != 0)",
+                      f"        return pj_fallback({k}, args, nargs);"]
+        return L
+
     def allocate_outputs(self) -> list:
         L = []
         for j, ref in enumerate(self.grp.outputs):
             ct, npy = CTYPE[self.dtype(ref)], NPYTYPE[self.dtype(ref)]
             ndim, dims = self.out_dims(ref)
-            if dims is None:
+            if dims is None and self.proto is not None:
+                L.append(f"    out[{j}] = PyArray_NewLikeArray(a{self.proto}, NPY_KEEPORDER, "
+                         f"PyArray_DescrFromType({npy}), 0);")
+            elif dims is None:
                 L.append(f"    out[{j}] = PyArray_SimpleNew({self.nd}, shape, {npy});")
             else:
                 L.append(f"    npy_intp oshape{j}[{max(ndim, 1)}] = {{{', '.join(dims) or '1'}}};")

@@ -53,7 +53,7 @@ OPTIONS = (
            "loop node)."),
     Option("MAX_LOOP_UNROLLING", int, 100,
            "Most iterations unrolled per loop (all loops nested in it included).", minimum=0),
-    Option("loop_nodes", bool, False,
+    Option("loop_nodes", bool, True,
            "A `for` loop over range(...) whose bounds are known only at run time, or longer "
            "than MAX_LOOP_UNROLLING, or that cannot be unrolled (e.g. its body writes into "
            "arrays: stencils, row updates), becomes one loop node: the body is captured once "
@@ -136,7 +136,7 @@ class JitConfig:
     enable_dynamic_shape: bool = True
     loop_unrolling: bool = True
     MAX_LOOP_UNROLLING: int = 100
-    loop_nodes: bool = False
+    loop_nodes: bool = True
     MAX_INLINE_DEPTH: int = 8
     allowed_inline_modules: tuple = ()
     print_last_frame_if_break_graph: bool = False

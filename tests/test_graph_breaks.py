@@ -257,12 +257,18 @@ def test_loops_unroll(fn, graphs, breaks):
     assert_same(fn, X, graphs=graphs, breaks=breaks)
 
 
-def test_long_loop_runs_as_residual_bytecode():
-    report = assert_same(long_loop, X, graphs=2, breaks=1)
+def test_long_loop_becomes_one_loop_node():
+    report = assert_same(long_loop, X, graphs=1, breaks=0)
+    assert report.ops_per_graph == [["loop", "tuple_item", "mul"]]
+
+
+def test_long_loop_runs_as_residual_bytecode_without_loop_nodes():
+    report = assert_same(long_loop, X, graphs=2, breaks=1,
+                         jit_kwargs={"jit_config": {"loop_nodes": False}})
     assert "MAX_LOOP_UNROLLING" in report.break_reasons[0]["reason"]
     # the code after the loop, and the loop body outlined as its own jitted function
     assert report.ops_per_graph == [["mul"], ["mul", "add"]]
-    stats = pijit.stats(pijit.jit(long_loop))
+    stats = pijit.stats(pijit.jit(long_loop, jit_config={"loop_nodes": False}))
     assert stats["cache_misses"] == 1             # the body compiled once, hit 299 times
     body_code = next(c for c in pijit.cache.family(long_loop.__code__)
                      if c.co_name.startswith("__loop_body"))
@@ -273,12 +279,19 @@ def test_long_loop_runs_as_residual_bytecode():
 def test_loop_unrolling_option():
     # The loop runs as residual bytecode; its body is one graph, called every iteration.
     report = assert_same(unrolled_range, X, graphs=1, breaks=1,
-                         jit_kwargs={"jit_config": {"loop_unrolling": False}})
+                         jit_kwargs={"jit_config": {"loop_unrolling": False,
+                                                    "loop_nodes": False}})
     assert "loop_unrolling is off" in report.break_reasons[0]["reason"]
     assert report.ops_per_graph == [["mul", "add"]]
     report = assert_same(unrolled_range, X, graphs=1, breaks=1,
-                         jit_kwargs={"jit_config": {"MAX_LOOP_UNROLLING": 2}})
+                         jit_kwargs={"jit_config": {"MAX_LOOP_UNROLLING": 2,
+                                                    "loop_nodes": False}})
     assert "MAX_LOOP_UNROLLING=2" in report.break_reasons[0]["reason"]
+    # with loop nodes (the default), neither unrolled nor residual: one loop node
+    for options in ({"loop_unrolling": False}, {"MAX_LOOP_UNROLLING": 2}):
+        report = assert_same(unrolled_range, X, graphs=1, breaks=0,
+                             jit_kwargs={"jit_config": options})
+        assert report.ops_per_graph == [["loop", "tuple_item"]]
 
 
 def test_break_inside_loop_body_moves_to_the_loop():

@@ -719,11 +719,15 @@ def test_more_loops():
     # Same shape as data_while in test_graph_breaks.py.
     report = assert_same(data_while_with_cap, X, 0.3, graphs=2, breaks=2)
     assert report.ops_per_graph == [["mul", "absolute", "max", "gt"], ["add"]]
-    # loop > MAX_LOOP_UNROLLING: residual; code before it (mul), after it (mul, sum), and
-    # the outlined body (add), compiled once for all 150 iterations
-    report = assert_same(long_loop_then_code, X, graphs=3, breaks=1)
+    # loop > MAX_LOOP_UNROLLING without loop nodes: residual; code before it (mul), after it
+    # (mul, sum), and the outlined body (add), compiled once for all 150 iterations
+    report = assert_same(long_loop_then_code, X, graphs=3, breaks=1,
+                         jit_kwargs={"jit_config": {"loop_nodes": False}})
     assert "MAX_LOOP_UNROLLING" in report.break_reasons[0]["reason"]
     assert ["mul", "sum"] in report.ops_per_graph and ["add"] in report.ops_per_graph
+    # with loop nodes (the default): one graph around one loop node
+    report = assert_same(long_loop_then_code, X, graphs=1, breaks=0)
+    assert report.ops_per_graph == [["mul", "loop", "tuple_item", "mul", "sum"]]
 
 
 # -- more calls --------------------------------------------------------------------------------

@@ -434,9 +434,10 @@ def test_other_fallbacks(level):
     assert loop_count(report) == 0
 
 
-def test_loop_nodes_off_by_default():
+def test_loop_nodes_off():
     # As without loop nodes: a residual loop whose body is a graph of its own.
-    report = assert_same(decay1000, np.arange(5.0), graphs=1, breaks=1)
+    report = assert_same(decay1000, np.arange(5.0), graphs=1, breaks=1,
+                         jit_kwargs={"jit_config": {"loop_nodes": False}})
     assert loop_count(report) == 0
     assert "MAX_LOOP_UNROLLING" in report.break_reasons[0]["reason"]
 

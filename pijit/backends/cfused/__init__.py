@@ -11,6 +11,7 @@ the build fails (logged on `pijit.kernels`, never an error for the user).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import operator
 
@@ -35,15 +36,21 @@ def optimize(graph: Graph) -> Graph:
 
 def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
                   level: str = "O1", threads: int = 1, cache_dir: str | None = None):
+    # loop bodies (graphs of their own) are fused the same way
+    body = functools.partial(compile_graph, level=level, threads=threads, cache_dir=cache_dir)
+
+    def on_numpy(g):
+        return numpy_backend.compile_graph(g, name, filename, firstlineno, compile_body=body)
+
     try:
         optimized = optimize(graph)
         # O1 equals NumPy bit for bit: no libmvec math, no float reductions (see DESIGN 5).
         groups = find_groups(optimized, exact=level == "O1")
     except Exception:       # a pass bug must not reach the user
         log.exception("graph passes failed; using the NumPy backend")
-        return numpy_backend.compile_graph(graph, name, filename, firstlineno)
+        return on_numpy(graph)
     if not groups:
-        return numpy_backend.compile_graph(graph, name, filename, firstlineno)
+        return on_numpy(optimized)
     source = render.render_module(optimized, groups, contract=level == "O2", threads=threads)
     if log.isEnabledFor(logging.INFO):
         log.info("%s: %d fused group(s)\n%s", name, len(groups),
@@ -53,11 +60,11 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
         kernels = build.load_kernels(source, cache_dir, openmp=threads > 1)
     except Exception as e:
         log.warning("kernel build failed for %s (%s); using the NumPy backend", name, e)
-        return numpy_backend.compile_graph(graph, name, filename, firstlineno)
+        return on_numpy(graph)
     for grp in groups:
         kernels.set_fallback(grp.id, group_fallback(optimized, grp, filename, firstlineno))
     lowered = lower(optimized, groups, kernels)
-    compiled = numpy_backend.compile_graph(lowered, name, filename, firstlineno)
+    compiled = on_numpy(lowered)
     text = compiled.source + "\n/* fused groups */\n" + "\n".join(f"/* {g} */" for g in groups)
     return dataclasses.replace(compiled, source=text, backend="cfused")
 

@@ -18,7 +18,7 @@ import operator
 import numpy as np
 
 from pijit.backends import numpy_backend
-from pijit.backends.cfused import build, render
+from pijit.backends.cfused import build, loops, render
 from pijit.graph.cse import cse
 from pijit.graph.dce import dce
 from pijit.graph.fuse import FusionGroup, find_groups, schedule
@@ -49,12 +49,17 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
     except Exception:       # a pass bug must not reach the user
         log.exception("graph passes failed; using the NumPy backend")
         return on_numpy(graph)
-    if not groups:
+    loop_nodes = [(node, grp) for node in optimized.nodes
+                  if (grp := loops.loop_group(node, exact=level == "O1")) is not None]
+    if not groups and not loop_nodes:
         return on_numpy(optimized)
-    source = render.render_module(optimized, groups, contract=level == "O2", threads=threads)
+    renderers = [render._Group(optimized, grp) for grp in groups] + [
+        loops.LoopKernel(node, grp, len(groups) + k) for k, (node, grp) in enumerate(loop_nodes)]
+    source = render.module_source(renderers, level == "O2", threads)
     if log.isEnabledFor(logging.INFO):
-        log.info("%s: %d fused group(s)\n%s", name, len(groups),
-                 "\n".join(f"  {g}" for g in groups))
+        log.info("%s: %d fused group(s)\n%s", name, len(groups) + len(loop_nodes),
+                 "\n".join([f"  {g}" for g in groups] + [
+                     f"  loop %{node.out}: {grp}" for node, grp in loop_nodes]))
         log.debug("C source of %s:\n%s", name, source)
     try:
         kernels = build.load_kernels(source, cache_dir, openmp=threads > 1)
@@ -63,9 +68,16 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
         return on_numpy(graph)
     for grp in groups:
         kernels.set_fallback(grp.id, group_fallback(optimized, grp, filename, firstlineno))
+    in_c = {}
+    for k, (node, _) in enumerate(loop_nodes):
+        kernels.set_fallback(len(groups) + k, node.fn)     # the loop's reference semantics
+        in_c[node.out] = getattr(kernels, f"g{len(groups) + k}")
     lowered = lower(optimized, groups, kernels)
+    lowered.nodes = [dataclasses.replace(n, fn=in_c[n.out]) if n.out in in_c else n
+                     for n in lowered.nodes]
     compiled = on_numpy(lowered)
-    text = compiled.source + "\n/* fused groups */\n" + "\n".join(f"/* {g} */" for g in groups)
+    text = compiled.source + "\n/* fused groups */\n" + "\n".join(
+        [f"/* {g} */" for g in groups] + [f"/* loop %{n.out}: {g} */" for n, g in loop_nodes])
     return dataclasses.replace(compiled, source=text, backend="cfused")
 
 

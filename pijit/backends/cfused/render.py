@@ -263,6 +263,9 @@ class _Group:
                 kind = "other"
             self.kinds.append(kind)
         self.index = {ref.index: i for i, ref in enumerate(grp.inputs)}
+        self.argpos = list(range(len(grp.inputs)))     # where each input is in args
+        self.nargs = len(grp.inputs)
+        self.tuple_result = False   # one output is returned as itself, not in a tuple
         self.plan()
         # the input whose memory order the outputs take (elementwise groups only: a
         # reduction's axes are in the original order)
@@ -616,23 +619,25 @@ class _Group:
         """Read the arguments (a kernel that cannot take them calls the NumPy fallback),
         broadcast their shapes and strides."""
         g, k, ndi = self.grp, self.grp.id, self.ndi
-        L = [f"    if (nargs != {len(g.inputs)})",
+        L = [f"    if (nargs != {self.nargs})",
              f"        return pj_fallback({k}, args, nargs);",
              f"    npy_intp shape[{ndi}];",
              f"    for (int d = 0; d < {ndi}; d++)",
              "        shape[d] = 1;"]
         self.arrays = []
         for i, ref in enumerate(g.inputs):
-            m = self.graph.meta(ref)
+            m, pos = self.graph.meta(ref), self.argpos[i]
+            if self.kinds[i] == "index":
+                continue
             if self.kinds[i] == "scalar":
                 ty, parse = ("long long", "pj_int") if m.dtype.kind in "iu" else (
                     "double", "pj_double")
                 L += [f"    {ty} d{i};",
-                      f"    if ({parse}(args[{i}], &d{i}) < 0)",
+                      f"    if ({parse}(args[{pos}], &d{i}) < 0)",
                       f"        return pj_fallback({k}, args, nargs);"]
             else:
                 self.arrays.append(i)
-                L += [f"    PyArrayObject *a{i} = pj_array(args[{i}], {NPYTYPE[m.dtype]}, {ndi});",
+                L += [f"    PyArrayObject *a{i} = pj_array(args[{pos}], {NPYTYPE[m.dtype]}, {ndi});",
                       f"    if (a{i} == NULL || pj_bcast(a{i}, shape, {ndi}) < 0)",
                       f"        return pj_fallback({k}, args, nargs);"]
         for i in self.arrays:
@@ -808,7 +813,7 @@ class _Group:
             if not self.graph.meta(ref).is_array:
                 L.append(f"    out[{j}] = PyArray_Return((PyArrayObject *)out[{j}]);")
                 L.append(f"    if (out[{j}] == NULL) goto fail;")
-        if nout == 1:
+        if nout == 1 and not self.tuple_result:
             L.append("    return out[0];")
         else:
             L.append(f"    PyObject *tuple = PyTuple_New({nout});")
@@ -834,18 +839,23 @@ def render_module(graph, groups: list, contract: bool = False, threads: int = 1)
     contract: let gcc fuse a*b+c into one FMA (one rounding instead of two: O2 only).
     threads: OpenMP threads for big loops (compiled with -fopenmp when > 1).
     """
+    return module_source([_Group(graph, grp) for grp in groups], contract, threads)
+
+
+def module_source(renderers: list, contract: bool, threads: int) -> str:
+    """One C module with a function g<id> per renderer (a _Group or a subclass)."""
     parts = [CONTRACT if contract else "", PRELUDE, VECTOR_DECLS,
              f"#define PJ_THREADS {threads}\n#define PJ_PAR_MIN {PAR_MIN}\n"
              f"#define PJ_CHUNK {CHUNK}\n"]
     parts.append(HELPERS)
-    parts.append(f"static PyObject *pj_fallbacks[{max(len(groups), 1)}];\n")
+    parts.append(f"static PyObject *pj_fallbacks[{max(len(renderers), 1)}];\n")
     parts.append(FALLBACK)
-    for grp in groups:
-        parts.append(_Group(graph, grp).function())
+    for r in renderers:
+        parts.append(r.function())
     methods = "".join(
-        f'    {{"g{g.id}", (PyCFunction)(void (*)(void))pj_g{g.id}, METH_FASTCALL, NULL}},\n'
-        for g in groups)
-    parts.append(MODULE.replace("@METHODS@", methods).replace("@NGROUPS@", str(len(groups))))
+        f'    {{"g{r.grp.id}", (PyCFunction)(void (*)(void))pj_g{r.grp.id}, METH_FASTCALL, '
+        f'NULL}},\n' for r in renderers)
+    parts.append(MODULE.replace("@METHODS@", methods).replace("@NGROUPS@", str(len(renderers))))
     return "\n".join(parts)
 
 

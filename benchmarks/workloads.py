@@ -78,6 +78,12 @@ def loop_update(x):
     return x
 
 
+def loop_long(x):
+    for i in range(300):
+        x = x * 0.99 + 0.01
+    return x
+
+
 def stencil(u):
     return 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]) - u[1:-1, 1:-1]
 
@@ -287,6 +293,9 @@ WORKLOADS = [
     W("loop_update", loop_update, _arrays(1),
       {"tiny": 1000, "quick": 1_000_000, "full": 10_000_000},
       "Python loop: for i in range(10): x = x*0.9+0.1", memory_bound=True, jax=True),
+    W("loop_long", loop_long, _arrays(1),
+      {"tiny": 1000, "quick": 1_000_000, "full": 1_000_000},
+      "Python loop of 300 trips (a loop node: one C kernel)", jax=True),
     W("stencil", stencil, _arrays(1), {"tiny": (16, 16), "quick": (2048, 2048), "full": (4096, 4096)},
       "5-point Laplacian stencil with slices", memory_bound=True, jax=True),
     W("graph_break", graph_break, _arrays(2),

@@ -32,10 +32,13 @@ def kernel_cache(tmp_path_factory, monkeypatch):
     return path
 
 
-def run(fn, *args, rtol=0.0, atol=0.0, fused=True, level="O1", groups=None):
+def run(fn, *args, rtol=0.0, atol=0.0, fused=True, level="O1", groups=None,
+        min_groups=None):
     """fn jitted vs plain, twice; same types, dtypes, shapes and values within rtol/atol.
 
-    fused: whether a kernel was built; groups: how many fused groups it has (when given).
+    fused: whether a kernel was built; groups: how many fused groups it has (when given);
+    min_groups: at least that many (functions made by `together` share some groups, as
+    common subexpressions across them merge).
     """
     jitted = pijit.jit(fn, jit_config={"jit_level": level})
     pijit.reset(jitted)         # compile anew: the log below must see this compile
@@ -64,9 +67,22 @@ def run(fn, *args, rtol=0.0, atol=0.0, fused=True, level="O1", groups=None):
         logger.setLevel(old)
     built = [r.getMessage() for r in records if "fused group" in r.getMessage()]
     assert bool(built) == fused, [r.getMessage() for r in records]
+    counts = [int(m.split(": ")[1].split()[0]) for m in built]
     if groups is not None:
-        assert [int(m.split(": ")[1].split()[0]) for m in built] == [groups], built
+        assert counts == [groups], built
+    if min_groups is not None:
+        assert len(counts) == 1 and counts[0] >= min_groups, built
     return got
+
+
+def together(fns, nargs: int):
+    """One function returning every fn's result: one graph, one kernel module (one gcc run)
+    for all of them."""
+    params = ", ".join(f"a{i}" for i in range(nargs))
+    calls = ", ".join(f"fns[{k}]({params})" for k in range(len(fns)))
+    namespace = {"fns": list(fns)}
+    exec(f"def together({params}):\n    return ({calls},)\n", namespace)
+    return namespace["together"]
 
 
 rng = np.random.default_rng(0)
@@ -269,10 +285,10 @@ def test_integer_kernels_match_numpy_exactly(dtype):
     a, b = _ints(dtype, (6, 9), 1), _ints(dtype, (6, 9), 2)
     b[0, :3] = 0
     a[1, :2] = np.iinfo(dtype).min
+    every = together(_INT_FNS, 2)
     with np.errstate(all="ignore"):
-        for fn in _INT_FNS:
-            run(fn, a, b, groups=1)
-            run(fn, a.T, b[::-1].T)
+        run(every, a, b, min_groups=len(_INT_FNS) // 2)
+        run(every, a.T, b[::-1].T)
     run(lambda a: (a * 2).mean(axis=-1) + 1.0, a, rtol=1e-15, groups=1, level="O2")
 
 
@@ -309,9 +325,10 @@ _MORE_REDUCTIONS = [lambda a: (a + a).argmax(axis=-1), lambda a: (a * 1).argmin(
 def test_arg_any_all_prod_reductions(dtype):
     a = (rng.standard_normal((6, 37)) * 3).astype(dtype)
     a[2, 5] = a[2, 30] = a.max() if dtype != np.bool_ else True      # ties: first index wins
-    for fn in _MORE_REDUCTIONS:
-        run(fn, a)      # O1: a float product stays in NumPy (its rounding depends on order)
-        run(fn, a, rtol=1e-12 if dtype == np.float64 else 1e-5, level="O2", groups=1)
+    every = together(_MORE_REDUCTIONS, 1)
+    run(every, a)       # O1: a float product stays in NumPy (its rounding depends on order)
+    run(every, a, rtol=1e-12 if dtype == np.float64 else 1e-5, level="O2",
+        min_groups=len(_MORE_REDUCTIONS) // 2)
     if np.dtype(dtype).kind == "f":
         a[3, 7] = a[4, 0] = np.nan       # NaN is the first max/min (via the NumPy fallback)
         run(_MORE_REDUCTIONS[0], a)
@@ -327,12 +344,12 @@ _COLS = [lambda a: (a * 2).sum(axis=0), lambda a: (a + 1).mean(axis=(0, 1), keep
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.uint8, np.bool_])
 def test_reductions_over_outer_axes(dtype):
     a = (rng.standard_normal((5, 6, 37)) * 5).astype(dtype)
-    exact = np.dtype(dtype).kind != "f"
-    for fn in _COLS:
-        for x in (a, a[:, ::2, ::3]):
-            run(fn, x, rtol=1e-5, atol=1e-4, level="O2", groups=1)
-            if exact or fn in (_COLS[4], _COLS[5]):
-                run(fn, x, groups=1)        # O1: exact, so fused only where order is free
+    exact = [f for f in _COLS if np.dtype(dtype).kind != "f" or f in (_COLS[4], _COLS[5])]
+    for x in (a, a[:, ::2, ::3]):
+        run(together(_COLS, 1), x, rtol=1e-5, atol=1e-4, level="O2",
+            min_groups=len(_COLS) // 2)
+        # O1: exact, so fused only where the order of evaluation does not matter
+        run(together(exact, 1), x, min_groups=len(exact) // 2)
 
 
 def _threaded(fn, *args, threads, level):

@@ -611,8 +611,9 @@ def _build_call_table() -> dict:
     def add(fn, name, infer, aliases=False):
         table[fn] = OpRule(name, fn, infer, aliases)
 
-    for attr in dir(np):
-        obj = getattr(np, attr)
+    # vars(np), not dir(np) + getattr: getattr of NumPy's lazy submodules (f2py, testing)
+    # would import them, 150 ms of `import pijit`.
+    for obj in list(vars(np).values()):
         if isinstance(obj, np.ufunc) and obj.signature is None and obj not in table:
             add(obj, obj.__name__, elementwise(obj, obj.nin))
     for name in REDUCTIONS:

@@ -82,8 +82,14 @@ def is_const(arg) -> bool:
 
 
 def fits(value, dtype) -> bool:
-    """An integer constant converts to `dtype` exactly (as NumPy requires of Python ints)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+    """A constant converts to `dtype` as C converts it: integers exactly (NumPy requires it of
+    Python ints), floats without overflow (NumPy reports an overflow in the cast)."""
+    if isinstance(value, (bool, np.bool_)):
+        return True
+    if isinstance(value, (float, np.floating)):
+        return dtype.kind != "f" or not np.isfinite(value) or abs(float(value)) <= float(
+            np.finfo(dtype).max)
+    if not isinstance(value, (int, np.integer)):
         return True
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
@@ -106,10 +112,20 @@ def static_array(meta) -> bool:
 
 
 def compute_dtype(graph: Graph, node):
-    """The dtype a comparison computes in: its strong operands' common type (NEP 50)."""
-    refs = [a for a in node.args if isinstance(a, Ref)]
-    strong = [graph.meta(r) for r in refs if not graph.meta(r).is_pyscalar]
-    return np.result_type(*[m.dtype for m in (strong or [graph.meta(r) for r in refs])])
+    """The dtype a comparison computes in, by NEP 50: arrays and NumPy scalars are strong,
+    Python numbers (constants or graph inputs) weak."""
+    operands = []
+    for a in node.args:
+        if isinstance(a, Ref):
+            m = graph.meta(a)
+            operands.append(m.pytype(0) if m.is_pyscalar else m.dtype)
+        else:
+            operands.append(a if isinstance(a, np.generic) or type(a) in (bool, int, float)
+                            else np.asarray(a).dtype)
+    strong = [o for o in operands if not type(o) in (bool, int, float)]
+    if not strong:      # only Python numbers: NumPy's default types
+        return np.result_type(*[np.dtype(type(o)) for o in operands])
+    return np.result_type(*operands)
 
 
 def elementwise_op(graph: Graph, node, exact: bool = False):
@@ -139,6 +155,10 @@ def elementwise_op(graph: Graph, node, exact: bool = False):
                   or (op == "astype" and dtype_arg(a) is not None)):
             return None
     t = meta.dtype
+    if any(isinstance(a, Ref) and graph.meta(a).pytype is int for a in node.args) and (
+            (compute_dtype(graph, node) if op in COMPARE else t) not in
+            (np.dtype(np.int64),) + FLOAT):
+        return None     # its value may not fit (NumPy raises, or compares it exactly)
     allowed = FLOAT_OPS if t in FLOAT else INT_OPS if t in INTEGER else BOOL_OPS
     if op not in allowed | ANY_OPS:
         return None
@@ -169,8 +189,9 @@ def _comparable(graph: Graph, node, consts) -> bool:
     compares those exactly, C through float64), no Python int outside the operands' type, no
     bool arrays against weak Python numbers (NumPy compares those as int/float)."""
     cd = compute_dtype(graph, node)
-    kinds = {graph.meta(a).dtype.kind for a in node.args if isinstance(a, Ref)}
-    if cd.kind == "f" and kinds <= set("iub"):
+    kinds = {graph.meta(a).dtype.kind if isinstance(a, Ref) else np.asarray(a).dtype.kind
+             for a in node.args}
+    if cd.kind == "f" and kinds <= set("iub"):      # float only from mixing int and uint
         return False
     if not all(fits(c, cd) for c in consts):
         return False

@@ -366,14 +366,16 @@ class _Group:
         if op in ("pos", "astype"):
             return self.arg(a[0], t)
         if op in ("maximum", "minimum"):
+            # NumPy's: the first operand if it is NaN or strictly bigger (smaller), else the
+            # second (so maximum(-0.0, 0.0) is 0.0 and maximum(0.0, -0.0) is -0.0)
             x, y = self.arg(a[0], t), self.arg(a[1], t)
-            cmp = ">=" if op == "maximum" else "<="
+            cmp = ">" if op == "maximum" else "<"
             return [f"const {ct} {out}_a = {x}, {out}_b = {y};",
                     f"const {ct} {out} = ({out}_a {cmp} {out}_b || {out}_a != {out}_a) "
                     f"? {out}_a : {out}_b;"]
-        if op == "clip":
+        if op == "clip":            # minimum(maximum(x, lo), hi)
             stmts = [f"{ct} {out}_t = {self.arg(a[0], t)};"]
-            for bound, cmp in ((a[1], ">="), (a[2], "<=")):
+            for bound, cmp in ((a[1], ">"), (a[2], "<")):
                 if bound is not None:
                     b = self.arg(bound, t)
                     stmts.append(f"{out}_t = ({out}_t {cmp} {b} || {out}_t != {out}_t) "

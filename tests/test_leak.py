@@ -177,3 +177,35 @@ def test_exceptions_on_hits_do_not_leak():
     assert after_rss - before_rss < RSS_LIMIT
     s = pijit.stats(f)
     assert s["compile_count"] == 1 and s["cache_hits"] == 10_099
+
+
+def _kernel_shapes(x, w, n):
+    """Fused kernels of every shape: two outputs, a row group with scratch, a 0-d
+    reduction, a loop kernel, and a group that hands itself back to NumPy (0 / 0)."""
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    soft = e / e.sum(axis=-1, keepdims=True)
+    both = (x * 2.0, x - 1.0)
+    total = (x * w).sum()
+    for i in range(n):
+        w = w * 0.5 + 1.0
+    nan = (x - x) / (w - w)
+    return soft, both, total, w, nan
+
+
+def test_kernels_do_not_leak():
+    f = pijit.jit(_kernel_shapes, jit_config={"jit_level": "O2", "specialize_scalar": False})
+    pijit.reset(f)
+    x, w = np.random.default_rng(0).standard_normal((4, 9)), np.ones(9)
+    with np.errstate(all="ignore"):
+        for _ in range(2_000):
+            r = f(x, w, 3)
+        del r
+        before_refs = refcounts(x, w, f)
+        before_rss = rss()
+        for _ in range(50_000):
+            f(x, w, 3)
+        after_rss = rss()
+    after_refs = refcounts(x, w, f)
+    assert after_refs == before_refs
+    assert after_rss - before_rss < RSS_LIMIT, f"RSS grew by {(after_rss - before_rss) / MB:.1f} MB"
+    assert pijit.stats(f)["compile_count"] == 1

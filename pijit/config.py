@@ -81,7 +81,8 @@ OPTIONS = (
            choices=("STRICT", "LAX")),
     Option("jit_level", str, "O1",
            "'O0': the captured graph runs on the NumPy reference backend. 'O1': graph passes "
-           "(dead code, common subexpressions) and fused C kernels for what rounds exactly "
+           "(dead code, constant scalars, exact identities such as x*1, common "
+           "subexpressions) and fused C kernels for what rounds exactly "
            "like NumPy: + - * /, comparisons, sqrt, abs, maximum, minimum, clip, where, "
            "square, casts, integer and bitwise ops (wrapping around like NumPy), "
            "sum/prod/max/min of integers and bools, and any/all/argmax/argmin (over all "

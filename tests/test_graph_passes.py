@@ -9,6 +9,7 @@ from pijit.graph.cse import cse
 from pijit.graph.dce import dce
 from pijit.graph.fuse import find_groups, schedule
 from pijit.graph.ir import Graph, Meta
+from pijit.graph.simplify import simplify
 from pijit.graph.verify import verify
 
 F64 = Meta.array((4, 5), np.float64)
@@ -172,3 +173,49 @@ def test_inplace_node_closes_groups():
     assert len(groups) == 2                     # t must be read before x changes
     order = schedule(g, groups)
     assert [getattr(x, "name", "group") for x in order] == ["group", "iadd", "group"]
+
+
+# -- constant folding and exact identities (simplify.py) ------------------------------------
+SCALAR = Meta(float, np.dtype(np.float64), ())
+
+
+def test_constant_scalars_fold_but_warning_ones_stay():
+    g, (x,) = graph_of(F64)
+    c = g.add_node("mul", operator.mul, (2.0, 3.0), {}, SCALAR)
+    bad = g.add_node("truediv", operator.truediv, (np.float64(1.0), 0.0), {},
+                     Meta(np.float64, np.dtype(np.float64), ()))
+    out = g.add_node("add", operator.add, (x, c), {}, F64)
+    g.outputs = [out, bad]
+    s = simplify(g)
+    verify(s)
+    assert [n.name for n in s.nodes] == ["truediv", "add"]     # 1/0 warns at run time
+    assert s.nodes[1].args == (x, 6.0)
+
+
+def test_exact_identities_read_the_operand():
+    g, (x,) = graph_of(F64)
+    t1 = g.add_node("mul", operator.mul, (1.0, x), {}, F64)
+    t2 = g.add_node("truediv", operator.truediv, (t1, 1), {}, F64)
+    t3 = g.add_node("neg", operator.neg, (t2,), {}, F64)
+    t4 = g.add_node("neg", operator.neg, (t3,), {}, F64)
+    t5 = g.add_node("sub", operator.sub, (t4, 0.0), {}, F64)
+    out = g.add_node("exp", np.exp, (t5,), {}, F64)
+    g.outputs = [out]
+    s = dce(simplify(g))
+    verify(s)
+    assert [(n.name, n.args) for n in s.nodes] == [("exp", (x,))]
+
+
+def test_identities_that_could_be_seen_are_kept():
+    g, (x, i) = graph_of(F64, Meta.array((4, 5), np.int64))
+    plus_zero = g.add_node("add", operator.add, (x, 0.0), {}, F64)        # -0.0 + 0.0
+    minus_negzero = g.add_node("sub", operator.sub, (x, -0.0), {}, F64)   # same
+    to_float = g.add_node("mul", operator.mul, (i, 1.0), {}, F64)         # int -> float
+    returned = g.add_node("mul", operator.mul, (x, 1.0), {}, F64)         # a copy for the caller
+    written = g.add_node("mul", operator.mul, (x, 1.0), {}, F64)
+    g.add_node("iadd", operator.iadd, (written, 1.0), {}, F64)            # must not write into x
+    g.outputs = [g.add_node("add", operator.add, (plus_zero, minus_negzero), {}, F64),
+                 to_float, returned, written]
+    s = simplify(g)
+    verify(s)
+    assert len(s.nodes) == len(g.nodes)

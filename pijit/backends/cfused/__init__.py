@@ -21,6 +21,7 @@ from pijit.backends import numpy_backend
 from pijit.backends.cfused import build, loops, render
 from pijit.graph.cse import cse
 from pijit.graph.dce import dce
+from pijit.graph.simplify import simplify
 from pijit.graph.fuse import FusionGroup, find_groups, schedule
 from pijit.graph.ir import Graph, Meta, Node, Ref
 
@@ -31,7 +32,7 @@ _TUPLE_META = Meta(tuple, np.dtype(object), ())
 
 def optimize(graph: Graph) -> Graph:
     """The graph passes run before fusion."""
-    return dce(cse(dce(graph)))
+    return dce(cse(simplify(dce(graph))))
 
 
 def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,

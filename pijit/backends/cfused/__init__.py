@@ -54,7 +54,7 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
                   if (grp := loops.loop_group(node, exact=level == "O1")) is not None]
     if not groups and not loop_nodes:
         return on_numpy(optimized)
-    renderers = [render._Group(optimized, grp) for grp in groups] + [
+    renderers = [render.GroupKernel(optimized, grp) for grp in groups] + [
         loops.LoopKernel(node, grp, len(groups) + k) for k, (node, grp) in enumerate(loop_nodes)]
     source = render.module_source(renderers, level == "O2", threads)
     if log.isEnabledFor(logging.INFO):

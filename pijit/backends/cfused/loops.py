@@ -44,12 +44,11 @@ def loop_group(node, exact: bool):
                        outputs=list(nexts), stage={n.out: 0 for n in body.nodes})
 
 
-class LoopKernel(render._Group):
+class LoopKernel(render.GroupKernel):
     """Renders a loop node: args (start, stop, step, *initial carried, *invariants)."""
 
     def __init__(self, node, grp, gid: int):
         op = node.fn
-        self.op = op
         grp = dataclasses.replace(grp, id=gid)
         super().__init__(op.body, grp)
         body = op.body

@@ -1,4 +1,4 @@
-"""C text of the reductions a stage loop computes (render._Group.loop places it).
+"""C text of the reductions a stage loop computes (render.GroupKernel.loop places it).
 
 A stage loop runs over its row (or all elements) in blocks of BLOCK: each block reduces
 into block-local variables inside an `omp simd` loop (`block_init`, `clauses`, `update`),

@@ -244,8 +244,8 @@ def wide(dtype) -> str:
     return "uint64_t" if dtype.itemsize == 8 else "uint32_t"
 
 
-class _Group:
-    """Renders one FusionGroup."""
+class GroupKernel:
+    """Renders one FusionGroup as a kernel function (the C text of `function()`)."""
 
     def __init__(self, graph, grp: FusionGroup):
         self.graph, self.grp = graph, grp
@@ -839,17 +839,12 @@ PAR_MIN = 1 << 16       # elements below which a kernel runs on one thread
 CHUNK = 1 << 14         # elements per chunk of the flat loop shared by threads
 
 
-def render_module(graph, groups: list, contract: bool = False, threads: int = 1) -> str:
-    """The C source of the module holding every group's function.
+def module_source(renderers: list, contract: bool, threads: int) -> str:
+    """One C module with a function g<id> per renderer (a GroupKernel or a subclass).
 
     contract: let gcc fuse a*b+c into one FMA (one rounding instead of two: O2 only).
     threads: OpenMP threads for big loops (compiled with -fopenmp when > 1).
     """
-    return module_source([_Group(graph, grp) for grp in groups], contract, threads)
-
-
-def module_source(renderers: list, contract: bool, threads: int) -> str:
-    """One C module with a function g<id> per renderer (a _Group or a subclass)."""
     parts = [CONTRACT if contract else "", PRELUDE, VECTOR_DECLS,
              f"#define PJ_THREADS {threads}\n#define PJ_PAR_MIN {PAR_MIN}\n"
              f"#define PJ_CHUNK {CHUNK}\n"]

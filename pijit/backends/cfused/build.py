@@ -5,15 +5,6 @@ dir by a hash of source, flags, compiler version, CPU flags and Python/NumPy ver
 are atomic (temp file in the same dir + os.replace) so processes can share the cache. The .so
 is loaded with importlib; its cffi entry point creates the real extension module of METH_FASTCALL
 kernel functions, so calls never cross cffi.
-
-Precompiled header: every module starts with the same head (cffi's prologue, which includes
-Python.h, then the source's leading #include lines: NumPy's headers), and parsing it is about a
-fifth of gcc's work for a two-kernel module. After a build that found none, a gcc in the
-background (it may outlive the process) compiles the head into `_pijit_pch_<key>.h.gch` in the
-cache dir, keyed by head, flags and toolchain; later builds include it instead. Not waiting for
-it keeps the first build as fast as before (making the header takes more than the parsing it
-saves). It can only cost time: gcc skips a .gch it cannot use (another compiler or flags) and
-parses the .h beside it, and a build that fails with the .gch is redone without it.
 """
 from __future__ import annotations
 
@@ -38,11 +29,10 @@ log = logging.getLogger("pijit.kernels")
 CC = "gcc"
 # -ffp-contract=off: no FMA contraction, so a*b+c rounds twice exactly like NumPy.
 CFLAGS = ("-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-fopenmp-simd",
-          "-fPIC", "-std=gnu11", "-w", "-D_CFFI_NO_LIMITED_API")
-LDFLAGS = ("-shared", "-lm")
+          "-fPIC", "-shared", "-std=gnu11", "-w", "-D_CFFI_NO_LIMITED_API")
+LDFLAGS = ("-lm",)
 
 _loaded: dict = {}          # key -> kernel module (one load per process)
-_precompiling: dict = {}    # header path -> the background gcc making its .gch
 
 
 class BuildError(Exception):
@@ -68,16 +58,12 @@ def _toolchain_id() -> str:
     return "\n".join((cc, flags, sys.version, numpy.__version__))
 
 
-def _digest(*parts: str) -> str:
+def cache_key(source: str) -> str:
     h = hashlib.sha256()
-    for part in (*parts, _toolchain_id()):
+    for part in (source, " ".join(CFLAGS + LDFLAGS), _toolchain_id()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:24]
-
-
-def cache_key(source: str) -> str:
-    return _digest(source, " ".join(CFLAGS + LDFLAGS))
 
 
 def _writable_dir(path: str) -> str | None:
@@ -139,96 +125,16 @@ def _build(source: str, name: str, target: str, openmp: bool) -> str:
         c_path = os.path.join(tmp, name + ".c")
         with contextlib.redirect_stdout(io.StringIO()):     # cffi prints 'generating'
             ffi.emit_c_code(c_path)
-        with open(c_path) as f:
-            code = f.read()
         so_tmp = os.path.join(tmp, name + ".so")
-        cmd = _compile_cmd(openmp)
-        head, body = split_head(code, source)
-        header = os.path.join(target, f"_pijit_pch_{_digest(head, ' '.join(cmd))}.h")
+        cmd = [CC, *CFLAGS, *(["-fopenmp"] if openmp else []),
+               "-I", sysconfig.get_paths()["include"], "-I", numpy.get_include(),
+               c_path, "-o", so_tmp, *LDFLAGS]
         log.info("compiling %s", name)
-        if _header_ready(header, head):
-            with open(c_path, "w") as f:
-                f.write(f'#include "{os.path.basename(header)}"\n{body}')
-            if _gcc([*cmd, "-iquote", target], c_path, so_tmp) is None:
-                os.replace(so_tmp, final)       # atomic within the directory
-                return final
-            log.warning("build with precompiled header %s failed; building without it", header)
-            with open(c_path, "w") as f:
-                f.write(code)
-        error = _gcc(cmd, c_path, so_tmp)
-        if error is not None:
-            raise BuildError(error)
-        _precompile(cmd, header, head, tmp)
-        os.replace(so_tmp, final)
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BuildError(f"gcc failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+        os.replace(so_tmp, final)       # atomic within the directory
     return final
-
-
-def _compile_cmd(openmp: bool) -> list:
-    """gcc and its flags, for the modules and for their precompiled header alike."""
-    return [CC, *CFLAGS, *(["-fopenmp"] if openmp else []),
-            "-I", sysconfig.get_paths()["include"], "-I", numpy.get_include()]
-
-
-def split_head(code: str, source: str) -> tuple:
-    """(head, rest) of the emitted C: the head is cffi's prologue (source follows it verbatim)
-    plus the leading #include/#define lines of `source`, the same for every graph."""
-    end = code.index(source)
-    for line in source.splitlines(keepends=True):
-        directive = line.startswith(("#include", "#define")) and not line.endswith("\\\n")
-        if line.strip() and not directive:
-            break
-        end += len(line)
-    return code[:end], code[end:]
-
-
-def _header_ready(header: str, head: str) -> bool:
-    """Its .gch looks like one (gcc would silently parse the .h beside a file of garbage, and
-    fails on a truncated one) and the .h, what gcc reads instead of a .gch it rejects, is
-    intact."""
-    try:
-        with open(header + ".gch", "rb") as f:
-            magic = f.read(4)
-        with open(header) as f:
-            return magic == b"gpch" and f.read() == head
-    except OSError:
-        return False
-
-
-def _precompile(cmd: list, header: str, head: str, tmp: str):
-    """Start compiling `head` into header.gch in the background (replacing a bad one)."""
-    running = _precompiling.get(header)
-    if running is not None and running.poll() is None:
-        return
-    gch = header + ".gch"
-    with contextlib.suppress(OSError):
-        os.remove(gch)
-    h_tmp = os.path.join(tmp, "head.h")
-    with open(h_tmp, "w") as f:
-        f.write(head)
-    os.replace(h_tmp, header)       # atomic: other processes may be reading it
-    fd, gch_tmp = tempfile.mkstemp(dir=os.path.dirname(header), prefix=".pch-")
-    os.close(fd)
-    script = 'tmp=$1 gch=$2; shift 2; "$@" -o "$tmp" && mv -f "$tmp" "$gch"; rm -f "$tmp"'
-    _precompiling[header] = subprocess.Popen(
-        ["/bin/sh", "-c", script, "sh", gch_tmp, gch, *cmd, "-x", "c-header", header],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)
-
-
-def wait_precompiled():
-    """Wait for the precompiled headers this process is making (for tests, and for timings
-    that must not run beside a compile)."""
-    while _precompiling:
-        _precompiling.popitem()[1].wait()
-
-
-def _gcc(cmd: list, c_path: str, so_path: str) -> str | None:
-    """Compile and link; None on success, else gcc's complaint."""
-    proc = subprocess.run([*cmd, c_path, "-o", so_path, *LDFLAGS], capture_output=True,
-                          text=True)
-    if proc.returncode != 0:
-        return f"gcc failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
-    return None
 
 
 def _load(path: str, name: str):

@@ -409,6 +409,11 @@ class GroupKernel:
                 if loop.get(r.index, g.loop_of(n)) < g.loop_of(n) and r not in self.carried:
                     self.carried.append(r)
 
+    @property
+    def arrays(self) -> list:
+        """Positions of the inputs the kernel reads as ndarrays (a{i})."""
+        return [i for i, kd in enumerate(self.kinds) if kd not in ("scalar", "index")]
+
     def row_reduce(self, node) -> bool:
         return node.out in self.grp.rows
 
@@ -630,7 +635,6 @@ class GroupKernel:
              f"    npy_intp shape[{ndi}];",
              f"    for (int d = 0; d < {ndi}; d++)",
              "        shape[d] = 1;"]
-        self.arrays = []
         for i, ref in enumerate(g.inputs):
             m, pos = self.graph.meta(ref), self.argpos[i]
             if self.kinds[i] == "index":
@@ -642,7 +646,6 @@ class GroupKernel:
                       f"    if ({parse}(args[{pos}], &d{i}) < 0)",
                       f"        return pj_fallback({k}, args, nargs);"]
             else:
-                self.arrays.append(i)
                 L += [f"    PyArrayObject *a{i} = pj_array(args[{pos}], {NPYTYPE[m.dtype]}, {ndi});",
                       f"    if (a{i} == NULL || pj_bcast(a{i}, shape, {ndi}) < 0)",
                       f"        return pj_fallback({k}, args, nargs);"]

@@ -690,6 +690,7 @@ static PyMethodDef module_methods[] = {
     {"is_installed", m_is_installed, METH_NOARGS, "is our hook the current eval function?"},
     {"depth", m_depth, METH_NOARGS, "depth() -> current install depth"},
     {"set_compiling", m_set_compiling, METH_O, "set_compiling(flag) -> previous flag (this thread)"},
+    POOL_METHODS
     {NULL},
 };
 

@@ -1,10 +1,10 @@
 """cffi builder of ``pijit._C``, the extension holding pijit's PEP 523 hook.
 
 The C sources live in ``csrc/``; they are compiled as one translation unit
-(``csrc/guards.c`` and ``csrc/eval_frame.c`` are included into the cffi
-source).  The only cffi-visible function is ``pijit_init_module``, which
-creates the real extension module ``pijit._eval_frame`` (see
-``pijit/eval_frame.py``).
+(``csrc/guards.c``, ``csrc/pool.c`` (the kernels' buffer pool) and
+``csrc/eval_frame.c`` are included into the cffi source).  The only
+cffi-visible function is ``pijit_init_module``, which creates the real
+extension module ``pijit._eval_frame`` (see ``pijit/eval_frame.py``).
 
 ``PIJIT_ASAN=1`` builds with AddressSanitizer (run Python with
 ``LD_PRELOAD=$(gcc -print-file-name=libasan.so)``; see ``make asan``).
@@ -16,7 +16,7 @@ from cffi import FFI
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _CSRC = os.path.join(os.path.dirname(_HERE), "csrc")
-_FILES = ("pijit.h", "guards.c", "eval_frame.c")
+_FILES = ("pijit.h", "guards.c", "pool.c", "eval_frame.c")
 
 _compile_args = ["-std=gnu11", "-Wall", "-Wno-unused-function", "-Wno-missing-field-initializers"]
 _link_args = []
@@ -29,7 +29,7 @@ ffibuilder = FFI()
 ffibuilder.cdef("int pijit_init_module(void);")
 ffibuilder.set_source(
     "pijit._C",
-    '#include "guards.c"\n#include "eval_frame.c"\n',
+    '#include "guards.c"\n#include "pool.c"\n#include "eval_frame.c"\n',
     define_macros=[("_CFFI_NO_LIMITED_API", None)],
     include_dirs=[_CSRC, numpy.get_include()],
     depends=[os.path.join(_CSRC, f) for f in _FILES],

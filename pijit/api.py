@@ -183,9 +183,12 @@ def _reset_code(code):
 
 
 def reset(fn=None):
-    """Empty the cache of one jitted function, or of every one."""
+    """Empty the cache of one jitted function, or of every one (and then also give the
+    buffers kept by the kernels' buffer pool back to the system)."""
     for code in ([_code_of(fn)] if fn is not None else cache.all_codes()):
         _reset_code(code)
+    if fn is None:
+        eval_frame.release_pool()
 
 
 def explain(fn, *args, **kwargs) -> explain_mod.ExplainOutput:

@@ -203,6 +203,17 @@ def env_num_threads() -> int:
     return int(raw)
 
 
+def env_pool_bytes() -> int:
+    """PIJIT_POOL_MB (an int >= 0; default 512): the most memory the buffer pool keeps for
+    reuse by big kernel outputs (csrc/pool.c); 0 keeps nothing."""
+    raw = os.environ.get("PIJIT_POOL_MB", "").strip()
+    if not raw:
+        return 512 << 20
+    if not raw.isdigit():
+        raise ValueError(f"PIJIT_POOL_MB must be an integer >= 0 (megabytes), got {raw!r}")
+    return int(raw) << 20
+
+
 def cache_dir() -> str:
     """PIJIT_CACHE_DIR, else $XDG_CACHE_HOME/pijit or ~/.cache/pijit: where compiled kernels
     are kept between processes."""

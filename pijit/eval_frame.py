@@ -15,6 +15,8 @@ re-exported here:
   each call; ``set_enabled``/``is_enabled`` switch that off.
 * ``install()``, ``uninstall()``, ``is_installed()``, ``depth()``,
   ``set_compiling(flag)``, ``set_array_type(numpy.ndarray)``.
+* The kernels' buffer pool (``csrc/pool.c``): ``pool_handler()``,
+  ``set_pool_limit(bytes)``, ``release_pool()``, ``pool_stats()``.
 """
 try:
     from pijit._C import lib as _lib
@@ -31,6 +33,7 @@ from pijit._eval_frame import *  # noqa: E402,F401,F403
 from pijit._eval_frame import (  # noqa: E402,F401
     BUILDING, CALLABLE, CANDIDATE, FROZEN, NEVER_COMPILE, Wrapper,
     add_entry, counters, depth, entries, entry_count, get_state, install,
-    is_enabled, is_installed, mark, reset, set_array_type, set_callback,
-    set_compiling, set_enabled, set_state, uninstall,
+    is_enabled, is_installed, mark, pool_handler, pool_stats, release_pool, reset,
+    set_array_type, set_callback, set_compiling, set_enabled, set_pool_limit, set_state,
+    uninstall,
 )

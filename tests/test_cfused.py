@@ -67,6 +67,8 @@ def run(fn, *args, rtol=0.0, atol=0.0, fused=True, level="O1", groups=None,
         logger.setLevel(old)
     built = [r.getMessage() for r in records if "fused group" in r.getMessage()]
     assert bool(built) == fused, [r.getMessage() for r in records]
+    assert not [r for r in records if "build failed" in r.getMessage()], [
+        r.getMessage() for r in records]
     counts = [int(m.split(": ")[1].split()[0]) for m in built]
     if groups is not None:
         assert counts == [groups], built

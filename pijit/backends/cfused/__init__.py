@@ -17,6 +17,7 @@ import operator
 
 import numpy as np
 
+from pijit import config, eval_frame
 from pijit.backends import numpy_backend
 from pijit.backends.cfused import build, loops, render
 from pijit.graph.cse import cse
@@ -67,6 +68,7 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
     except Exception as e:
         log.warning("kernel build failed for %s (%s); using the NumPy backend", name, e)
         return on_numpy(graph)
+    kernels.set_pool(pool_handler())
     for grp in groups:
         kernels.set_fallback(grp.id, group_fallback(optimized, grp, filename, firstlineno))
     in_c = {}
@@ -80,6 +82,15 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
     text = compiled.source + "\n/* fused groups */\n" + "\n".join(
         [f"/* {g} */" for g in groups] + [f"/* loop %{n.out}: {g} */" for n, g in loop_nodes])
     return dataclasses.replace(compiled, source=text, backend="cfused")
+
+
+@functools.lru_cache(maxsize=None)
+def pool_handler():
+    """The buffer pool, with its limit set from PIJIT_POOL_MB once per process (later
+    set_pool_limit calls stand); None when that is 0: big outputs then come from NumPy."""
+    limit = config.env_pool_bytes()
+    eval_frame.set_pool_limit(limit)
+    return eval_frame.pool_handler() if limit else None
 
 
 def lower(graph: Graph, groups: list, kernels) -> Graph:

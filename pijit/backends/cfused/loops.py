@@ -85,19 +85,17 @@ class LoopKernel(render.GroupKernel):
              f"        return pj_fallback({k}, args, nargs);"]
         return L + super().prologue()
 
-    def loop(self, t: int, variant: str) -> list:
+    def loop(self, t: int) -> list:
         """Blocks of LB elements: the carried values of a block live in small arrays (L1)
         while the trip loop runs over them, each trip an `omp simd` loop over the block, so
         the vector lanes and independent vectors overlap the latency of the body."""
         lines = []
         for i in self.used_in(t)[0]:
-            if variant == "contig":
-                ct = render.CTYPE[self.dtype(self.grp.inputs[i])]
-                lines.append(f"const {ct} *p{i} = (const {ct} *)b{i};")
+            ct = render.CTYPE[self.dtype(self.grp.inputs[i])]
+            lines.append(f"const {ct} *p{i} = (const {ct} *)b{i};")
 
         def load(i, j):
-            ct = render.CTYPE[self.dtype(self.grp.inputs[i])]
-            return f"p{i}[{j}]" if variant == "contig" else f"*(const {ct} *)(b{i} + ({j}) * s{i})"
+            return f"p{i}[{j}]"
 
         carried = [(k, self.carried_inputs[k], render.CTYPE[self.dtype(nxt)])
                    for k, nxt in enumerate(self.nexts)]

@@ -2,16 +2,15 @@
 
 Each group becomes a CPython function `g<k>(*inputs)` (METH_FASTCALL) returning its outputs
 (one object, or a tuple when there are several). It reads data pointers, shapes and strides
-from the ndarray objects, broadcasts at run time, allocates outputs with PyArray_SimpleNew
-(NumPy's allocator: huge pages for big arrays) and runs one of these loop nests:
-
-- flat: every array input C-contiguous with the full shape (or of size 1), one stage: one
-  `omp simd` loop over all elements;
-- rows: an odometer over the outer axes; per row, one loop per stage of the group (a row
-  reduction finishes in one stage and is read as a per-row constant by the next, so softmax
-  reads its row three times from cache, not from memory); a full value a later stage needs
-  again is kept in a row-sized scratch buffer. Each stage loop has a contiguous variant (`omp
-  simd`, inputs broadcast along the row hoisted out of it) and a strided one (any layout).
+from the ndarray objects, broadcasts at run time, allocates outputs through NumPy (huge pages
+for big arrays; 32 MiB and up from the buffer pool, csrc/pool.c) and runs one loop nest: an
+odometer over the outer axes; per row, one loop per stage of the group (a row reduction
+finishes in one stage and is read as a per-row constant by the next, so softmax reads its row
+three times from cache, not from memory); a full value a later stage needs again is kept in a
+row-sized scratch buffer. When every array input is dense with the full shape (or of size 1)
+and there is one stage, the rows are chunks of the flat arrays instead. Each stage loop is one
+contiguous `omp simd` loop (inputs broadcast along the row hoisted out of it); a strided row is
+first gathered into a scratch row, so gcc compiles each loop once.
 
 With num_threads > 1 (compiled with -fopenmp), big kernels share rows or flat chunks among
 threads, each with its own scratch and FP flags; groups with a whole-array reduction stay on
@@ -90,15 +89,66 @@ static inline void pj_pw_push(pj_pw *s, double x)
 
 static inline double pj_pw_total(const pj_pw *s)
 {
-    double t = 0.0;
-    int first = 1;
-    for (int k = 0; k < 64; k++) {
-        if (s->mask & ((uint64_t)1 << k)) {
-            t = first ? s->v[k] : s->v[k] + t;
-            first = 0;
-        }
-    }
+    uint64_t m = s->mask;
+    if (m == 0)
+        return 0.0;
+    int k = __builtin_ctzll(m);
+    double t = s->v[k];
+    for (m &= m - 1; m; m &= m - 1)
+        t = s->v[__builtin_ctzll(m)] + t;
     return t;
+}
+
+/* pijit's buffer pool (a NumPy memory handler, csrc/pool.c; set from Python): outputs of 32 MiB
+   or more, which glibc would map afresh and fault in page by page on every call, are allocated
+   from it and reuse the pages of outputs that died. */
+static PyObject *pj_pool;
+#define PJ_POOL_MIN ((npy_intp)32 << 20)
+
+/* Installs the pool as NumPy's allocator for an output of `bytes`; returns what to restore. */
+static PJ_COLD PyObject *pj_pool_on(npy_intp bytes)
+{
+    if (pj_pool == NULL || bytes < PJ_POOL_MIN)
+        return NULL;
+    PyObject *old = PyDataMem_SetHandler(pj_pool);
+    if (old == NULL)
+        PyErr_Clear();
+    return old;
+}
+
+static PJ_COLD void pj_pool_off(PyObject *old)
+{
+    if (old == NULL)
+        return;
+    PyObject *ours = PyDataMem_SetHandler(old);
+    if (ours == NULL)
+        PyErr_Clear();
+    Py_XDECREF(ours);
+    Py_DECREF(old);
+}
+
+/* Copies a strided row into a contiguous one (one function for all kernels of the module:
+   a copy loop per kernel and input cost gcc time for no speed). */
+static PJ_COLD void pj_gather(void *dst, const char *src, npy_intp n, npy_intp st, int size)
+{
+    char *d = (char *)dst;      /* memcpy: the row is read back as any type (no aliasing UB) */
+    switch (size) {
+    case 8:
+        for (npy_intp j = 0; j < n; j++)
+            memcpy(d + j * 8, src + j * st, 8);
+        break;
+    case 4:
+        for (npy_intp j = 0; j < n; j++)
+            memcpy(d + j * 4, src + j * st, 4);
+        break;
+    case 2:
+        for (npy_intp j = 0; j < n; j++)
+            memcpy(d + j * 2, src + j * st, 2);
+        break;
+    default:
+        for (npy_intp j = 0; j < n; j++)
+            d[j] = src[j * st];
+    }
 }
 
 /* An ndarray the kernel can read: exact dtype, native byte order, aligned, ndim <= nd. */
@@ -431,14 +481,13 @@ class GroupKernel:
                    [Ref(n.out) for n in self.full[t]]]
         return inputs, carried
 
-    def body(self, t: int, variant: str) -> list:
-        """Statements computing loop t's full nodes at index j ("contig" or "strided" loads)."""
+    def body(self, t: int) -> list:
+        """Statements computing loop t's full nodes at index j."""
         lines = []
         inputs, carried = self.used_in(t)
         for i in inputs:
             ct = CTYPE[self.dtype(self.grp.inputs[i])]
-            load = f"p{i}[j]" if variant == "contig" else f"*(const {ct} *)(b{i} + j * s{i})"
-            lines.append(f"const {ct} x{i} = {load};")
+            lines.append(f"const {ct} x{i} = p{i}[j];")
         for r in carried:
             lines.append(f"const {CTYPE[self.dtype(r)]} v{r.index} = w{r.index}[j];")
         for node in self.full[t]:
@@ -514,14 +563,13 @@ class GroupKernel:
         return [f"for (npy_intp k = 0; k < M{o}; k++)",
                 f"    o{j}[k] = ({ct}){value};"]
 
-    def loop(self, t: int, variant: str) -> list:
-        """Loop t over one row of n elements (pointer setup included)."""
+    def loop(self, t: int) -> list:
+        """Loop t over one contiguous row of n elements (pointer setup included)."""
         lines = []
         for i in self.used_in(t)[0]:
-            if variant == "contig":
-                ct = CTYPE[self.dtype(self.grp.inputs[i])]
-                lines.append(f"const {ct} *p{i} = (const {ct} *)b{i};")
-        body = self.body(t, variant)
+            ct = CTYPE[self.dtype(self.grp.inputs[i])]
+            lines.append(f"const {ct} *p{i} = (const {ct} *)b{i};")
+        body = self.body(t)
         reds = [r for r in self.reds[t] if self.cols_axes(r) is None]
         if not reds:
             return lines + ["#pragma omp simd", "for (npy_intp j = 0; j < n; j++) {",
@@ -611,15 +659,7 @@ class GroupKernel:
         L.append(f"    const int par = {0 if whole else 1} && PJ_THREADS > 1 && N >= PJ_PAR_MIN;")
         flat_ok = self.loops == 1 and not g.rows and not cols and all(
             kd in ("scalar", "one", "full") for kd in self.kinds)
-        if flat_ok:
-            conds = " && ".join([f"pj_dense(st{i}, shape, {self.ndi}, {self.dtype(g.inputs[i]).itemsize})"
-                                 for i in self.arrays if self.kinds[i] == "full"] or ["1"])
-            L += [f"    if ({conds}) {{", *["        " + s for s in self.flat_path(whole)],
-                  "    } else {"]
-        else:
-            L.append("    {")
-        L += ["        " + s for s in self.rows_path(whole)]
-        L.append("    }")
+        L += ["    {", *["        " + s for s in self.rows_path(whole, flat_ok)], "    }"]
         for red in whole:
             result = self.red_result(red, "N") if red not in cols else self.cols_result(red)
             L += ["    " + s for s in result]
@@ -694,15 +734,18 @@ class GroupKernel:
         return L
 
     def allocate_outputs(self) -> list:
-        L = []
+        L = ["    PyObject *pool;"]
         for j, ref in enumerate(self.grp.outputs):
             ct, npy = CTYPE[self.dtype(ref)], NPYTYPE[self.dtype(ref)]
             ndim, dims = self.out_dims(ref)
-            if dims is None and self.proto is not None:
-                L.append(f"    out[{j}] = PyArray_NewLikeArray(a{self.proto}, NPY_KEEPORDER, "
-                         f"PyArray_DescrFromType({npy}), 0);")
-            elif dims is None:
-                L.append(f"    out[{j}] = PyArray_SimpleNew({self.nd}, shape, {npy});")
+            if dims is None:        # full shape: big ones come from the buffer pool
+                L.append(f"    pool = pj_pool_on(N * (npy_intp)sizeof({ct}));")
+                if self.proto is not None:
+                    L.append(f"    out[{j}] = PyArray_NewLikeArray(a{self.proto}, NPY_KEEPORDER, "
+                             f"PyArray_DescrFromType({npy}), 0);")
+                else:
+                    L.append(f"    out[{j}] = PyArray_SimpleNew({self.nd}, shape, {npy});")
+                L.append("    pj_pool_off(pool);")
             else:
                 L.append(f"    npy_intp oshape{j}[{max(ndim, 1)}] = {{{', '.join(dims) or '1'}}};")
                 L.append(f"    out[{j}] = PyArray_SimpleNew({ndim}, oshape{j}, {npy});")
@@ -712,71 +755,80 @@ class GroupKernel:
                   f" = ({ct} *)PyArray_DATA((PyArrayObject *)out[{j}]);"]
         return L
 
-    def flat_path(self, whole) -> list:
-        """All inputs C-contiguous (or single values): one loop over all N elements, in
-        chunks shared by the threads when there is no whole reduction."""
-        L = [f"#pragma omp parallel for num_threads(PJ_THREADS) if(par) schedule(static) "
-             f"reduction(|:fperr)",
-             "for (npy_intp cs = 0; cs < N; cs += PJ_CHUNK) {",
-             "    feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);",
-             "    const npy_intp n = N - cs < PJ_CHUNK ? N - cs : PJ_CHUNK, ibase = cs;",
-             "    (void)ibase;"]
-        if whole:       # one thread, one chunk: the blocks of a sum must not depend on chunks
-            L = ["{",
-                 "    feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);",
-                 "    const npy_intp n = N, ibase = 0, cs = 0;",
-                 "    (void)ibase;"]
-        for i in self.arrays:
-            ct = CTYPE[self.dtype(self.grp.inputs[i])]
-            L.append(f"    const char *b{i} = PyArray_BYTES(a{i}) + "
-                     f"(st{i}[{self.ndi} - 1] ? cs * (npy_intp)sizeof({ct}) : 0); (void)b{i};")
-        for j, ref in enumerate(self.grp.outputs):
-            if self.out_kind(ref) == "full":
-                L.append(f"    {CTYPE[self.dtype(ref)]} *const q{j} = q{j}base + cs;")
-        L += ["    " + s for s in self.loop(0, "contig")]
-        L += ["    fperr |= fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID) != 0;", "}"]
-        return L
-
-    def rows_path(self, whole) -> list:
+    def rows_path(self, whole, flat_ok: bool) -> list:
         """An odometer over the outer axes; per row, one loop per stage (rows shared by the
-        threads when there is no whole reduction; each thread has its own scratch)."""
+        threads when there is no whole reduction; each thread has its own scratch).
+
+        flat_ok: when every full input is dense, the rows are instead chunks of PJ_CHUNK
+        elements of the flat arrays (a multiple of the reductions' block, so a sum adds the
+        same blocks in the same order as one loop would). A row of a strided input is first
+        gathered into a scratch row, so every stage loop exists once, for contiguous rows
+        (each copy of a vectorized loop costs gcc about 60 ms)."""
         g, ndi = self.grp, self.ndi
+        strided = [i for i in self.arrays if self.kinds[i] in ("full", "other")]
+        dense = " && ".join([f"pj_dense(st{i}, shape, {ndi}, {self.dtype(g.inputs[i]).itemsize})"
+                             for i in self.arrays if self.kinds[i] == "full"] or ["1"])
         contig = " && ".join([f"(n <= 1 || st{i}[{ndi} - 1] == (npy_intp)sizeof({CTYPE[self.dtype(g.inputs[i])]}))"
-                              for i in self.arrays if self.kinds[i] in ("full", "other")] or ["1"])
-        L = [f"const int contig = {contig};",
+                              for i in strided] or ["1"])
+        L = [f"const int flat = {dense if flat_ok else '0'};",
+             "const npy_intp nrows = flat ? (N + PJ_CHUNK - 1) / PJ_CHUNK : rows, nrow = n;",
+             "(void)nrow;",
+             f"const int contig = flat || ({contig});",
              "#pragma omp parallel num_threads(PJ_THREADS) if(par) reduction(|:fperr) "
              "reduction(|:oom)",
              "{",
              "    feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);"]
-        for r in self.carried:
-            ct = CTYPE[self.dtype(r)]
-            L.append(f"    {ct} *w{r.index} = ({ct} *)PyMem_RawMalloc((n > 0 ? n : 1) * sizeof({ct}));")
-        if self.carried:
-            L.append(f"    oom = {' || '.join(f'w{r.index} == NULL' for r in self.carried)};")
-        L += [f"    #pragma omp for schedule(static)",
-              "    for (npy_intp r = 0; r < rows; r++) {"]
-        R = [f"if ({'oom' if self.carried else '0'})",
-             "    continue;",
-             f"npy_intp idx[{ndi}];",
+        scratch = [(f"w{r.index}", CTYPE[self.dtype(r)], "1") for r in self.carried] + [
+            (f"gb{i}", CTYPE[self.dtype(g.inputs[i])], "!contig") for i in strided]
+        for buf, ct, when in scratch:
+            L.append(f"    {ct} *{buf} = {when} ? ({ct} *)PyMem_RawMalloc((n > 0 ? n : 1) * "
+                     f"sizeof({ct})) : NULL;")
+        if scratch:
+            L.append("    oom = " + " || ".join(f"({when} && {buf} == NULL)"
+                                                for buf, _, when in scratch) + ";")
+        L += ["    #pragma omp for schedule(static)",
+              "    for (npy_intp r = 0; r < nrows; r++) {"]
+        R = [f"if ({'oom' if scratch else '0'})", "    continue;"]
+        if flat_ok:
+            R += ["const npy_intp n = flat ? (N - r * PJ_CHUNK < PJ_CHUNK ? N - r * PJ_CHUNK "
+                  ": PJ_CHUNK) : nrow;"]
+        R += [f"const char *b[{max(len(self.arrays), 1)}];",
+              f"{'npy_intp' if flat_ok else 'const npy_intp'} ibase = {'r * n' if whole else '0'};",
+              "(void)ibase;",
+              "npy_intp row_at = r * n;"]
+        if flat_ok:
+            R += ["if (flat) {",
+                  "    ibase = row_at = r * PJ_CHUNK;",
+                  *[f"    b[{k}] = PyArray_BYTES(a{i}) + (st{i}[{ndi} - 1] ? row_at * "
+                    f"(npy_intp)sizeof({CTYPE[self.dtype(g.inputs[i])]}) : 0);"
+                    for k, i in enumerate(self.arrays)],
+                  "} else {"]
+        O = [f"npy_intp idx[{ndi}];",
              "npy_intp rest = r;",
              f"for (int d = {ndi} - 2; d >= 0; d--) {{",
              "    idx[d] = rest % shape[d];",
              "    rest /= shape[d];",
-             "}",
-             f"const npy_intp ibase = {'r * n' if whole else '0'};", "(void)ibase;"]
+             "}"]
         for red in self.grp.reductions:
             if self.cols_axes(red) is not None:
-                R += self.cols_offset(red)
-        for i in self.arrays:
-            R.append(f"const char *b{i} = PyArray_BYTES(a{i});")
-            R.append(f"for (int d = 0; d < {ndi} - 1; d++) b{i} += idx[d] * st{i}[d];")
-            R.append(f"const npy_intp s{i} = st{i}[{ndi} - 1]; (void)s{i};")
+                O += self.cols_offset(red)
+        for k, i in enumerate(self.arrays):
+            O.append(f"b[{k}] = PyArray_BYTES(a{i});")
+            O.append(f"for (int d = 0; d < {ndi} - 1; d++) b[{k}] += idx[d] * st{i}[d];")
+        R += ["    " + s for s in O] + ["}"] if flat_ok else O
+        for k, i in enumerate(self.arrays):
+            ct = CTYPE[self.dtype(g.inputs[i])]
+            R.append(f"const char *b{i} = b[{k}];")
             if self.kinds[i] == "inner":
-                ct = CTYPE[self.dtype(g.inputs[i])]
                 R.append(f"const {ct} c{i} = *(const {ct} *)b{i};")
+            if i in strided:
+                R += [f"if (!contig && n > 1 && st{i}[{ndi} - 1] != (npy_intp)sizeof({ct})) {{",
+                      f"    pj_gather(gb{i}, b{i}, n, st{i}[{ndi} - 1], sizeof({ct}));",
+                      f"    b{i} = (const char *)gb{i};",
+                      "}"]
         for j, ref in enumerate(g.outputs):
             if self.out_kind(ref) == "full":
-                R.append(f"{CTYPE[self.dtype(ref)]} *const q{j} = q{j}base + r * n;")
+                R.append(f"{CTYPE[self.dtype(ref)]} *const q{j} = q{j}base + row_at;")
         for t in range(self.loops + 1):
             for node in self.row_nodes[t]:
                 R += self.node_stmts(node, g.ops[node.out]) + self.store_row(node.out, "r")
@@ -785,20 +837,13 @@ class GroupKernel:
             for red in self.reds[t]:
                 if self.row_reduce(red):
                     R += self.red_state(red)
-            if self.used_in(t)[0]:
-                R.append("if (contig) {")
-                R += ["    " + s for s in self.loop(t, "contig")]
-                R.append("} else {")
-                R += ["    " + s for s in self.loop(t, "strided")]
-                R.append("}")
-            else:       # reads no input: one loop
-                R += self.loop(t, "contig")
+            R += ["{", *["    " + s for s in self.loop(t)], "}"]
             for red in self.reds[t]:
                 if self.row_reduce(red):
                     R += self.red_result(red, "n")
         L += ["        " + s for s in R]
         L += ["    }",
-              *[f"    PyMem_RawFree(w{r.index});" for r in self.carried],
+              *[f"    PyMem_RawFree({buf});" for buf, _, _ in scratch],
               "    fperr |= fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID) != 0;",
               "}"]
         return L
@@ -893,8 +938,24 @@ static PyObject *pj_set_fallback(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *pj_set_pool(PyObject *self, PyObject *handler)
+{
+    (void)self;
+    if (handler == Py_None) {
+        Py_CLEAR(pj_pool);
+        Py_RETURN_NONE;
+    }
+    if (!PyCapsule_IsValid(handler, "mem_handler")) {
+        PyErr_SetString(PyExc_TypeError, "set_pool: expected a NumPy mem_handler capsule or None");
+        return NULL;
+    }
+    Py_XSETREF(pj_pool, Py_NewRef(handler));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef pj_methods[] = {
 @METHODS@    {"set_fallback", pj_set_fallback, METH_VARARGS, "set_fallback(k, fn)"},
+    {"set_pool", pj_set_pool, METH_O, "set_pool(handler or None): NumPy mem handler of big outputs"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,5 +1,44 @@
-"""Build and install pijit (the C hook is built by cffi from csrc/)."""
+"""Build and install pijit (the C hook is built by cffi from csrc/; the fused kernels'
+precompiled header is built beside it, see pijit/backends/cfused/toolchain.py)."""
+import importlib.util
+import os
+import subprocess
+
 from setuptools import find_packages, setup
+from setuptools.command.build_ext import build_ext
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _toolchain():
+    path = os.path.join(_HERE, "pijit", "backends", "cfused", "toolchain.py")
+    spec = importlib.util.spec_from_file_location("_pijit_toolchain", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class BuildExtWithKernelHeader(build_ext):
+    """build_ext, then the kernels' precompiled header next to the built pijit package.
+    Without it kernels still compile (reading the headers each time): a failure here is a
+    warning, not a failed install."""
+
+    def run(self):
+        super().run()
+        import numpy
+        toolchain = _toolchain()
+        pkg = os.path.dirname(self.get_ext_fullpath("pijit._C"))
+        out_dir = os.path.join(pkg, "backends", "cfused")
+        os.makedirs(out_dir, exist_ok=True)
+        header = os.path.join(out_dir, os.path.basename(toolchain.HEADER))
+        if os.path.abspath(header) != toolchain.HEADER:
+            self.copy_file(toolchain.HEADER, header)
+        cmd = toolchain.pch_command(numpy.get_include(), out_dir)
+        cmd[cmd.index(toolchain.HEADER)] = header
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            self.warn("pijit: no precompiled kernel header (kernels compile slower): "
+                      + proc.stderr[-2000:])
 
 
 setup(
@@ -7,6 +46,7 @@ setup(
     version="0.1.0",
     description="A PEP 523 JIT frame evaluator for NumPy code",
     packages=find_packages(exclude=["tests", "tests.*", "benchmarks", "benchmarks.*"]),
+    package_data={"pijit.backends.cfused": ["kernel_prelude.h"]},
     python_requires=">=3.11",
     setup_requires=["cffi>=1.15", "numpy"],
     install_requires=["numpy>=1.26", "bytecode>=0.16", "cffi>=1.15"],
@@ -16,5 +56,6 @@ setup(
         "bench": ["tqdm==4.67.1", "threadpoolctl==3.8.0", "matplotlib==3.11.2", "numexpr==2.14.2"],
     },
     cffi_modules=["pijit/_build_C.py:ffibuilder"],
+    cmdclass={"build_ext": BuildExtWithKernelHeader},
     zip_safe=False,
 )

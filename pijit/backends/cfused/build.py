@@ -17,20 +17,18 @@ import logging
 import os
 import subprocess
 import sys
-import sysconfig
 import tempfile
 
 import numpy
 
 from pijit import config
+from pijit.backends.cfused import toolchain
 
 log = logging.getLogger("pijit.kernels")
 
-CC = "gcc"
-# -ffp-contract=off: no FMA contraction, so a*b+c rounds twice exactly like NumPy.
-CFLAGS = ("-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-fopenmp-simd",
-          "-fPIC", "-shared", "-std=gnu11", "-w", "-D_CFFI_NO_LIMITED_API")
-LDFLAGS = ("-lm",)
+CC = toolchain.CC
+CFLAGS = toolchain.CFLAGS
+LDFLAGS = toolchain.LDFLAGS
 
 _loaded: dict = {}          # key -> kernel module (one load per process)
 
@@ -126,9 +124,8 @@ def _build(source: str, name: str, target: str, openmp: bool) -> str:
         with contextlib.redirect_stdout(io.StringIO()):     # cffi prints 'generating'
             ffi.emit_c_code(c_path)
         so_tmp = os.path.join(tmp, name + ".so")
-        cmd = [CC, *CFLAGS, *(["-fopenmp"] if openmp else []),
-               "-I", sysconfig.get_paths()["include"], "-I", numpy.get_include(),
-               c_path, "-o", so_tmp, *LDFLAGS]
+        cmd = [CC, *CFLAGS, *(["-fopenmp"] if openmp else []), *toolchain.pch_flags(),
+               *toolchain.include_dirs(numpy.get_include()), c_path, "-o", so_tmp, *LDFLAGS]
         log.info("compiling %s", name)
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:

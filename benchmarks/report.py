@@ -85,8 +85,10 @@ def notes(results):
     out = []
     if bw:
         out.append(f"memory bandwidth: copy {bw['copy_bytes_per_s'] / 1e9:.1f} GB/s, triad "
-                   f"{bw['triad_bytes_per_s'] / 1e9:.1f} GB/s ({bw['method']} kernel, 1 thread); "
-                   f"floor = (inputs read once + outputs written once) / best of the two")
+                   f"{bw['triad_bytes_per_s'] / 1e9:.1f} GB/s, read "
+                   f"{bw['read_bytes_per_s'] / 1e9:.1f} GB/s ({bw['method']} kernels, 1 thread); "
+                   f"floor = (inputs read once + outputs written once) / best of copy and triad, "
+                   f"or inputs / read for a workload with no array output")
     blas = env.get("blas") or {}
     pools = blas.get("pools")
     blas_s = ", ".join(f"{p['internal_api']} {p['version']} {p['architecture']} "

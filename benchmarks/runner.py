@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import bandwidth as bandwidth_mod
 from benchmarks import peers as peers_mod
 from benchmarks.check import compare, nbytes
 
@@ -191,7 +192,7 @@ def measure_workload(workload, scale, backends, *, threads=1, repeat=None, budge
               "bytes_moved": int(in_bytes + out_bytes) if workload.memory_bound else None,
               "floor_s": None, "variants": {}}
     if workload.memory_bound and bandwidth:
-        result["floor_s"] = (in_bytes + out_bytes) / bandwidth["bytes_per_s"]
+        result["floor_s"] = bandwidth_mod.floor_s(bandwidth, in_bytes, out_bytes)
 
     timers, prepared = {}, {}
     for name in backends:

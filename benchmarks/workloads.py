@@ -72,6 +72,10 @@ def sum_of_product(a, b, c):
     return np.sum(a * b + c)
 
 
+def sum_squares(a):
+    return np.sum(a * a)
+
+
 def loop_update(x):
     for i in range(10):
         x = x * 0.9 + 0.1
@@ -278,10 +282,10 @@ WORKLOADS = [
       "elementwise chain with tanh and division, float32", memory_bound=True,
       numexpr="(tanh(a*b + c)*0.5 + 0.5)*a - c/(1.0 + b*b)", jax=True),
     W("softmax", softmax, _arrays(1, np.float32, -4, 4),
-      {"tiny": (8, 16), "quick": (4096, 512), "full": (16384, 1024)},
+      {"tiny": (8, 16), "quick": (4096, 512), "full": (4096, 1024)},
       "row softmax, float32", memory_bound=True, jax=True),
     W("layernorm", layernorm, _make_layernorm,
-      {"tiny": (8, 16), "quick": (4096, 512), "full": (16384, 1024)},
+      {"tiny": (8, 16), "quick": (4096, 512), "full": (4096, 1024)},
       "layer normalization over rows with gain and bias, float32", memory_bound=True, jax=True),
     W("mlp", mlp, _make_mlp,
       {"tiny": (4, 8, 16, 4), "quick": (256, 512, 1024, 256), "full": (1024, 1024, 4096, 1024)},
@@ -290,8 +294,12 @@ WORKLOADS = [
       {"tiny": 1000, "quick": 4_000_000, "full": 10_000_000},
       "reduction over a fused product: sum(a*b+c), float64", memory_bound=True,
       numexpr="sum(a*b + c)", jax=True),
+    W("sum_squares", sum_squares, _arrays(1),
+      {"tiny": 1000, "quick": 4_000_000, "full": 10_000_000},
+      "reduction over a square: np.sum(a*a), float64", memory_bound=True,
+      numexpr="sum(a*a)", jax=True),
     W("loop_update", loop_update, _arrays(1),
-      {"tiny": 1000, "quick": 1_000_000, "full": 10_000_000},
+      {"tiny": 1000, "quick": 1_000_000, "full": 1_000_000},
       "Python loop: for i in range(10): x = x*0.9+0.1", memory_bound=True, jax=True),
     W("loop_long", loop_long, _arrays(1),
       {"tiny": 1000, "quick": 1_000_000, "full": 1_000_000},

@@ -64,8 +64,8 @@ def test_json_has_every_field(tiny_run):
     _, res, _ = tiny_run
     assert TOP_FIELDS <= set(res)
     assert ENV_FIELDS <= set(res["env"])
-    assert {"copy_bytes_per_s", "triad_bytes_per_s", "bytes_per_s", "method"} <= set(
-        res["bandwidth"])
+    assert {"copy_bytes_per_s", "triad_bytes_per_s", "read_bytes_per_s", "bytes_per_s",
+            "method"} <= set(res["bandwidth"])
     assert set(res["peers"]) == {"numexpr", "numba", "torch", "jax"}
     for w in res["workloads"]:
         assert WORKLOAD_FIELDS <= set(w), w["name"]
@@ -122,3 +122,10 @@ def test_compare_tolerances():
     assert not compare(np.array([1, 2]), np.array([1, 3]), strict_dtype=True)["ok"]
     assert not compare(np.array([np.nan, 1.0]), np.array([1.0, 1.0]), strict_dtype=True)["ok"]
     assert not compare((a64, a64), a64, strict_dtype=True)["ok"]
+
+
+def test_floor_of_a_reduction_is_read_bound():
+    from benchmarks.bandwidth import floor_s
+    bw = {"bytes_per_s": 20e9, "read_bytes_per_s": 10e9}
+    assert floor_s(bw, 80_000_000, 8) == pytest.approx(8e-3)             # sum: read-only
+    assert floor_s(bw, 80_000_000, 80_000_000) == pytest.approx(8e-3)    # copy-like

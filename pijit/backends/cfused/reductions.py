@@ -1,9 +1,14 @@
 """C text of the reductions a stage loop computes (render.GroupKernel.loop places it).
 
-A stage loop runs over its row (or all elements) in blocks of BLOCK: each block reduces
-into block-local variables inside an `omp simd` loop (`block_init`, `clauses`, `update`),
-then folds them into the reduction's state (`merge`), declared per row or per kernel
-(`state`); `result` is the final value. Results follow NumPy: sums of integers wrap around in
+A stage loop runs over its row (or all elements) in blocks: each block reduces into
+block-local variables inside an `omp simd` loop (`block_init`, `clauses`, `update`), then
+folds them into the reduction's state (`merge`), declared per row or per kernel (`state`);
+`result` is the final value. A block is as long as the stage's reductions allow (`leaf`):
+BLOCK where the block is the leaf of a pairwise float64 sum (NumPy's leaf size) or of a
+product, LONG_BLOCK where blocks do not change the result (integers, max/min) or only in
+bits far below the result's precision (float32 values summed in double): every block ends
+with a horizontal reduction of the vector lanes, which at 128 elements was a fifth of a
+float32 softmax. Results follow NumPy: sums of integers wrap around in
 64 bits, float sums are pairwise over blocks in double (O2), NaN wins in max/min and is the
 first index in argmax/argmin, any/all test `!= 0` (NaN is true).
 """
@@ -13,10 +18,13 @@ import numpy as np
 
 from pijit.graph.fuse import BOOL, FLOAT
 
-BLOCK = 128     # leaf size of the pairwise summation (NumPy's)
+BLOCK = 128         # leaf size of the pairwise summation (NumPy's)
+LONG_BLOCK = 2048   # divides the flat chunk (render.CHUNK), so chunks keep the same blocks
 
 
 class Reduction:
+    leaf = LONG_BLOCK       # the longest block that keeps the result's accuracy
+
     def __init__(self, node, op: str, value: str, ctype: str, const):
         self.o, self.op, self.v, self.ct = node.out, op, value, ctype
         self.dtype = node.meta.dtype
@@ -43,6 +51,12 @@ class Reduction:
 
 class FloatSum(Reduction):
     """sum/mean of floats (or mean of integers): pairwise over blocks, in double."""
+    def __init__(self, node, op, value, ctype, const, src_dtype):
+        super().__init__(node, op, value, ctype, const)
+        # float32 values in a double accumulator: lanes of 128 serial adds still err far below
+        # float32's precision; float64 (or integer) values keep NumPy's leaf
+        self.leaf = LONG_BLOCK if src_dtype == np.float32 else BLOCK
+
     def state(self):
         return [f"pj_pw pw{self.o};", f"pw{self.o}.mask = 0;"]
 
@@ -68,6 +82,10 @@ class Accumulate(Reduction):
     """sum/prod of integers (exact modulo 2**64, like NumPy's int64 accumulation), prod of
     floats (in double), any/all."""
     _SYM = {"sum": "+", "prod": "*", "any": "|", "all": "&"}
+
+    @property
+    def leaf(self):
+        return BLOCK if self.dtype in FLOAT and self.op == "prod" else LONG_BLOCK
 
     def _acc(self):
         if self.op in ("any", "all"):
@@ -134,6 +152,8 @@ class MaxMin(Reduction):
 class ArgMaxMin(MaxMin):
     """The first index of the max (min), or of the first NaN. The simd loop keeps the block's
     values in a buffer; a block that improves on the best so far is scanned for the index."""
+    leaf = BLOCK            # the buffer and its rescans stay small
+
     def __init__(self, node, op, value, ctype, const, src_dtype, src_ctype):
         super().__init__(node, op[3:], value, ctype, const)
         self.dtype, self.ct = src_dtype, src_ctype     # compares values of the source
@@ -173,5 +193,5 @@ def reduction(node, op: str, value: str, ctypes: dict, const, src_dtype) -> Redu
     if op in ("max", "min"):
         return MaxMin(node, op, value, ct, const)
     if op == "mean" or op == "sum" and node.meta.dtype in FLOAT:
-        return FloatSum(node, op, value, ct, const)
+        return FloatSum(node, op, value, ct, const, src_dtype)
     return Accumulate(node, op, value, ct, const)

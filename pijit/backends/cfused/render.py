@@ -19,8 +19,8 @@ one thread, so results never depend on the thread count.
 An input the kernel cannot take (unexpected dtype, unaligned, byte-swapped, non-broadcastable)
 makes it call the group's NumPy fallback instead. Values are computed in each node's dtype,
 exactly as NumPy would: same promotion (from the node Metas), NaN-propagating maximum/minimum/
-clip/max/min; transcendentals through libmvec; sums by pairwise summation over blocks of 128
-(accumulated in double).
+clip/max/min; transcendentals through libmvec; sums by pairwise summation over blocks
+(accumulated in double; reductions.py says how long a block is).
 """
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ import math
 import numpy as np
 
 from pijit.backends.cfused import reductions
-from pijit.backends.cfused.reductions import BLOCK
 from pijit.graph.fuse import BOOL, COMPARE, FLOAT, FusionGroup, compute_dtype
 from pijit.graph.ir import Ref, node_refs
 
@@ -575,6 +574,7 @@ class GroupKernel:
             return lines + ["#pragma omp simd", "for (npy_intp j = 0; j < n; j++) {",
                             *["    " + s for s in body], "}"]
         clauses, init, update, merge = [], [], [], []
+        block = min(self.reduction(red).leaf for red in reds)
         for red in reds:
             r = self.reduction(red)
             init += r.block_init()
@@ -582,8 +582,8 @@ class GroupKernel:
             update += r.update()
             merge += r.merge()
         return lines + [
-            f"for (npy_intp j0 = 0; j0 < n; j0 += {BLOCK}) {{",
-            f"    const npy_intp j1 = n - j0 < {BLOCK} ? n : j0 + {BLOCK};",
+            f"for (npy_intp j0 = 0; j0 < n; j0 += {block}) {{",
+            f"    const npy_intp j1 = n - j0 < {block} ? n : j0 + {block};",
             *["    " + s for s in init],
             f"    #pragma omp simd {' '.join(clauses)}",
             "    for (npy_intp j = j0; j < j1; j++) {",

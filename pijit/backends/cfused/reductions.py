@@ -135,8 +135,13 @@ class MaxMin(Reduction):
 
     def update(self):
         o, v, cmp = self.o, self.v, ">" if self.op == "max" else "<"
-        lines = [f"bm{o} = {v} {cmp} bm{o} ? {v} : bm{o};"]
-        return lines + ([f"bz{o} |= {v} != {v};"] if self.dtype in FLOAT else [])
+        if self.dtype not in FLOAT:
+            return [f"bm{o} = {v} {cmp} bm{o} ? {v} : bm{o};"]
+        # a NaN is noted in bz and compared as the identity: C's compare (or the vmaxps gcc
+        # makes of it) would raise the invalid flag, which sends the call to NumPy
+        return [f"const {self.ct} mq{o} = {v} == {v} ? {v} : {self.identity()};",
+                f"bm{o} = mq{o} {cmp} bm{o} ? mq{o} : bm{o};",
+                f"bz{o} |= {v} != {v};"]
 
     def merge(self):
         cmp = ">" if self.op == "max" else "<"

@@ -45,8 +45,7 @@ NPYTYPE = {np.dtype(t): n for t, _, n in _TYPES}
 VECTOR_MATH = ("exp", "log", "sin", "cos", "tanh", "pow")
 _MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos",
          "tanh": "tanh", "abs": "fabs"}
-# On NaN, C's < <= > >= raise FE_INVALID (gcc's vectorized __builtin_isless too), which hands
-# the group to NumPy: correct, only slower for inputs that hold NaN.
+# C's < <= > >= on floats raise FE_INVALID on NaN: float orderings go through PJ_QCMP (compare()).
 _BINOP = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=", "gt": ">",
           "ge": ">=", "eq": "==", "ne": "!="}
 
@@ -125,6 +124,29 @@ static PJ_COLD void pj_pool_off(PyObject *old)
     Py_XDECREF(ours);
     Py_DECREF(old);
 }
+
+/* Ordered float comparisons that raise no FP flag on NaN, like NumPy's: C's < > <= >= are
+   signaling (and gcc turns a compare-and-select into vmaxps, which signals too), so an
+   invalid flag would hand every call with a NaN to the NumPy fallback. The operands are
+   compared as integers whose order is the floats' order (x + 0 makes -0.0 equal to +0.0),
+   after checking both are ordered (== is quiet). */
+static inline int32_t pj_key_f(float x)
+{
+    float z = x + 0.0f;
+    int32_t b;
+    memcpy(&b, &z, sizeof b);
+    return b ^ ((b >> 31) & INT32_MAX);
+}
+
+static inline int64_t pj_key_d(double x)
+{
+    double z = x + 0.0;
+    int64_t b;
+    memcpy(&b, &z, sizeof b);
+    return b ^ ((b >> 63) & INT64_MAX);
+}
+
+#define PJ_QCMP(key, x, op, y) ((x) == (x) && (y) == (y) && key(x) op key(y))
 
 /* Copies a strided row into a contiguous one (one function for all kernels of the module:
    a copy loop per kernel and input cost gcc time for no speed). */
@@ -381,6 +403,14 @@ class GroupKernel:
             return f"pow{f}({x}, {c_const(e, t)})"
         return self.any_expr(node, op, t)
 
+    @staticmethod
+    def compare(x: str, op: str, y: str, t) -> str:
+        """C text of `x op y` for values of dtype t (quiet on NaN for floats)."""
+        if t in FLOAT and op in ("lt", "le", "gt", "ge"):
+            key = "pj_key_f" if t == np.float32 else "pj_key_d"
+            return f"PJ_QCMP({key}, {x}, {_BINOP[op]}, {y})"
+        return f"{x} {_BINOP[op]} {y}"
+
     def int_expr(self, node, op, t):
         """The C expression of a node whose result is an integer or bool: arithmetic wraps
         around like NumPy's (computed unsigned, so C never overflows a signed type)."""
@@ -411,24 +441,24 @@ class GroupKernel:
         ct, a, out = CTYPE[t], node.args, f"v{node.out}"
         if op in COMPARE:
             cd = compute_dtype(self.graph, node)
-            return f"({self.arg(a[0], cd)} {_BINOP[op]} {self.arg(a[1], cd)})"
+            return f"({self.compare(self.arg(a[0], cd), op, self.arg(a[1], cd), cd)})"
         if op in ("pos", "astype"):
             return self.arg(a[0], t)
         if op in ("maximum", "minimum"):
             # NumPy's: the first operand if it is NaN or strictly bigger (smaller), else the
             # second (so maximum(-0.0, 0.0) is 0.0 and maximum(0.0, -0.0) is -0.0)
             x, y = self.arg(a[0], t), self.arg(a[1], t)
-            cmp = ">" if op == "maximum" else "<"
+            cmp = "gt" if op == "maximum" else "lt"
+            wins = self.compare(f"{out}_a", cmp, f"{out}_b", t)
             return [f"const {ct} {out}_a = {x}, {out}_b = {y};",
-                    f"const {ct} {out} = ({out}_a {cmp} {out}_b || {out}_a != {out}_a) "
-                    f"? {out}_a : {out}_b;"]
+                    f"const {ct} {out} = ({wins} || {out}_a != {out}_a) ? {out}_a : {out}_b;"]
         if op == "clip":            # minimum(maximum(x, lo), hi)
             stmts = [f"{ct} {out}_t = {self.arg(a[0], t)};"]
-            for bound, cmp in ((a[1], ">"), (a[2], "<")):
+            for k, (bound, cmp) in enumerate(((a[1], "gt"), (a[2], "lt"))):
                 if bound is not None:
-                    b = self.arg(bound, t)
-                    stmts.append(f"{out}_t = ({out}_t {cmp} {b} || {out}_t != {out}_t) "
-                                 f"? {out}_t : {b};")
+                    stmts.append(f"const {ct} {out}_{k} = {self.arg(bound, t)};")
+                    wins = self.compare(f"{out}_t", cmp, f"{out}_{k}", t)
+                    stmts.append(f"{out}_t = ({wins} || {out}_t != {out}_t) ? {out}_t : {out}_{k};")
             return stmts + [f"const {ct} {out} = {out}_t;"]
         if op == "where":
             return f"{self.arg(a[0], BOOL)} ? {self.arg(a[1], t)} : {self.arg(a[2], t)}"
@@ -522,9 +552,9 @@ class GroupKernel:
         if op in ("any", "all"):
             return f"{a} {'|' if op == 'any' else '&'}= ({v} != 0);"
         if op in ("max", "min"):
-            cmp = ">" if op == "max" else "<"
+            wins = self.compare(v, "gt" if op == "max" else "lt", a, red.meta.dtype)
             nan = f" || {v} != {v}" if red.meta.dtype in FLOAT else ""
-            keep = f"{a} != {a} || !({v} {cmp} {a}{nan})" if nan else f"!({v} {cmp} {a})"
+            keep = f"{a} != {a} || !({wins}{nan})" if nan else f"!({wins})"
             return f"{a} = ({keep}) ? {a} : {v};"
         x = f"(uint64_t)(int64_t){v}" if acc == "uint64_t" else f"({acc}){v}"
         return f"{a} = {a} {'*' if op == 'prod' else '+'} {x};"

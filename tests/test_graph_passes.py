@@ -175,6 +175,36 @@ def test_inplace_node_closes_groups():
     assert [getattr(x, "name", "group") for x in order] == ["group", "iadd", "group"]
 
 
+def test_views_and_matmul_do_not_close_groups():
+    # pairwise distances: sx[:, None] + sy[None, :] - 2 * (x @ y.T) is one group over [4,6]
+    g, (x, y) = graph_of(F64, Meta.array((6, 5), np.float64))
+    rows = []
+    for v, n, key in ((x, 4, (slice(None), None)), (y, 6, (None, slice(None)))):
+        sq = g.add_node("mul", operator.mul, (v, v), {}, Meta.array((n, 5), np.float64))
+        s = g.add_node("sum", np.ndarray.sum, (sq,), {"axis": 1}, Meta.array((n,), np.float64))
+        shape = (n, 1) if key[1] is None else (1, n)
+        rows.append(g.add_node("getitem", operator.getitem, (s, key), {},
+                               Meta.array(shape, np.float64)))
+    both = g.add_node("add", operator.add, tuple(rows), {}, Meta.array((4, 6), np.float64))
+    yt = g.add_node("transpose", np.transpose, (y,), {}, Meta.array((5, 6), np.float64))
+    xy = g.add_node("matmul", operator.matmul, (x, yt), {}, Meta.array((4, 6), np.float64))
+    two = g.add_node("mul", operator.mul, (2.0, xy), {}, Meta.array((4, 6), np.float64))
+    g.outputs = [g.add_node("sub", operator.sub, (both, two), {}, Meta.array((4, 6), np.float64))]
+    verify(g)
+    *_, last = find_groups(g)
+    assert sorted(last.ops.values()) == ["add", "mul", "sub"]
+    assert [getattr(u, "name", "group") for u in schedule(g, find_groups(g))] == [
+        "group", "getitem", "group", "getitem", "transpose", "matmul", "group"]
+
+
+def test_setitem_closes_groups():
+    g, (x,) = graph_of(F64)
+    t = g.add_node("mul", operator.mul, (x, 2.0), {}, F64)
+    g.add_node("setitem", operator.setitem, (x, 0, 1.0), {}, Meta(type(None), np.dtype(object), ()))
+    g.outputs = [g.add_node("add", operator.add, (t, x), {}, F64)]
+    assert len(find_groups(g)) == 2             # t must be read before x changes
+
+
 # -- constant folding and exact identities (simplify.py) ------------------------------------
 SCALAR = Meta(float, np.dtype(np.float64), ())
 

@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 
 from pijit.graph.ir import Meta
+from pijit.graph.purity import register_writes_nothing
 from pijit.capture.meta_rules import (
     Unsupported, as_shape, atleast_shape, broadcast, concat_shape, dot_shape, einsum_shape,
     index_meta, inner_shape, matmul_shape, matvec_shape, merge_dims, metas_in, normalize_axes,
@@ -533,18 +534,22 @@ def static_only_view(fn):
 # ---------------------------------------------------------------------------------------------
 # The tables
 
+@register_writes_nothing
 def _attr_T(x):
     return x.T
 
 
+@register_writes_nothing
 def _attr_mT(x):
     return x.mT
 
 
+@register_writes_nothing
 def _attr_real(x):
     return x.real
 
 
+@register_writes_nothing
 def _attr_imag(x):
     return x.imag
 

@@ -6,8 +6,10 @@ values: over the last axis, whose per-row results later nodes of the group may r
 (the softmax and layernorm shapes, see FusionGroup), or over all axes (several in one pass).
 Inputs broadcast to the iteration shape. Values used only inside the group are never
 materialized; a value used outside becomes a group output. Merging is refused when it would
-create a cycle through nodes outside the group, and an
-in-place node (a write) closes every open group, so reads never move across writes.
+create a cycle through nodes outside the group, and a node that may write into an array
+(in-place operators, item assignment, anything not known to write nothing: see
+purity.writes_nothing) closes every open group, so reads never move across writes; views,
+indexing and matmul in between do not.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pijit.graph.ir import Graph, Ref
-from pijit.graph.purity import is_pure
+from pijit.graph.purity import writes_nothing
 from pijit.graph.ir import node_refs
 
 FLOAT = (np.dtype(np.float32), np.dtype(np.float64))
@@ -413,7 +415,7 @@ def find_groups(graph: Graph, exact: bool = False) -> list:
         red = None if op is not None else reduction_op(graph, node, exact)
         refs = node_refs(node)
         if op is None and red is None:
-            if not is_pure(node):       # a write: nothing may move across it
+            if not writes_nothing(node):    # a write: nothing may move across it
                 closed.update(find(g) for g in groups)
             deps[node.out] = set().union(*(value_deps(r) for r in refs)) if refs else set()
             continue
@@ -533,7 +535,7 @@ def schedule(graph: Graph, groups: list) -> list:
                 if src is not None and src != k:
                     succ[src].add(k)
     for k, u in enumerate(units):
-        if not isinstance(u, FusionGroup) and not is_pure(u):
+        if not isinstance(u, FusionGroup) and not writes_nothing(u):
             for j, (lo, hi) in enumerate(spans):
                 if hi < spans[k][0]:
                     succ[j].add(k)

@@ -4,6 +4,10 @@ CSE, fusion and the backends' scheduling.
 Only ops known to be pure are: NumPy ufuncs (without out=), operators that are not in-place,
 and the reductions and methods listed here. Everything else is treated as having effects;
 loop nodes always are (opaque: one node, whatever their body does).
+
+Fusion needs less: a fused group may move across a node that writes no array (`writes_nothing`:
+pure, or indexing, views, shape changes, creation, copies). Those are not all pure for DCE and
+CSE (a dropped `x[10]` would drop its IndexError, a shared view would be one object).
 """
 from __future__ import annotations
 
@@ -27,6 +31,29 @@ _PURE = frozenset(id(f) for f in (
     np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod, np.where, np.clip,
     np.ndarray.sum, np.ndarray.mean, np.ndarray.max, np.ndarray.min, np.ndarray.prod,
     np.ndarray.astype, np.ndarray.clip, np.matmul, np.dot))
+
+
+_WRITES_NOTHING = {id(f) for f in (
+    operator.getitem, np.concatenate, np.stack, np.hstack, np.vstack, np.reshape,
+    np.ndarray.reshape, np.transpose, np.ndarray.transpose, np.swapaxes, np.moveaxis,
+    np.expand_dims, np.squeeze, np.ravel, np.ndarray.ravel, np.ndarray.flatten, np.copy,
+    np.ndarray.copy, np.broadcast_to, np.argmax, np.argmin, np.ndarray.argmax,
+    np.ndarray.argmin, np.arange, np.linspace, np.zeros, np.ones, np.empty, np.full,
+    np.zeros_like, np.ones_like, np.empty_like, np.full_like)}
+
+
+def register_writes_nothing(fn):
+    """Declare a helper the capture puts in graphs (an attribute read such as `.T`) as
+    writing no array."""
+    _WRITES_NOTHING.add(id(fn))
+    return fn
+
+
+def writes_nothing(node) -> bool:
+    """True when the node writes into no array (so computations may move across it)."""
+    if any(k == "out" for k, _ in node.kwargs):
+        return False
+    return is_pure(node) or id(node.fn) in _WRITES_NOTHING
 
 
 def is_inplace(node) -> bool:

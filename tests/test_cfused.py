@@ -241,6 +241,27 @@ def test_softmax_and_layernorm_are_one_kernel():
             rtol=1e-5, atol=5e-6, level=level, groups=1)
 
 
+def test_row_values_reshaped_by_none_join_their_rows():
+    def softmax_none(x):            # no keepdims: the row values are read as m[:, None]
+        m = x.max(axis=1)
+        e = np.exp(x - m[:, None])
+        return e / e.sum(axis=1)[:, None]
+
+    def centered_and_mean(x):       # the expanded row value is an output too
+        m = x.mean(axis=-1)[:, :, None]
+        return x - m, m
+
+    x = rng.standard_normal((33, 70))
+    for v in (x, x[::2, 1::3], x.astype(np.float32)):
+        run(softmax_none, v, rtol=F64_ULP8 * 4 if v.dtype == np.float64 else F32_ULP8 * 2,
+            level="O2", groups=1)
+    run(centered_and_mean, x.reshape(3, 11, 70), rtol=1e-12, atol=1e-14, level="O2", groups=1)
+    # integer rows reduce exactly at O1 too; a None on anything else is not a row node
+    i = rng.integers(-50, 50, (20, 30))
+    run(lambda a: a - a.max(axis=1)[:, None], i, groups=1)
+    run(lambda a, b: a.sum(axis=1)[:, None] + b[:, None], i, i[:, 0].copy(), groups=2)
+
+
 def test_row_values_as_outputs_and_nan_rows():
     def norm_stats(x):
         mu = x.mean(axis=-1, keepdims=True)

@@ -191,10 +191,13 @@ def test_views_and_matmul_do_not_close_groups():
     two = g.add_node("mul", operator.mul, (2.0, xy), {}, Meta.array((4, 6), np.float64))
     g.outputs = [g.add_node("sub", operator.sub, (both, two), {}, Meta.array((4, 6), np.float64))]
     verify(g)
-    *_, last = find_groups(g)
+    first, second, last = find_groups(g)
     assert sorted(last.ops.values()) == ["add", "mul", "sub"]
+    # sx[:, None] is the row sum in keepdims form: a row node of its group; sy[None, :] is not
+    assert sorted(first.ops.values()) == ["expand", "mul", "sum"]
+    assert sorted(second.ops.values()) == ["mul", "sum"]
     assert [getattr(u, "name", "group") for u in schedule(g, find_groups(g))] == [
-        "group", "getitem", "group", "getitem", "transpose", "matmul", "group"]
+        "group", "group", "getitem", "transpose", "matmul", "group"]
 
 
 def test_setitem_closes_groups():

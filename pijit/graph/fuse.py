@@ -3,7 +3,8 @@
 A group is a maximal set of elementwise nodes over bool, integer and float dtypes with one
 static iteration shape, plus reductions (sum/mean/prod/max/min/any/all/argmax/argmin) of its
 values: over the last axis, whose per-row results later nodes of the group may read again
-(the softmax and layernorm shapes, see FusionGroup), or over all axes (several in one pass).
+(keepdims, or reduced and read as `v[:, None]`: the softmax and layernorm shapes, see
+FusionGroup), or over all axes (several in one pass).
 Inputs broadcast to the iteration shape. Values used only inside the group are never
 materialized; a value used outside becomes a group output. Merging is refused when it would
 create a cycle through nodes outside the group, and a node that may write into an array
@@ -184,6 +185,19 @@ def elementwise_op(graph: Graph, node, exact: bool = False):
     if exact and op in INEXACT:
         return None
     return op
+
+
+def row_expand(graph: Graph, node) -> bool:
+    """`v[:, None]` (`v[:, :, None]`, ...) of an array v: v with a trailing axis of length 1.
+    On a row value reduced without keepdims it is that value in keepdims form, which the rows
+    of its group may read (`x - x.max(axis=1)[:, None]`)."""
+    if node.fn is not operator.getitem or node.kwargs or not isinstance(node.args[0], Ref):
+        return False
+    key, m = node.args[1], graph.meta(node.args[0])
+    full = slice(None)
+    return (m.is_array and type(key) is tuple and len(key) == m.ndim + 1 and key[-1] is None
+            and all(type(k) is slice and k == full for k in key[:-1])
+            and node.meta.shape == m.shape + (1,))
 
 
 def _comparable(graph: Graph, node, consts) -> bool:
@@ -402,7 +416,8 @@ def find_groups(graph: Graph, exact: bool = False) -> list:
         cands = set()
         for r in refs:
             g = open_group(r)
-            if r.index in row_values and g is not None and graph.meta(r).shape == node.meta.shape:
+            if r.index in row_values and g is not None and (graph.meta(r).shape == node.meta.shape
+                                                            or row_expand(graph, node)):
                 cands.add(g)
             elif g is not None or graph.meta(r).ndim != 0:
                 return set()
@@ -414,6 +429,8 @@ def find_groups(graph: Graph, exact: bool = False) -> list:
         op = elementwise_op(graph, node, exact)
         red = None if op is not None else reduction_op(graph, node, exact)
         refs = node_refs(node)
+        if op is None and red is None and row_expand(graph, node) and refs[0].index in row_values:
+            op = "expand"       # a row value read as keepdims: a row node (or nothing)
         if op is None and red is None:
             if not writes_nothing(node):    # a write: nothing may move across it
                 closed.update(find(g) for g in groups)
@@ -436,6 +453,9 @@ def find_groups(graph: Graph, exact: bool = False) -> list:
             cands = row_candidates(node, refs)
             row = bool(cands)
             shape = groups[next(iter(cands))].shape if row else node.meta.shape
+            if not row and op == "expand":      # its row value's group is closed
+                deps[node.out] = set().union(*(value_deps(r) for r in refs))
+                continue
             if not row:
                 cands = full_candidates(refs, shape)
         outside = [r for r in refs if r.index not in member_of

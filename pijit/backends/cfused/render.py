@@ -442,7 +442,7 @@ class GroupKernel:
         if op in COMPARE:
             cd = compute_dtype(self.graph, node)
             return f"({self.compare(self.arg(a[0], cd), op, self.arg(a[1], cd), cd)})"
-        if op in ("pos", "astype"):
+        if op in ("pos", "astype", "expand"):
             return self.arg(a[0], t)
         if op in ("maximum", "minimum"):
             # NumPy's: the first operand if it is NaN or strictly bigger (smaller), else the

@@ -98,9 +98,46 @@ def test_chain_f64():
     run(lambda a, b: a * b + a - b / 3.0 * (-a), A, B, rtol=F64_ULP8, atol=1e-15, level="O2")
 
 
-def test_o1_leaves_inexact_ops_to_numpy():
-    # exp and float sums would differ from NumPy in the last bits: O1 runs them in NumPy
-    run(lambda a: np.exp(a), A, fused=False)
+def test_o1_computes_transcendentals_by_numpys_loops():
+    # O1 calls NumPy's own loop of exp/tanh/log/sin/cos/power on each row: bit for bit, in
+    # one kernel with the exact ops around it (run() compares with rtol 0)
+    run(lambda a: np.exp(a), A, groups=1)
+    run(lambda a, b: np.tanh(a * b + 1.0) * 0.5 + 0.5, A32, B32, groups=1)
+    run(lambda a: np.exp(np.log(np.abs(a) + 1.0) * 0.5) - np.sin(a) * np.cos(a), A, groups=1)
+    run(lambda a: np.abs(a) ** 1.7 + a ** 3.0, A[:, ::2], groups=1)
+    run(lambda a: np.exp(a), A[0, :1].copy(), groups=1)
+    x = np.array([-800.0, 1.0, 800.0, np.nan, -np.inf])      # under/overflow, NaN, -inf
+    for mode in ("ignore", "warn", "raise"):
+        with np.errstate(all=mode), warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            try:
+                got = pijit.jit(lambda a: np.exp(a) * 2.0)(x)
+            except FloatingPointError as e:
+                got = e
+            mine = [str(w.message) for w in seen]
+            del seen[:]
+            try:
+                want = np.exp(x) * 2.0
+            except FloatingPointError as e:
+                want = e
+            theirs = [str(w.message) for w in seen]
+        assert mine == theirs and type(got) is type(want), (mode, mine, theirs)
+        if isinstance(want, np.ndarray):
+            np.testing.assert_array_equal(got, want)
+    # underflow (ignored by NumPy's default errstate) is reported as np.errstate says
+    tiny = np.array([-1e-300, 1.0, 1e-300])
+    for mode in ("ignore", "warn", "raise"):
+        with np.errstate(under=mode), warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            try:
+                pijit.jit(lambda a: a * 1e-300 + 0.0)(tiny)
+                outcome = [str(w.message) for w in seen]
+            except FloatingPointError as e:
+                outcome = str(e)
+        assert outcome == {"ignore": [], "warn": ["underflow encountered in multiply"],
+                           "raise": "underflow encountered in multiply"}[mode]
+    # an int operand (exp in float64 of a cast) and float sums stay in NumPy at O1
+    run(lambda a: np.exp(a), np.arange(12).reshape(3, 4), fused=False)
     run(lambda a: (a * 2.0).sum(), A, groups=1)
     run(lambda a: (a * 2.0).max(axis=-1), A, groups=1)
 

@@ -142,8 +142,9 @@ def tolerance(op: str, level: str, exponent=None):
 EXACT_OPS = ("add", "sub", "mul", "div", "neg", "pos", "lt", "le", "gt", "ge", "eq", "ne",
              "and", "or", "xor", "invert", "sqrt", "abs", "square", "maximum", "minimum",
              "where", "clip", "astype", "pow_exact", "fma")
-FUSED_AT = {**{op: LEVELS for op in EXACT_OPS},
-            **{op: ("O2",) for op in ("exp", "log", "sin", "cos", "tanh", "pow", "power")}}
+# O1 computes these by NumPy's own loops, O2 by libmvec
+NUMPY_LOOP_OPS = ("exp", "log", "sin", "cos", "tanh", "pow", "power")
+FUSED_AT = {**{op: LEVELS for op in EXACT_OPS + NUMPY_LOOP_OPS}}
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 KERNEL_DTYPES = ("float32", "float64", "bool") + INTS
 COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -201,6 +202,8 @@ def expect_fused(inst, level: str, operands: dict, result, specialized: bool) ->
     if inst.op in ("pow", "power") and (inst.exponent == "array" or result.dtype.kind != "f"
                                         and inst.exponent not in range(9)):
         return False
+    if level == "O1" and inst.key in NUMPY_LOOP_OPS and operands["x"].dtype != result.dtype:
+        return False        # NumPy's loop of the result dtype needs an operand of it
     return True
 
 

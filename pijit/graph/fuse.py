@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pijit.graph.ir import Graph, Ref
+from pijit.graph.ir import Graph, Meta, Ref
 from pijit.graph.purity import writes_nothing
 from pijit.graph.ir import node_refs
 
@@ -65,6 +65,7 @@ ANY_OPS = frozenset(("where", "astype")) | COMPARE
 # Ops whose C results may differ from NumPy's in the last bits (libmvec: <= 4 ulp).
 INEXACT = frozenset(("exp", "log", "sin", "cos", "tanh"))
 MAX_INT_POWER = 8       # x ** k for integer x: k unrolled multiplications
+SPECIAL_POWERS = (2.0, 1.0, 0.5, -1.0)     # x ** e NumPy computes as x*x, x, sqrt(x), 1/x
 
 _REDUCE = {}
 for _fns, _op in [((np.sum, np.ndarray.sum), "sum"), ((np.mean, np.ndarray.mean), "mean"),
@@ -131,11 +132,12 @@ def compute_dtype(graph: Graph, node):
     return np.result_type(*operands)
 
 
-def elementwise_op(graph: Graph, node, exact: bool = False):
+def elementwise_op(graph: Graph, node, exact: bool = False, numpy_loops=frozenset()):
     """The op code of a fusable elementwise node, or None.
 
     exact: only ops whose C result is bit-identical to NumPy's (correctly rounded IEEE ops and
-    integer ops, no libmvec math).
+    integer ops, no libmvec math), or that the kernel computes by calling NumPy's own loop
+    (`numpy_loops`: op codes; see uses_numpy_loop).
     """
     spec = _EW.get(id(node.fn))
     if spec is None or node.kwargs or len(node.args) != spec[1]:
@@ -180,11 +182,24 @@ def elementwise_op(graph: Graph, node, exact: bool = False):
             return None
         if t not in FLOAT and not (type(e) is int and 0 <= e <= MAX_INT_POWER):
             return None
-        if exact and t in FLOAT and float(e) not in (2.0, 1.0, 0.5, -1.0):
+        if exact and t in FLOAT and float(e) not in SPECIAL_POWERS and not (
+                op in numpy_loops and graph.meta(node.args[0]).dtype == t):
             return None
-    if exact and op in INEXACT:
+    if exact and op in INEXACT and not (op in numpy_loops
+                                        and graph.meta(node.args[0]).dtype == t):
         return None
     return op
+
+
+def uses_numpy_loop(graph: Graph, node, op: str, exact: bool) -> bool:
+    """Whether an exact kernel computes this float node by NumPy's own loop of the ufunc on a
+    row (transcendentals, powers other than x**2, x**1, x**0.5, x**-1): bit-identical to
+    NumPy by construction."""
+    if not exact or node.meta.dtype not in FLOAT:
+        return False
+    if op in ("pow", "power"):
+        return float(node.args[1]) not in SPECIAL_POWERS
+    return op in INEXACT
 
 
 def row_expand(graph: Graph, node) -> bool:
@@ -195,7 +210,7 @@ def row_expand(graph: Graph, node) -> bool:
         return False
     key, m = node.args[1], graph.meta(node.args[0])
     full = slice(None)
-    return (m.is_array and type(key) is tuple and len(key) == m.ndim + 1 and key[-1] is None
+    return (isinstance(m, Meta) and m.is_array and type(key) is tuple and len(key) == m.ndim + 1 and key[-1] is None
             and all(type(k) is slice and k == full for k in key[:-1])
             and node.meta.shape == m.shape + (1,))
 
@@ -308,6 +323,7 @@ class FusionGroup:
     ops: dict = field(default_factory=dict)       # node.out -> op code
     reduce: dict = field(default_factory=dict)    # reduction out -> (op, mode, keepdims)
     rows: set = field(default_factory=set)        # outs of row values
+    numpy_loops: set = field(default_factory=set)  # outs computed by NumPy's loop on a row
     stage: dict = field(default_factory=dict)     # see the class docstring
     inputs: list = field(default_factory=list)    # Refs read from outside, first use first
     outputs: list = field(default_factory=list)   # Refs used outside, in node order
@@ -344,11 +360,12 @@ class FusionGroup:
                 f"out ({', '.join(map(repr, self.outputs))}): {'; '.join(parts)}")
 
 
-def find_groups(graph: Graph, exact: bool = False) -> list:
+def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> list:
     """Greedy grouping in node order (see the module docstring).
 
     exact: fuse only what computes bit-identical results to NumPy's (see elementwise_op and
-    reduction_op).
+    reduction_op). numpy_loops: the op codes an exact kernel may compute by calling NumPy's
+    own loop on each row (the backend knows which it can get).
     """
     parent: dict = {}             # group id -> merged-into id (union-find)
     groups: dict = {}             # root id -> FusionGroup
@@ -426,7 +443,7 @@ def find_groups(graph: Graph, exact: bool = False) -> list:
         return cands
 
     for node in graph.nodes:
-        op = elementwise_op(graph, node, exact)
+        op = elementwise_op(graph, node, exact, numpy_loops)
         red = None if op is not None else reduction_op(graph, node, exact)
         refs = node_refs(node)
         if op is None and red is None and row_expand(graph, node) and refs[0].index in row_values:
@@ -458,6 +475,9 @@ def find_groups(graph: Graph, exact: bool = False) -> list:
                 continue
             if not row:
                 cands = full_candidates(refs, shape)
+        if row and red is None and uses_numpy_loop(graph, node, op, exact):
+            deps[node.out] = set().union(*(value_deps(r) for r in refs))
+            continue        # NumPy's loops run over full rows only
         outside = [r for r in refs if r.index not in member_of
                    or find(member_of[r.index]) not in cands]
         ext = set().union(*(gdeps[c] for c in cands)) if cands else set()
@@ -479,6 +499,7 @@ def find_groups(graph: Graph, exact: bool = False) -> list:
                 groups[root].ops.update(g.ops)
                 groups[root].reduce.update(g.reduce)
                 groups[root].rows.update(g.rows)
+                groups[root].numpy_loops.update(g.numpy_loops)
                 gdeps.pop(c)
         else:
             root = new_group(shape)
@@ -488,6 +509,8 @@ def find_groups(graph: Graph, exact: bool = False) -> list:
         grp.nodes.append(node)
         if red is None:
             grp.ops[node.out] = op
+            if not row and uses_numpy_loop(graph, node, op, exact):
+                grp.numpy_loops.add(node.out)
         else:
             grp.ops[node.out], grp.reduce[node.out] = red[0], red
         if row:
@@ -507,8 +530,12 @@ def find_groups(graph: Graph, exact: bool = False) -> list:
             if other.out not in mine:
                 used_outside.update(r.index for r in node_refs(other) if r.index in mine)
         for n in grp.nodes:
-            level = max((grp.stage[r.index] for r in node_refs(n) if r.index in mine), default=0)
-            grp.stage[n.out] = level + (n.out in grp.reduce and n.out in grp.rows)
+            inner = [r for r in node_refs(n) if r.index in mine]
+            level = max((grp.stage[r.index] for r in inner), default=0)
+            # a row reduction, or NumPy's loop over a row of member values, needs the loop
+            # computing its operand done: its readers run in the next loop
+            grp.stage[n.out] = level + (n.out in grp.reduce and n.out in grp.rows) + (
+                n.out in grp.numpy_loops and bool(inner))
         result.append(grp)
     for k, grp in enumerate(sorted(result, key=lambda g: order[g.nodes[0].out])):
         grp.id = k

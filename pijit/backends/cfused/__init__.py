@@ -47,7 +47,8 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
     try:
         optimized = optimize(graph)
         # O1 equals NumPy bit for bit: no libmvec math, no float reductions (see DESIGN 5).
-        groups = find_groups(optimized, exact=level == "O1")
+        groups = find_groups(optimized, exact=level == "O1",
+                             numpy_loops=numpy_loop_ops() if level == "O1" else frozenset())
     except Exception:       # a pass bug must not reach the user
         log.exception("graph passes failed; using the NumPy backend")
         return on_numpy(graph)
@@ -69,6 +70,12 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
         log.warning("kernel build failed for %s (%s); using the NumPy backend", name, e)
         return on_numpy(graph)
     kernels.set_pool(pool_handler())
+    try:
+        for k, (op, dtype, nargs) in enumerate(render.numpy_loop_slots(renderers)):
+            kernels.set_ufunc(k, numpy_loop(op, dtype, nargs))
+    except Exception as e:      # the kernels would hand every call back: run NumPy directly
+        log.warning("NumPy loops unavailable for %s (%s); using the NumPy backend", name, e)
+        return on_numpy(graph)
     for grp in groups:
         kernels.set_fallback(grp.id, group_fallback(optimized, grp, filename, firstlineno))
     in_c = {}
@@ -82,6 +89,32 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
     text = compiled.source + "\n/* fused groups */\n" + "\n".join(
         [f"/* {g} */" for g in groups] + [f"/* loop %{n.out}: {g} */" for n, g in loop_nodes])
     return dataclasses.replace(compiled, source=text, backend="cfused")
+
+
+_NUMPY_LOOP_UFUNCS = {"exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos,
+                      "tanh": np.tanh, "pow": np.power, "power": np.power}
+
+
+@functools.lru_cache(maxsize=None)
+def numpy_loop_ops() -> frozenset:
+    """The ops O1 kernels compute by calling NumPy's own loops (ufunc._get_strided_loop, an
+    API NumPy calls unstable): those whose float64 loop can be had here; none otherwise."""
+    try:
+        numpy_loop("exp", np.dtype(np.float64), 1)
+    except Exception:       # noqa: BLE001 - any failure: O1 leaves these ops to NumPy
+        log.info("ufunc._get_strided_loop unavailable: O1 does not fuse transcendentals")
+        return frozenset()
+    return frozenset(_NUMPY_LOOP_UFUNCS)
+
+
+def numpy_loop(op: str, dtype, nargs: int):
+    """The call-info capsule of NumPy's loop of op (exp, ..., power) over `dtype`, for
+    contiguous operands (a power's exponent is one value: stride 0)."""
+    ufunc = _NUMPY_LOOP_UFUNCS[op]
+    _, info = ufunc._resolve_dtypes_and_context((dtype,) * (nargs + 1))
+    size = dtype.itemsize
+    ufunc._get_strided_loop(info, fixed_strides=(size, 0, size) if nargs == 2 else (size, size))
+    return info
 
 
 @functools.lru_cache(maxsize=None)

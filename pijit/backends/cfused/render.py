@@ -97,6 +97,30 @@ static inline double pj_pw_total(const pj_pw *s)
     return t;
 }
 
+/* Floating-point errors, as NumPy reports them: a kernel that raised divide-by-zero,
+   overflow or invalid (bit 1 of fperr), or underflow (bit 2) while np.errstate does not ignore
+   it, hands its group to NumPy, which reports it exactly (a warning, or an error). */
+#define PJ_FE_ERR (FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID)
+#define PJ_FE_FOLD(e) ((e) |= (fetestexcept(PJ_FE_ERR) ? 1 : 0) | (fetestexcept(FE_UNDERFLOW) ? 2 : 0))
+
+static PJ_COLD int pj_underflow_reported(void)
+{
+    static PyObject *geterr;
+    if (geterr == NULL) {
+        PyObject *np = PyImport_ImportModule("numpy");
+        geterr = np == NULL ? NULL : PyObject_GetAttrString(np, "geterr");
+        Py_XDECREF(np);
+    }
+    PyObject *modes = geterr == NULL ? NULL : PyObject_CallNoArgs(geterr);
+    PyObject *under = modes == NULL ? NULL : PyDict_GetItemString(modes, "under");
+    int ignored = under != NULL && PyUnicode_Check(under)
+        && PyUnicode_CompareWithASCIIString(under, "ignore") == 0;
+    if (modes == NULL)
+        PyErr_Clear();      /* cannot tell: let NumPy decide */
+    Py_XDECREF(modes);
+    return !ignored;
+}
+
 /* pijit's buffer pool (a NumPy memory handler, csrc/pool.c; set from Python): outputs of 32 MiB
    or more, which glibc would map afresh and fault in page by page on every call, are allocated
    from it and reuse the pages of outputs that died. */
@@ -341,6 +365,7 @@ class GroupKernel:
         self.argpos = list(range(len(grp.inputs)))     # where each input is in args
         self.nargs = len(grp.inputs)
         self.tuple_result = False   # one output is returned as itself, not in a tuple
+        self.numpy_slot = {}        # node out -> its NumPy loop's slot in the module's table
         self.plan()
         # the input whose memory order the outputs take (elementwise groups only: a
         # reduction's axes are in the original order)
@@ -402,6 +427,33 @@ class GroupKernel:
                 return f"(({ct})1 / {x})"
             return f"pow{f}({x}, {c_const(e, t)})"
         return self.any_expr(node, op, t)
+
+    def numpy_call(self, node) -> list:
+        """C text calling NumPy's loop of `node`'s ufunc on this row: from its operand's row
+        (an input's, or a buffer) into the node's row buffer (and its output row)."""
+        t, ct = node.meta.dtype, CTYPE[node.meta.dtype]
+        slot, src = self.numpy_slot[node.out], node.args[0]
+        i = self.index.get(src.index)
+        if i is None:
+            a, sa = f"w{src.index}", f"sizeof({ct})"
+        elif self.kinds[i] in ("one", "scalar"):    # a one-element group: n is 1
+            a, sa = f"&c{i}", f"sizeof({ct})"
+        else:
+            a, sa = f"b{i}", f"sizeof({ct})"
+        so = f"sizeof({ct})"
+        # NumPy's loops may clear the FP flags (after their own spurious ones): fold what was
+        # raised before the call into fperr first
+        call = ["PJ_FE_FOLD(fperr);"]
+        if len(node.args) == 2:         # x ** e: the exponent as a 0-d operand
+            call += [f"const {ct} e{node.out} = {c_const(node.args[1], t)};",
+                     f"if (pj_ufunc2({slot}, {a}, {sa}, &e{node.out}, w{node.out}, {so}, n) < 0)"]
+        else:
+            call += [f"if (pj_ufunc1({slot}, {a}, {sa}, w{node.out}, {so}, n) < 0)"]
+        call += ["    fperr |= 1;", "PJ_FE_FOLD(fperr);"]
+        for k, ref in enumerate(self.grp.outputs):
+            if ref.index == node.out and self.out_kind(ref) == "full":
+                call.append(f"memcpy(q{k}, w{node.out}, n * sizeof({ct}));")
+        return ["{", *["    " + c for c in call], "}"]
 
     @staticmethod
     def compare(x: str, op: str, y: str, t) -> str:
@@ -473,9 +525,19 @@ class GroupKernel:
         self.full = [[] for _ in range(self.loops)]
         self.reds = [[] for _ in range(self.loops)]
         self.row_nodes = [[] for _ in range(self.loops + 1)]
+        self.numpy_calls = [[] for _ in range(self.loops)]    # before loop t, per row
         self.carried = []
         loop = {}
         for n in g.nodes:
+            if n.out in g.numpy_loops:
+                # computed between loops into a row buffer (like a carried value) from its
+                # operand's row: an input's, or a member's kept in a row buffer too
+                self.numpy_calls[g.stage[n.out]].append(n)
+                loop[n.out] = g.stage[n.out] - 1
+                for r in [*node_refs(n), Ref(n.out)]:
+                    if (r.index in loop or r.index == n.out) and r not in self.carried:
+                        self.carried.append(r)
+                continue
             if n.out in g.reduce:
                 self.reds[g.loop_of(n)].append(n)
             elif n.out in g.rows:
@@ -687,7 +749,8 @@ class GroupKernel:
         # Threads only where each one writes its own rows or chunks (no whole reduction, whose
         # result would then depend on the thread count).
         L.append(f"    const int par = {0 if whole else 1} && PJ_THREADS > 1 && N >= PJ_PAR_MIN;")
-        flat_ok = self.loops == 1 and not g.rows and not cols and all(
+        # (several loops without row values: the stages NumPy's loops need)
+        flat_ok = not g.rows and not cols and all(
             kd in ("scalar", "one", "full") for kd in self.kinds)
         L += ["    {", *["        " + s for s in self.rows_path(whole, flat_ok)], "    }"]
         for red in whole:
@@ -807,12 +870,12 @@ class GroupKernel:
              "#pragma omp parallel num_threads(PJ_THREADS) if(par) reduction(|:fperr) "
              "reduction(|:oom)",
              "{",
-             "    feclearexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID);"]
+             "    feclearexcept(PJ_FE_ERR | FE_UNDERFLOW);"]
         scratch = [(f"w{r.index}", CTYPE[self.dtype(r)], "1") for r in self.carried] + [
             (f"gb{i}", CTYPE[self.dtype(g.inputs[i])], "!contig") for i in strided]
         for buf, ct, when in scratch:
-            L.append(f"    {ct} *{buf} = {when} ? ({ct} *)PyMem_RawMalloc((n > 0 ? n : 1) * "
-                     f"sizeof({ct})) : NULL;")
+            L.append(f"    {ct} *{buf} = {when} ? ({ct} *)PyMem_RawMalloc((flat ? PJ_CHUNK : n > 0 ? n : 1)"
+                     f" * sizeof({ct})) : NULL;")
         if scratch:
             L.append("    oom = " + " || ".join(f"({when} && {buf} == NULL)"
                                                 for buf, _, when in scratch) + ";")
@@ -864,17 +927,20 @@ class GroupKernel:
                 R += self.node_stmts(node, g.ops[node.out]) + self.store_row(node.out, "r")
             if t == self.loops:
                 break
+            for node in self.numpy_calls[t]:
+                R += self.numpy_call(node)
             for red in self.reds[t]:
                 if self.row_reduce(red):
                     R += self.red_state(red)
-            R += ["{", *["    " + s for s in self.loop(t)], "}"]
+            if self.full[t] or self.reds[t]:
+                R += ["{", *["    " + s for s in self.loop(t)], "}"]
             for red in self.reds[t]:
                 if self.row_reduce(red):
                     R += self.red_result(red, "n")
         L += ["        " + s for s in R]
         L += ["    }",
               *[f"    PyMem_RawFree({buf});" for buf, _, _ in scratch],
-              "    fperr |= fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID) != 0;",
+              "    PJ_FE_FOLD(fperr);",
               "}"]
         return L
 
@@ -888,7 +954,7 @@ class GroupKernel:
              "        PyErr_NoMemory();",
              "        goto fail;",
              "    }",
-             "    if (fperr) {",
+             "    if ((fperr & 1) || ((fperr & 2) && pj_underflow_reported())) {",
              f"        for (int j = 0; j < {nout}; j++)",
              "            Py_CLEAR(out[j]);",
              f"        return pj_fallback({k}, args, nargs);",
@@ -927,6 +993,13 @@ def module_source(renderers: list, contract: bool, threads: int) -> str:
              f"#define PJ_THREADS {threads}\n#define PJ_PAR_MIN {PAR_MIN}\n"
              f"#define PJ_CHUNK {CHUNK}\n"]
     parts.append(HELPERS)
+    calls = []
+    for r in renderers:
+        for node in r.grp.nodes:
+            if node.out in r.grp.numpy_loops:
+                r.numpy_slot[node.out] = len(calls)
+                calls.append(node)
+    parts.append(NUMPY_LOOPS.replace("@NSLOTS@", str(max(len(calls), 1))))
     parts.append(f"static PyObject *pj_fallbacks[{max(len(renderers), 1)}];\n")
     parts.append(FALLBACK)
     for r in renderers:
@@ -936,6 +1009,60 @@ def module_source(renderers: list, contract: bool, threads: int) -> str:
         f'NULL}},\n' for r in renderers)
     parts.append(MODULE.replace("@METHODS@", methods).replace("@NGROUPS@", str(len(renderers))))
     return "\n".join(parts)
+
+
+def numpy_loop_slots(renderers: list) -> list:
+    """(op code, dtype, operand count) of each NumPy loop slot, in slot order (module_source
+    numbers the slots)."""
+    slots = {}
+    for r in renderers:
+        for node in r.grp.nodes:
+            if node.out in r.numpy_slot:
+                slots[r.numpy_slot[node.out]] = (r.grp.ops[node.out], node.meta.dtype,
+                                                 len(node.args))
+    return [slots[k] for k in sorted(slots)]
+
+
+NUMPY_LOOPS = r"""
+/* NumPy's own inner loops (the `numpy_1.24_ufunc_call_info` capsules of
+   ufunc._resolve_dtypes_and_context + _get_strided_loop, set from Python): an exact kernel
+   runs a transcendental over a row through the very loop np.exp would run, so it matches
+   NumPy bit for bit. A slot not set, or a loop failing, hands the group to NumPy. */
+typedef int (*pj_strided_loop)(void *context, char *const *data, const npy_intp *dimensions,
+                               const npy_intp *strides, NpyAuxData *auxdata);
+typedef struct {
+    pj_strided_loop loop;
+    void *context;
+    NpyAuxData *auxdata;
+    npy_bool requires_pyapi;
+    npy_bool no_floatingpoint_errors;
+} pj_ufunc_info;
+
+static pj_ufunc_info *pj_ufuncs[@NSLOTS@];
+static PyObject *pj_ufunc_capsules[@NSLOTS@];
+
+static PJ_COLD int pj_ufunc1(int k, const void *a, npy_intp sa, void *out, npy_intp so,
+                             npy_intp n)
+{
+    pj_ufunc_info *u = pj_ufuncs[k];
+    if (u == NULL)
+        return -1;
+    char *data[2] = {(char *)a, (char *)out};
+    npy_intp strides[2] = {sa, so};
+    return u->loop(u->context, data, &n, strides, u->auxdata);
+}
+
+static PJ_COLD int pj_ufunc2(int k, const void *a, npy_intp sa, const void *b, void *out,
+                             npy_intp so, npy_intp n)
+{
+    pj_ufunc_info *u = pj_ufuncs[k];
+    if (u == NULL)
+        return -1;
+    char *data[3] = {(char *)a, (char *)b, (char *)out};
+    npy_intp strides[3] = {sa, 0, so};
+    return u->loop(u->context, data, &n, strides, u->auxdata);
+}
+"""
 
 
 FALLBACK = r"""
@@ -983,8 +1110,33 @@ static PyObject *pj_set_pool(PyObject *self, PyObject *handler)
     Py_RETURN_NONE;
 }
 
+static PyObject *pj_set_ufunc(PyObject *self, PyObject *args)
+{
+    int k;
+    PyObject *capsule;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "iO", &k, &capsule))
+        return NULL;
+    if (k < 0 || k >= (int)(sizeof(pj_ufuncs) / sizeof(pj_ufuncs[0]))) {
+        PyErr_SetString(PyExc_IndexError, "NumPy loop slot out of range");
+        return NULL;
+    }
+    pj_ufunc_info *u = PyCapsule_GetPointer(capsule, "numpy_1.24_ufunc_call_info");
+    if (u == NULL)
+        return NULL;
+    if (u->loop == NULL || u->requires_pyapi) {
+        PyErr_SetString(PyExc_ValueError, "set_ufunc: no strided loop, or one needing the GIL");
+        return NULL;
+    }
+    Py_INCREF(capsule);
+    Py_XSETREF(pj_ufunc_capsules[k], capsule);
+    pj_ufuncs[k] = u;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef pj_methods[] = {
 @METHODS@    {"set_fallback", pj_set_fallback, METH_VARARGS, "set_fallback(k, fn)"},
+    {"set_ufunc", pj_set_ufunc, METH_VARARGS, "set_ufunc(k, call_info): NumPy loop of slot k"},
     {"set_pool", pj_set_pool, METH_O, "set_pool(handler or None): NumPy mem handler of big outputs"},
     {NULL, NULL, 0, NULL},
 };

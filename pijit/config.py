@@ -96,7 +96,8 @@ OPTIONS = (
            "sum/mean/prod/max/min accumulated in float64 (pairwise in blocks: at least as "
            "accurate as NumPy's pairwise summation), "
            "with a row reduction and the ops that broadcast it back in one kernel (softmax, "
-           "layernorm), and a*b+c contracted into fused multiply-adds.",
+           "layernorm; a division by a per-row value becomes a multiplication by its "
+           "reciprocal, within 1.5 ulp), and a*b+c contracted into fused multiply-adds.",
            choices=("O0", "O1", "O2")),
     Option("num_threads", int, 0,
            "OpenMP threads for fused kernels over at least 65536 elements, sharing rows or "

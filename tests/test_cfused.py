@@ -278,6 +278,17 @@ def test_softmax_and_layernorm_are_one_kernel():
             rtol=1e-5, atol=5e-6, level=level, groups=1)
 
 
+def test_division_by_row_values():
+    # O2 multiplies by the row value's reciprocal (within 1.5 ulp); O1 divides (bit for bit)
+    i = rng.integers(1, 50, (30, 40))
+    run(lambda a: a / a.sum(axis=1, keepdims=True), i, groups=1)
+    x = rng.random((30, 400)) + 0.5
+    for v in (x, x.astype(np.float32)):
+        got = run(lambda a: a / a.sum(axis=1, keepdims=True), v, rtol=2 * np.finfo(v.dtype).eps,
+                  level="O2", groups=1)
+        assert got.dtype == v.dtype
+
+
 def test_row_values_reshaped_by_none_join_their_rows():
     def softmax_none(x):            # no keepdims: the row values are read as m[:, None]
         m = x.max(axis=1)

@@ -324,6 +324,7 @@ class FusionGroup:
     reduce: dict = field(default_factory=dict)    # reduction out -> (op, mode, keepdims)
     rows: set = field(default_factory=set)        # outs of row values
     numpy_loops: set = field(default_factory=set)  # outs computed by NumPy's loop on a row
+    exact: bool = True              # found for a level that must match NumPy bit for bit
     stage: dict = field(default_factory=dict)     # see the class docstring
     inputs: list = field(default_factory=list)    # Refs read from outside, first use first
     outputs: list = field(default_factory=list)   # Refs used outside, in node order
@@ -399,7 +400,7 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
     def new_group(shape):
         gid = len(parent)
         parent[gid] = gid
-        groups[gid] = FusionGroup(gid, shape)
+        groups[gid] = FusionGroup(gid, shape, exact=exact)
         gdeps[gid] = set()
         return gid
 

@@ -437,7 +437,10 @@ def test_results_do_not_depend_on_the_thread_count(level):
     cases = [(lambda a, b: a * b + a - 0.5, (x, y)), (lambda a, b: a * b + a - 0.5, (x.T, y.T)),
              (lambda a: (a > 0.1).sum(axis=-1) + (a * 3).argmax(axis=-1), (x,)),
              (lambda a: (a * 2).max(), (x,)), (_layernorm, (x, x[0].copy(), x[1].copy())),
-             (_softmax, (y[:, ::2],))]
+             (_softmax, (y[:, ::2],)),
+             # NumPy's loops (O1) or libmvec (O2) per row, and per flat chunk
+             (lambda a: np.tanh(a * 0.5) + np.exp(-a * a), (x,)),
+             (lambda a: np.tanh(a * 0.5) + np.exp(-a * a), (x.ravel(),))]
     for fn, args in cases:
         one = _threaded(fn, *args, threads=1, level=level)
         for threads in (2, 3):

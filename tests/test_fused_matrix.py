@@ -144,14 +144,18 @@ EXACT_OPS = ("add", "sub", "mul", "div", "neg", "pos", "lt", "le", "gt", "ge", "
              "where", "clip", "astype", "pow_exact", "fma")
 # O1 computes these by NumPy's own loops, O2 by libmvec
 NUMPY_LOOP_OPS = ("exp", "log", "sin", "cos", "tanh", "pow", "power")
-FUSED_AT = {**{op: LEVELS for op in EXACT_OPS + NUMPY_LOOP_OPS}}
+# every level computes these by NumPy's own loops (exact)
+NUMPY_ONLY_OPS = ("expm1", "log1p", "log2", "log10", "exp2", "sinh", "cosh", "tan", "arcsin",
+                  "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "cbrt", "logaddexp",
+                  "logaddexp2", "arctan2", "hypot")
+FUSED_AT = {**{op: LEVELS for op in EXACT_OPS + NUMPY_LOOP_OPS + NUMPY_ONLY_OPS}}
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 KERNEL_DTYPES = ("float32", "float64", "bool") + INTS
 COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
 # Ops a kernel computes, by the kind of the result's dtype (plus where, astype, comparisons).
 RESULT_OPS = {
     "f": ("add", "sub", "mul", "div", "neg", "pos", "exp", "log", "sqrt", "sin", "cos", "tanh",
-          "abs", "square", "maximum", "minimum", "clip", "pow", "power", "fma"),
+          "abs", "square", "maximum", "minimum", "clip", "pow", "power", "fma") + NUMPY_ONLY_OPS,
     "i": ("add", "sub", "mul", "neg", "pos", "abs", "square", "maximum", "minimum", "clip",
           "pow", "power", "and", "or", "xor", "invert"),
     "b": ("maximum", "minimum", "and", "or", "xor", "invert")}
@@ -202,8 +206,9 @@ def expect_fused(inst, level: str, operands: dict, result, specialized: bool) ->
     if inst.op in ("pow", "power") and (inst.exponent == "array" or result.dtype.kind != "f"
                                         and inst.exponent not in range(9)):
         return False
-    if level == "O1" and inst.key in NUMPY_LOOP_OPS and operands["x"].dtype != result.dtype:
-        return False        # NumPy's loop of the result dtype needs an operand of it
+    if (level == "O1" and inst.key in NUMPY_LOOP_OPS or inst.key in NUMPY_ONLY_OPS) and any(
+            d != result.dtype for d in strong):
+        return False        # NumPy's loop of the result dtype needs operands of it
     return True
 
 

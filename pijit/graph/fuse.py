@@ -48,22 +48,32 @@ for _fns, _op, _n in [
         ((np.maximum,), "maximum", 2), ((np.minimum,), "minimum", 2),
         ((np.where,), "where", 3), ((np.clip, np.ndarray.clip), "clip", 3),
         ((operator.pow,), "pow", 2), ((np.power,), "power", 2),
-        ((np.ndarray.astype,), "astype", 2)]:
+        ((np.ndarray.astype,), "astype", 2)] + [
+        ((getattr(np, _name),), _name, 1) for _name in (
+            "expm1", "log1p", "log2", "log10", "exp2", "sinh", "cosh", "tan", "arcsin",
+            "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "cbrt")] + [
+        ((getattr(np, _name),), _name, 2) for _name in (
+            "logaddexp", "logaddexp2", "arctan2", "hypot")]:
     for _f in _fns:
         _EW[id(_f)] = (_op, _n)
 COMPARE = frozenset(("lt", "le", "gt", "ge", "eq", "ne"))
 BITWISE = frozenset(("and", "or", "xor", "invert"))
+# Ops whose C results may differ from NumPy's in the last bits (libmvec: <= 4 ulp).
+INEXACT = frozenset(("exp", "log", "sin", "cos", "tanh"))
+# Float ops kernels compute only by calling NumPy's own loops, at every level (bit-identical;
+# no C rendering).
+NUMPY_ONLY = frozenset(("expm1", "log1p", "log2", "log10", "exp2", "sinh", "cosh", "tan",
+                        "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "cbrt",
+                        "logaddexp", "logaddexp2", "arctan2", "hypot"))
 # The ops a kernel computes, by the kind of the result's dtype (where, astype and the
 # comparisons take any dtype).
 FLOAT_OPS = frozenset(("add", "sub", "mul", "div", "neg", "pos", "exp", "log", "sqrt", "sin",
                        "cos", "tanh", "abs", "square", "maximum", "minimum", "clip", "pow",
-                       "power"))
+                       "power")) | NUMPY_ONLY
 INT_OPS = frozenset(("add", "sub", "mul", "neg", "pos", "abs", "square", "maximum",
                      "minimum", "clip", "pow", "power")) | BITWISE
 BOOL_OPS = frozenset(("maximum", "minimum")) | BITWISE
 ANY_OPS = frozenset(("where", "astype")) | COMPARE
-# Ops whose C results may differ from NumPy's in the last bits (libmvec: <= 4 ulp).
-INEXACT = frozenset(("exp", "log", "sin", "cos", "tanh"))
 MAX_INT_POWER = 8       # x ** k for integer x: k unrolled multiplications
 SPECIAL_POWERS = (2.0, 1.0, 0.5, -1.0)     # x ** e NumPy computes as x*x, x, sqrt(x), 1/x
 
@@ -185,17 +195,21 @@ def elementwise_op(graph: Graph, node, exact: bool = False, numpy_loops=frozense
         if exact and t in FLOAT and float(e) not in SPECIAL_POWERS and not (
                 op in numpy_loops and graph.meta(node.args[0]).dtype == t):
             return None
-    if exact and op in INEXACT and not (op in numpy_loops
-                                        and graph.meta(node.args[0]).dtype == t):
-        return None
+    if (exact and op in INEXACT or op in NUMPY_ONLY) and not (op in numpy_loops and all(
+            graph.meta(a).dtype == t for a in node.args if isinstance(a, Ref))):
+        return None     # NumPy's loop of dtype t: its operands must be of t (or constants)
     return op
 
 
 def uses_numpy_loop(graph: Graph, node, op: str, exact: bool) -> bool:
-    """Whether an exact kernel computes this float node by NumPy's own loop of the ufunc on a
-    row (transcendentals, powers other than x**2, x**1, x**0.5, x**-1): bit-identical to
-    NumPy by construction."""
-    if not exact or node.meta.dtype not in FLOAT:
+    """Whether the kernel computes this float node by NumPy's own loop of the ufunc on a row
+    (NUMPY_ONLY ops; exact kernels: also transcendentals and powers other than x**2, x**1,
+    x**0.5, x**-1): bit-identical to NumPy by construction."""
+    if node.meta.dtype not in FLOAT:
+        return False
+    if op in NUMPY_ONLY:
+        return True
+    if not exact:
         return False
     if op in ("pow", "power"):
         return float(node.args[1]) not in SPECIAL_POWERS

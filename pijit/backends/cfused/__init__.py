@@ -23,7 +23,7 @@ from pijit.backends.cfused import build, loops, render
 from pijit.graph.cse import cse
 from pijit.graph.dce import dce
 from pijit.graph.simplify import simplify
-from pijit.graph.fuse import FusionGroup, find_groups, schedule
+from pijit.graph.fuse import NUMPY_ONLY, FusionGroup, find_groups, schedule
 from pijit.graph.ir import Graph, Meta, Node, Ref
 
 log = logging.getLogger("pijit.kernels")
@@ -47,8 +47,7 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
     try:
         optimized = optimize(graph)
         # O1 equals NumPy bit for bit: no libmvec math, no float reductions (see DESIGN 5).
-        groups = find_groups(optimized, exact=level == "O1",
-                             numpy_loops=numpy_loop_ops() if level == "O1" else frozenset())
+        groups = find_groups(optimized, exact=level == "O1", numpy_loops=numpy_loop_ops())
     except Exception:       # a pass bug must not reach the user
         log.exception("graph passes failed; using the NumPy backend")
         return on_numpy(graph)
@@ -92,13 +91,15 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
 
 
 _NUMPY_LOOP_UFUNCS = {"exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos,
-                      "tanh": np.tanh, "pow": np.power, "power": np.power}
+                      "tanh": np.tanh, "pow": np.power, "power": np.power,
+                      **{op: getattr(np, op) for op in NUMPY_ONLY}}
 
 
 @functools.lru_cache(maxsize=None)
 def numpy_loop_ops() -> frozenset:
-    """The ops O1 kernels compute by calling NumPy's own loops (ufunc._get_strided_loop, an
-    API NumPy calls unstable): those whose float64 loop can be had here; none otherwise."""
+    """The ops kernels compute by calling NumPy's own loops (ufunc._get_strided_loop, an API
+    NumPy calls unstable; at O1, and NUMPY_ONLY ops at every level): all of them when the
+    float64 loop of exp can be had here; none otherwise."""
     try:
         numpy_loop("exp", np.dtype(np.float64), 1)
     except Exception:       # noqa: BLE001 - any failure: O1 leaves these ops to NumPy
@@ -108,12 +109,13 @@ def numpy_loop_ops() -> frozenset:
 
 
 def numpy_loop(op: str, dtype, nargs: int):
-    """The call-info capsule of NumPy's loop of op (exp, ..., power) over `dtype`, for
-    contiguous operands (a power's exponent is one value: stride 0)."""
+    """The call-info capsule of NumPy's loop of op (exp, ..., logaddexp) over `dtype`: for
+    contiguous operands when unary, any strides when binary (an operand may repeat one value
+    per row)."""
     ufunc = _NUMPY_LOOP_UFUNCS[op]
     _, info = ufunc._resolve_dtypes_and_context((dtype,) * (nargs + 1))
     size = dtype.itemsize
-    ufunc._get_strided_loop(info, fixed_strides=(size, 0, size) if nargs == 2 else (size, size))
+    ufunc._get_strided_loop(info, fixed_strides=(size, size) if nargs == 1 else None)
     return info
 
 

@@ -437,27 +437,32 @@ class GroupKernel:
         return [f"const {ct} r{node.out} = ({ct})1 / v{node.out};"]
 
     def numpy_call(self, node) -> list:
-        """C text calling NumPy's loop of `node`'s ufunc on this row: from its operand's row
-        (an input's, or a buffer) into the node's row buffer (and its output row)."""
+        """C text calling NumPy's loop of `node`'s ufunc on this row: from its operands' rows
+        (an input's, or a buffer; a value per row or a constant repeats: stride 0) into the
+        node's row buffer (and its output row)."""
         t, ct = node.meta.dtype, CTYPE[node.meta.dtype]
-        slot, src = self.numpy_slot[node.out], node.args[0]
-        i = self.index.get(src.index)
-        if i is None:
-            a, sa = f"w{src.index}", f"sizeof({ct})"
-        elif self.kinds[i] in ("one", "scalar"):    # a one-element group: n is 1
-            a, sa = f"&c{i}", f"sizeof({ct})"
-        else:
-            a, sa = f"b{i}", f"sizeof({ct})"
+        slot = self.numpy_slot[node.out]
+        call, ops = [], []
+        for k, arg in enumerate(node.args):
+            i = self.index.get(arg.index) if isinstance(arg, Ref) else None
+            if not isinstance(arg, Ref):            # a constant, as a 0-d operand
+                call.append(f"const {ct} e{node.out}_{k} = {c_const(arg, t)};")
+                ops.append((f"&e{node.out}_{k}", "0"))
+            elif i is None and arg.index in self.grp.rows:
+                ops.append((f"&v{arg.index}", "0"))
+            elif i is None:
+                ops.append((f"w{arg.index}", f"sizeof({ct})"))
+            elif self.kinds[i] in ("one", "scalar", "inner"):
+                ops.append((f"&c{i}", "0"))
+            else:
+                ops.append((f"b{i}", f"sizeof({ct})"))
         so = f"sizeof({ct})"
+        args = ", ".join(f"{p}, {st}" for p, st in ops)
         # NumPy's loops may clear the FP flags (after their own spurious ones): fold what was
         # raised before the call into fperr first
-        call = ["PJ_FE_FOLD(fperr);"]
-        if len(node.args) == 2:         # x ** e: the exponent as a 0-d operand
-            call += [f"const {ct} e{node.out} = {c_const(node.args[1], t)};",
-                     f"if (pj_ufunc2({slot}, {a}, {sa}, &e{node.out}, w{node.out}, {so}, n) < 0)"]
-        else:
-            call += [f"if (pj_ufunc1({slot}, {a}, {sa}, w{node.out}, {so}, n) < 0)"]
-        call += ["    fperr |= 1;", "PJ_FE_FOLD(fperr);"]
+        call = ["PJ_FE_FOLD(fperr);", *call,
+                f"if (pj_ufunc{len(ops)}({slot}, {args}, w{node.out}, {so}, n) < 0)",
+                "    fperr |= 1;", "PJ_FE_FOLD(fperr);"]
         for k, ref in enumerate(self.grp.outputs):
             if ref.index == node.out and self.out_kind(ref) == "full":
                 call.append(f"memcpy(q{k}, w{node.out}, n * sizeof({ct}));")
@@ -1067,14 +1072,14 @@ static PJ_COLD int pj_ufunc1(int k, const void *a, npy_intp sa, void *out, npy_i
     return u->loop(u->context, data, &n, strides, u->auxdata);
 }
 
-static PJ_COLD int pj_ufunc2(int k, const void *a, npy_intp sa, const void *b, void *out,
-                             npy_intp so, npy_intp n)
+static PJ_COLD int pj_ufunc2(int k, const void *a, npy_intp sa, const void *b, npy_intp sb,
+                             void *out, npy_intp so, npy_intp n)
 {
     pj_ufunc_info *u = pj_ufuncs[k];
     if (u == NULL)
         return -1;
     char *data[3] = {(char *)a, (char *)b, (char *)out};
-    npy_intp strides[3] = {sa, 0, so};
+    npy_intp strides[3] = {sa, sb, so};
     return u->loop(u->context, data, &n, strides, u->auxdata);
 }
 """

@@ -181,7 +181,8 @@ def test_exceptions_on_hits_do_not_leak():
 
 def _kernel_shapes(x, w, n):
     """Fused kernels of every shape: two outputs, a row group with scratch, a 0-d
-    reduction, a loop kernel, and a group that hands itself back to NumPy (0 / 0)."""
+    reduction, a loop kernel, a group that hands itself back to NumPy (0 / 0), NumPy's own
+    loops called per row, and an underflow (np.geterr asked, ignored)."""
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     soft = e / e.sum(axis=-1, keepdims=True)
     both = (x * 2.0, x - 1.0)
@@ -189,7 +190,9 @@ def _kernel_shapes(x, w, n):
     for i in range(n):
         w = w * 0.5 + 1.0
     nan = (x - x) / (w - w)
-    return soft, both, total, w, nan
+    loops = np.logaddexp(x, 0.5) + np.log1p(np.abs(x))
+    tiny = x * 1e-300 * 1e-300
+    return soft, both, total, w, nan, loops, tiny
 
 
 def test_kernels_do_not_leak():

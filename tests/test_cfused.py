@@ -278,6 +278,25 @@ def test_softmax_and_layernorm_are_one_kernel():
             rtol=1e-5, atol=5e-6, level=level, groups=1)
 
 
+def _moments(x):
+    mean = x.mean(axis=0)
+    c = x - mean
+    var = (c * c).mean(axis=0)
+    return mean, var, (c ** 3).mean(axis=0) / var ** 1.5, c.max(axis=0), c.min(axis=0)
+
+
+def test_o1_column_reductions_go_row_after_row_like_numpy():
+    # NumPy sums over outer axes row after row in the dtype (C-order operands): so does O1
+    x = rng.standard_normal((500, 37))
+    for v in (x, x.astype(np.float32), x[::2, 1::3], x.reshape(10, 50, 37)):
+        run(_moments, v, groups=3)
+    zeros = np.array([[-0.0, 0.0, np.nan], [0.0, -0.0, 1.0], [-0.0, -0.0, 2.0]])
+    run(lambda a: ((a * 1.0).sum(axis=0), (a * 1.0).max(axis=0), (a * 1.0).min(axis=0)), zeros,
+        groups=1)
+    # other orders: the kernel hands the group to NumPy (same values; still one group)
+    run(_moments, x.T.copy().T, groups=3)
+
+
 def test_division_by_row_values():
     # O2 multiplies by the row value's reciprocal (within 1.5 ulp); O1 divides (bit for bit)
     i = rng.integers(1, 50, (30, 40))

@@ -254,7 +254,9 @@ def reduction_op(graph: Graph, node, exact: bool = False):
     tuple of reduced axes when they are outer axes only (a column reduction).
 
     exact: only reductions whose result cannot depend on the order (integers and bools; a
-    float sum's last bits depend on the summation order, a float max's on the sign of zero).
+    float sum's last bits depend on the summation order, a float max's on the sign of zero),
+    and float sum/mean/max/min over outer axes, which NumPy computes row after row in the
+    value's own dtype (the kernel does the same, and hands inputs not in C order to NumPy).
     """
     op = _REDUCE.get(id(node.fn))
     if op is None or not node.args or not isinstance(node.args[0], Ref) or len(node.args) > 2:
@@ -266,13 +268,15 @@ def reduction_op(graph: Graph, node, exact: bool = False):
     keepdims = kw.get("keepdims", False)
     src = graph.meta(node.args[0])
     if (not src.is_array or src.ndim == 0 or None in src.shape or src.dtype not in VALUE_DTYPES
-            or type(keepdims) is not bool or not _reduces_to(op, src.dtype, node.meta.dtype)
-            or exact and op not in ORDER_FREE and (src.dtype in FLOAT
-                                                   or node.meta.dtype in FLOAT)):
+            or type(keepdims) is not bool or not _reduces_to(op, src.dtype, node.meta.dtype)):
         return None
     nd = src.ndim
     axes = _axes(axis, nd)
     if axes is None:
+        return None
+    cols = nd - 1 not in axes and op in ("sum", "mean", "max", "min")
+    if exact and op not in ORDER_FREE and (src.dtype in FLOAT or node.meta.dtype in FLOAT) \
+            and not cols:
         return None
     if axes == tuple(range(nd)):
         mode = "all"

@@ -614,14 +614,17 @@ class GroupKernel:
 
     # -- column reductions: each row accumulates elementwise into ac<out>[co<out> + j] -------
     def cols_acc(self, red):
-        """(C type, identity) of a column reduction's accumulator."""
+        """(C type, identity) of a column reduction's accumulator. Exact groups sum floats
+        in the result's dtype, from +0.0 and row after row, as NumPy does; O2 sums in
+        double."""
         op, t = self.grp.reduce[red.out][0], red.meta.dtype
         if op in ("any", "all"):
             return "npy_bool", "1" if op == "all" else "0"
         if t in FLOAT:
             if op in ("max", "min"):
                 return CTYPE[t], "-INFINITY" if op == "max" else "INFINITY"
-            return "double", "1.0" if op == "prod" else "0.0"
+            acc = CTYPE[t] if self.grp.exact else "double"
+            return acc, "1.0" if op == "prod" else "0.0"
         if op in ("max", "min"):
             lo, hi = (0, 1) if t == BOOL else (np.iinfo(t).min, np.iinfo(t).max)
             return CTYPE[t], c_const(lo if op == "max" else hi, t)
@@ -633,9 +636,10 @@ class GroupKernel:
         if op in ("any", "all"):
             return f"{a} {'|' if op == 'any' else '&'}= ({v} != 0);"
         if op in ("max", "min"):
-            wins = self.compare(v, "gt" if op == "max" else "lt", a, red.meta.dtype)
-            nan = f" || {v} != {v}" if red.meta.dtype in FLOAT else ""
-            keep = f"{a} != {a} || !({wins}{nan})" if nan else f"!({wins})"
+            # NumPy's maximum(acc, v): acc if NaN or strictly bigger, else v (ties: v)
+            keep = self.compare(a, "gt" if op == "max" else "lt", v, red.meta.dtype)
+            if red.meta.dtype in FLOAT:
+                keep = f"{a} != {a} || {keep}"
             return f"{a} = ({keep}) ? {a} : {v};"
         x = f"(uint64_t)(int64_t){v}" if acc == "uint64_t" else f"({acc}){v}"
         return f"{a} = {a} {'*' if op == 'prod' else '+'} {x};"
@@ -664,9 +668,11 @@ class GroupKernel:
     def cols_result(self, red) -> list:
         o, op = red.out, self.grp.reduce[red.out][0]
         ct = CTYPE[red.meta.dtype]
+        count = f"(M{o} ? N / M{o} : 0)"
         value = f"ac{o}[k]"
         if op == "mean":
-            value = f"({value} / (double)(M{o} ? N / M{o} : 0))"
+            div = ct if self.grp.exact else "double"     # NumPy divides in the dtype
+            value = f"({value} / ({div}){count})"
         (j,) = [k for k, ref in enumerate(self.grp.outputs) if ref.index == o] or [None]
         if j is None:
             return []
@@ -806,6 +812,18 @@ class GroupKernel:
             L.append(f"    pj_strides(a{i}, shape, {ndi}, st{i});")
         if self.proto is not None:
             L += self.keep_order()
+        if self.grp.exact and any(self.cols_axes(r) is not None and r.meta.dtype in FLOAT
+                                  for r in g.reductions):
+            # NumPy sums over outer axes row after row only for operands in C order
+            for i in self.arrays:
+                if self.kinds[i] == "full":
+                    L += ["    {",
+                          f"        int perm[{ndi}];",
+                          f"        pj_perm(a{i}, perm, {ndi});",
+                          f"        for (int d = 0; d < {ndi}; d++)",
+                          "            if (perm[d] != d)",
+                          f"                return pj_fallback({k}, args, nargs);",
+                          "    }"]
         L += ["    npy_intp N = 1, rows = 1;",
               f"    for (int d = 0; d < {ndi}; d++)",
               "        N *= shape[d];",

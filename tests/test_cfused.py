@@ -136,10 +136,25 @@ def test_o1_computes_transcendentals_by_numpys_loops():
                 outcome = str(e)
         assert outcome == {"ignore": [], "warn": ["underflow encountered in multiply"],
                            "raise": "underflow encountered in multiply"}[mode]
-    # an int operand (exp in float64 of a cast) and float sums stay in NumPy at O1
+    # an int operand (exp in float64 of a cast) and whole-array float sums stay in NumPy
     run(lambda a: np.exp(a), np.arange(12).reshape(3, 4), fused=False)
     run(lambda a: (a * 2.0).sum(), A, groups=1)
-    run(lambda a: (a * 2.0).max(axis=-1), A, groups=1)
+
+
+def test_o1_softmax_and_layernorm_are_one_exact_kernel():
+    # row sums by a copy of NumPy's pairwise summation, exp by NumPy's loop, max with a zero
+    # result handed back: one kernel, bit for bit (run(): rtol 0)
+    x = rng.standard_normal((33, 700))
+    for v in (x, x.astype(np.float32), x[::2, 1::3], x.reshape(3, 11, 700), x[:, :5]):
+        run(_softmax, v, groups=1)
+    for v in (x, x.astype(np.float32), x[:, :129]):
+        g, b = rng.standard_normal(v.shape[-1]), rng.standard_normal(v.shape[-1])
+        run(_layernorm, v, g.astype(v.dtype), b.astype(v.dtype), groups=1)
+    run(_softmax, x.T.copy().T, groups=1)      # F order: the kernel hands it to NumPy
+    zero = -np.abs(x)
+    zero[:, 3] = 0.0
+    zero[::2, 5] = -0.0
+    run(lambda a: (a.max(axis=-1), a.min(axis=-1), a.max()), zero, groups=2)
 
 
 def test_o2_contracts_multiply_adds():

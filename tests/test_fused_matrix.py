@@ -166,12 +166,16 @@ def _dtype(v):
     return v.dtype if isinstance(v, (np.ndarray, np.generic)) else None
 
 
-def c_order_only(inst, level: str, result) -> bool:
-    """O1 float reductions over outer axes: NumPy goes row after row only for operands in C
-    order (otherwise along the columns, in its own order), so the kernel hands other layouts
-    back to NumPy."""
-    return (level == "O1" and inst.reduce is not None and inst.reduce[2] == "other"
-            and np.asarray(result).dtype.kind == "f")
+def hands_back(inst, level: str, result, layout: str, aspect: str) -> bool:
+    """Where an O1 kernel of a float reduction hands its group to NumPy on purpose: sums over
+    outer axes or along rows (NumPy's order is known only for operands in C order), and
+    max/min whose result has a zero (its sign depends on NumPy's order; edge data has
+    zeros, and one such cell hands back the whole group of cells batched with it)."""
+    if level != "O1" or inst.reduce is None or np.asarray(result).dtype.kind != "f":
+        return False
+    if inst.op in ("max", "min") and (aspect == "edge" or np.any(np.asarray(result) == 0)):
+        return True
+    return layout != "C" and (inst.reduce[2] == "other" or inst.op in ("sum", "mean"))
 
 
 def expect_fused(inst, level: str, operands: dict, result, specialized: bool) -> bool:
@@ -197,8 +201,11 @@ def expect_fused(inst, level: str, operands: dict, result, specialized: bool) ->
         x, mode = operands["x"], inst.reduce[2]
         if mode == "other":         # outer axes: row after row in the dtype, like NumPy
             fused = inst.op in ("sum", "mean", "max", "min")
-        else:
-            fused = level == "O2" or x.dtype.kind in "biu" and inst.op in ("sum", "max", "min")
+        else:                       # O1 floats: NumPy's pairwise row sums copied; max/min
+            fused = level == "O2" or x.dtype.kind in "biu" and inst.op in ("sum", "max", "min") \
+                or x.dtype.kind == "f" and (inst.op in ("max", "min") or (
+                    inst.op in ("sum", "mean") and mode == "last" and x.ndim >= 2
+                    and result.dtype == x.dtype))
         return fused and x.ndim >= 1 and not (
             inst.op in ("max", "min") and x.size == 0) and result.dtype.kind in "fiub"
     if level not in FUSED_AT.get(inst.key, ()):
@@ -992,7 +999,7 @@ class Suite:
                                               f"group; groups: {[g.body for g in ran.groups]}")
                 if (kernel and layout[0] == layout[1] and layout[0] in KERNEL_LAYOUTS
                         and (layout[0] == "C" or not broadcast) and not inexact
-                        and (layout[0] == "C" or not c_order_only(cell.inst, self.level, w))
+                        and not hands_back(cell.inst, self.level, w, layout[0], aspect)
                         and any(value in grp.outs for grp in ran.fallbacks)):
                     if quiet is None:       # does NumPy raise on any op of the chain?
                         quiet = all(call(c.probe(), list(chain.operands(c, values).values()),

@@ -274,9 +274,14 @@ def reduction_op(graph: Graph, node, exact: bool = False):
     axes = _axes(axis, nd)
     if axes is None:
         return None
+    # exact float reductions: over outer axes (row after row, like NumPy); sums along rows
+    # (NumPy's pairwise summation per row, copied); max/min (a zero result, whose sign
+    # depends on the order, goes to NumPy)
     cols = nd - 1 not in axes and op in ("sum", "mean", "max", "min")
+    rows = axes == (nd - 1,) and nd >= 2 and op in ("sum", "mean") \
+        and src.dtype == node.meta.dtype
     if exact and op not in ORDER_FREE and (src.dtype in FLOAT or node.meta.dtype in FLOAT) \
-            and not cols:
+            and not (cols or rows or op in ("max", "min")):
         return None
     if axes == tuple(range(nd)):
         mode = "all"

@@ -24,11 +24,17 @@ LONG_BLOCK = 2048   # divides the flat chunk (render.CHUNK), so chunks keep the 
 
 class Reduction:
     leaf = LONG_BLOCK       # the longest block that keeps the result's accuracy
+    row_buffer = False      # keeps the row's values in rs<out> (ExactRowSum)
 
-    def __init__(self, node, op: str, value: str, ctype: str, const):
+    def __init__(self, node, op: str, value: str, ctype: str, const, exact: bool = False):
         self.o, self.op, self.v, self.ct = node.out, op, value, ctype
         self.dtype = node.meta.dtype
         self.const = const          # (value, dtype) -> C literal
+        self.exact = exact          # the group must match NumPy bit for bit
+
+    def check(self) -> list:
+        """Statements after the result v<out> is known (setting fperr hands the group back)."""
+        return []
 
     def state(self) -> list:
         raise NotImplementedError
@@ -76,6 +82,24 @@ class FloatSum(Reduction):
         total = f"pj_pw_total(&pw{self.o})"
         return f"({self.ct})({total} / (double){count})" if self.op == "mean" else \
             f"({self.ct}){total}"
+
+
+class ExactRowSum(Reduction):
+    """sum/mean of a float row, bit-identical to NumPy's: the row's values are kept in a
+    buffer and summed by a copy of NumPy's pairwise summation (pj_pairwise_*: the same
+    blocks, eight accumulators and order), added to +0.0, a mean divided in the dtype."""
+    row_buffer = True
+
+    def update(self):
+        return [f"rs{self.o}[j] = {self.v};"]
+
+    def state(self):
+        return []
+
+    def result(self, count):
+        fn = "pj_pairwise_f" if self.dtype == np.float32 else "pj_pairwise_d"
+        total = f"(({self.ct})0 + {fn}(rs{self.o}, {count}))"
+        return f"({total} / ({self.ct}){count})" if self.op == "mean" else total
 
 
 class Accumulate(Reduction):
@@ -153,6 +177,13 @@ class MaxMin(Reduction):
             return f"z{self.o} ? ({self.ct})NAN : m{self.o}"
         return f"m{self.o}"
 
+    def check(self):
+        # exact: which zero NumPy's max of -0.0 and 0.0 returns depends on its lanes' order;
+        # a zero result goes to NumPy
+        if self.exact and self.dtype in FLOAT and not isinstance(self, ArgMaxMin):
+            return [f"if (v{self.o} == 0)", "    fperr |= 1;"]
+        return []
+
 
 class ArgMaxMin(MaxMin):
     """The first index of the max (min), or of the first NaN. The simd loop keeps the block's
@@ -191,12 +222,15 @@ class ArgMaxMin(MaxMin):
         return f"({self.out_ct})i{self.o}"
 
 
-def reduction(node, op: str, value: str, ctypes: dict, const, src_dtype) -> Reduction:
+def reduction(node, op: str, value: str, ctypes: dict, const, src_dtype,
+              exact: bool = False) -> Reduction:
     ct = ctypes[node.meta.dtype]
     if op in ("argmax", "argmin"):
         return ArgMaxMin(node, op, value, ct, const, src_dtype, ctypes[src_dtype])
     if op in ("max", "min"):
-        return MaxMin(node, op, value, ct, const)
+        return MaxMin(node, op, value, ct, const, exact)
+    if exact and op in ("sum", "mean") and node.meta.dtype in FLOAT:
+        return ExactRowSum(node, op, value, ct, const, exact)
     if op == "mean" or op == "sum" and node.meta.dtype in FLOAT:
         return FloatSum(node, op, value, ct, const, src_dtype)
     return Accumulate(node, op, value, ct, const)

@@ -172,6 +172,39 @@ static inline int64_t pj_key_d(double x)
 
 #define PJ_QCMP(key, x, op, y) ((x) == (x) && (y) == (y) && key(x) op key(y))
 
+/* NumPy's pairwise summation (its @TYPE@_pairwise_sum: under 8 values in order from 0,
+   up to 128 in eight accumulators combined as ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)) then the
+   rest in order, else the two halves split at a multiple of 8), so an exact kernel's sum of
+   a row is NumPy's to the bit. */
+#define PJ_PAIRWISE(name, T)                                                                 \
+static T name(const T *a, npy_intp n)                                                        \
+{                                                                                            \
+    if (n < 8) {                                                                             \
+        T res = 0;                                                                           \
+        for (npy_intp i = 0; i < n; i++)                                                     \
+            res += a[i];                                                                     \
+        return res;                                                                          \
+    }                                                                                        \
+    if (n <= 128) {                                                                          \
+        T r[8];                                                                              \
+        for (int k = 0; k < 8; k++)                                                          \
+            r[k] = a[k];                                                                     \
+        npy_intp i;                                                                          \
+        for (i = 8; i < n - (n % 8); i += 8)                                                 \
+            for (int k = 0; k < 8; k++)                                                      \
+                r[k] += a[i + k];                                                            \
+        T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));           \
+        for (; i < n; i++)                                                                   \
+            res += a[i];                                                                     \
+        return res;                                                                          \
+    }                                                                                        \
+    npy_intp n2 = n / 2;                                                                     \
+    n2 -= n2 % 8;                                                                            \
+    return name(a, n2) + name(a + n2, n - n2);                                               \
+}
+PJ_PAIRWISE(pj_pairwise_d, double)
+PJ_PAIRWISE(pj_pairwise_f, float)
+
 /* Copies a strided row into a contiguous one (one function for all kernels of the module:
    a copy loop per kernel and input cost gcc time for no speed). */
 static PJ_COLD void pj_gather(void *dst, const char *src, npy_intp n, npy_intp st, int size)
@@ -712,16 +745,16 @@ class GroupKernel:
     def reduction(self, red) -> reductions.Reduction:
         src = red.args[0]
         return reductions.reduction(red, self.grp.reduce[red.out][0], self.name(src), CTYPE,
-                                    c_const, self.dtype(src))
+                                    c_const, self.dtype(src), self.grp.exact)
 
     def red_state(self, red) -> list:
         return self.reduction(red).state()
 
     def red_result(self, red, count: str) -> list:
         """The reduction's value v<out> once its loop ran over `count` elements."""
-        value = self.reduction(red).result(count)
-        return [f"const {CTYPE[red.meta.dtype]} v{red.out} = {value};"] + self.store_row(
-            red.out, "0" if count == "N" else "r")
+        r = self.reduction(red)
+        return [f"const {CTYPE[red.meta.dtype]} v{red.out} = {r.result(count)};", *r.check(),
+                *self.store_row(red.out, "0" if count == "N" else "r")]
 
     def store_row(self, out: int, row: str) -> list:
         return [f"o{k}[{row}] = v{out};" for k, ref in enumerate(self.grp.outputs)
@@ -812,9 +845,12 @@ class GroupKernel:
             L.append(f"    pj_strides(a{i}, shape, {ndi}, st{i});")
         if self.proto is not None:
             L += self.keep_order()
-        if self.grp.exact and any(self.cols_axes(r) is not None and r.meta.dtype in FLOAT
-                                  for r in g.reductions):
-            # NumPy sums over outer axes row after row only for operands in C order
+        if self.grp.exact and any(
+                r.meta.dtype in FLOAT and (self.cols_axes(r) is not None
+                                           or self.row_reduce(r) and g.reduce[r.out][0] in
+                                           ("sum", "mean")) for r in g.reductions):
+            # NumPy sums over outer axes row after row, and along rows pairwise per row, only
+            # for operands in C order
             for i in self.arrays:
                 if self.kinds[i] == "full":
                     L += ["    {",
@@ -909,7 +945,9 @@ class GroupKernel:
              "{",
              "    feclearexcept(PJ_FE_ERR | FE_UNDERFLOW);"]
         scratch = [(f"w{r.index}", CTYPE[self.dtype(r)], "1") for r in self.carried] + [
-            (f"gb{i}", CTYPE[self.dtype(g.inputs[i])], "!contig") for i in strided]
+            (f"gb{i}", CTYPE[self.dtype(g.inputs[i])], "!contig") for i in strided] + [
+            (f"rs{red.out}", CTYPE[red.meta.dtype], "1") for red in g.reductions
+            if self.row_reduce(red) and self.reduction(red).row_buffer]
         for buf, ct, when in scratch:
             L.append(f"    {ct} *{buf} = {when} ? ({ct} *)PyMem_RawMalloc((flat ? PJ_CHUNK : n > 0 ? n : 1)"
                      f" * sizeof({ct})) : NULL;")

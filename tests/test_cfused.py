@@ -569,6 +569,25 @@ def test_unwritable_cache_dir_still_works(tmp_path):
     assert res.returncode == 0 and "ok" in res.stdout, res.stderr
 
 
+def test_precompiled_header_is_used_and_a_damaged_one_is_survived(tmp_path, monkeypatch, caplog):
+    from pijit.backends.cfused import toolchain
+    gch = toolchain.HEADER + ".gch"
+    if not os.path.exists(gch):
+        pytest.skip("no precompiled header (built by setup.py build_ext)")
+    assert toolchain.pch_flags() == ["-include", toolchain.HEADER]
+    # a truncated .gch is fatal for gcc (one for other flags is ignored): compile without it
+    damaged = tmp_path / "kernel_prelude.h"
+    damaged.write_text(open(toolchain.HEADER).read())
+    with open(gch, "rb") as f:
+        (tmp_path / "kernel_prelude.h.gch").write_bytes(f.read(4096))
+    monkeypatch.setattr(toolchain, "HEADER", str(damaged))
+    monkeypatch.setattr(build, "_loaded", {})
+    monkeypatch.setenv("PIJIT_CACHE_DIR", str(tmp_path / "cache"))
+    with caplog.at_level(logging.WARNING, logger="pijit.kernels"):
+        run(lambda a: a * 3.0 - 0.375, A, groups=1)
+    assert any("compiling without it" in r.getMessage() for r in caplog.records)
+
+
 def test_build_failure_falls_back_to_numpy(monkeypatch):
     monkeypatch.setattr(build, "CC", "/nonexistent/gcc")
     monkeypatch.setattr(build, "_loaded", {})

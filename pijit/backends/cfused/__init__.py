@@ -1,9 +1,10 @@
 """The fused C backend (O1/O2): Graph -> CompiledGraph whose fused groups run as C kernels.
 
-passes (dce, cse) -> fusion groups (pijit.graph.fuse) -> C source of all groups of the graph
-(render.py) -> one compiled module, disk-cached (build.py) -> a rewritten graph where each group
-is one call of its kernel, compiled by the NumPy backend into straight-line Python (so every
-node that is not fused runs exactly as in the NumPy backend, with the user's line numbers).
+passes (dce, simplify, cse) -> fusion groups (pijit.graph.fuse) -> C source of all groups of
+the graph (render.py) -> one compiled module, disk-cached (build.py) -> a rewritten graph where
+each group is one call of its kernel, compiled by the NumPy backend into straight-line Python
+(so every node that is not fused runs exactly as in the NumPy backend, with the user's line
+numbers).
 
 Anything not handled falls back to NumPy: unfusable nodes individually, the whole graph when
 the build fails (logged on `pijit.kernels`, never an error for the user).
@@ -46,7 +47,8 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
 
     try:
         optimized = optimize(graph)
-        # O1 equals NumPy bit for bit: no libmvec math, no float reductions (see DESIGN 5).
+        # O1 equals NumPy bit for bit: NumPy's own loops instead of libmvec, float
+        # reductions only in NumPy's own order (see DESIGN 5 and the jit_level option).
         groups = find_groups(optimized, exact=level == "O1", numpy_loops=numpy_loop_ops())
     except Exception:       # a pass bug must not reach the user
         log.exception("graph passes failed; using the NumPy backend")

@@ -124,14 +124,24 @@ def _build(source: str, name: str, target: str, openmp: bool) -> str:
         with contextlib.redirect_stdout(io.StringIO()):     # cffi prints 'generating'
             ffi.emit_c_code(c_path)
         so_tmp = os.path.join(tmp, name + ".so")
-        cmd = [CC, *CFLAGS, *(["-fopenmp"] if openmp else []), *toolchain.pch_flags(),
-               *toolchain.include_dirs(numpy.get_include()), c_path, "-o", so_tmp, *LDFLAGS]
         log.info("compiling %s", name)
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        pch = toolchain.pch_flags()
+        proc = _gcc(c_path, so_tmp, openmp, pch)
+        if proc.returncode != 0 and pch:
+            # gcc ignores a .gch made for other flags, but stops at a damaged one
+            log.warning("compiling %s with the precompiled header %s failed; compiling "
+                        "without it", name, toolchain.HEADER + ".gch")
+            proc = _gcc(c_path, so_tmp, openmp, [])
         if proc.returncode != 0:
             raise BuildError(f"gcc failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
         os.replace(so_tmp, final)       # atomic within the directory
     return final
+
+
+def _gcc(c_path: str, out: str, openmp: bool, pch: list) -> subprocess.CompletedProcess:
+    cmd = [CC, *CFLAGS, *(["-fopenmp"] if openmp else []), *pch,
+           *toolchain.include_dirs(numpy.get_include()), c_path, "-o", out, *LDFLAGS]
+    return subprocess.run(cmd, capture_output=True, text=True)
 
 
 def _load(path: str, name: str):

@@ -105,17 +105,15 @@ TOL = {
        for op in ("add", "sub", "mul", "div", "neg", "pos", "lt", "le", "gt", "ge", "eq", "ne",
                   "and", "or", "xor", "invert", "sqrt", "abs", "square", "maximum", "minimum",
                   "where", "clip", "astype", "pow_exact", "max", "min")},
-    # Transcendentals, and pow/power with exponents other than 2, 1, 0.5, -1 (glibc libmvec):
-    # fused at O2 today; O1 is getting them within the same bounds.
-    **{(op, level): tol for level in LEVELS for op, tol in _MATH.items()},
-    # Fused float sums and means (pairwise over blocks, accumulated in double; measured
-    # <= 1.6, integer sums are exact):
-    # O2 today; O1 is getting them at least as accurate as NumPy's pairwise sum; O2 may
-    # reassociate more.
-    ("sum", "O1"): Scaled(2.0), ("mean", "O1"): Scaled(3.0),   # mean: + the division's rounding
+    # Transcendentals, and pow/power with exponents other than 2, 1, 0.5, -1: glibc libmvec
+    # at O2; O1 calls NumPy's own loops (missing here: exact).
+    **{(op, "O2"): tol for op, tol in _MATH.items()},
+    # Fused float sums and means at O2 (pairwise over blocks, accumulated in double; measured
+    # <= 1.6, integer sums are exact). O1 sums rows by a copy of NumPy's pairwise summation
+    # and columns row after row like NumPy, and leaves whole-array float sums to NumPy: exact.
     ("sum", "O2"): Scaled(4.0), ("mean", "O2"): Scaled(4.0),
-    # Float products in another order: each of the n roundings errs by <= eps/2 relatively.
-    ("prod", "O1"): Scaled(1.0), ("prod", "O2"): Scaled(1.0),
+    # Float products in another order (O2): each of the n roundings errs by <= eps/2.
+    ("prod", "O2"): Scaled(1.0),
     # x*y + z and friends: two roundings at O1; O2 contracts them into fused multiply-adds.
     ("fma", "O1"): EXACT, ("fma", "O2"): Scaled(2.0),     # <= ~1 in theory, 1.00 measured
 }
@@ -171,10 +169,12 @@ def hands_back(inst, level: str, result, layout: str, aspect: str) -> bool:
     outer axes or along rows (NumPy's order is known only for operands in C order), and
     max/min whose result has a zero (its sign depends on NumPy's order; edge data has
     zeros, and one such cell hands back the whole group of cells batched with it)."""
-    if level != "O1" or inst.reduce is None or np.asarray(result).dtype.kind != "f":
+    if level != "O1" or inst.reduce is None:
         return False
-    if inst.op in ("max", "min") and (aspect == "edge" or np.any(np.asarray(result) == 0)):
+    if np.asarray(result).dtype.kind == "f" and inst.op in ("max", "min") and (
+            aspect == "edge" or np.any(np.asarray(result) == 0)):
         return True
+    # (an integer reduction batched into a group with a float one hands back with it)
     return layout != "C" and (inst.reduce[2] == "other" or inst.op in ("sum", "mean"))
 
 

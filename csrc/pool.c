@@ -20,14 +20,12 @@
 
 #define POOL_HEADER 64                  /* keeps NumPy's 16-byte (and cache-line) alignment */
 #define POOL_CLASS ((size_t)2 << 20)    /* size classes: multiples of a huge page */
+#define POOL_KEEP_MIN ((size_t)32 << 20) /* kept blocks: the kernels' outputs (PJ_POOL_MIN) */
 #define POOL_SLOTS 64
 
 typedef struct {
     size_t size;                        /* the size class: bytes after the header */
-    uint64_t magic;
 } PoolHeader;
-
-#define POOL_MAGIC 0x706a706f6f6c3031ULL
 
 static PyDataMem_Handler *pool_base;     /* NumPy's default handler (its capsule is kept) */
 static PyObject *pool_base_capsule;
@@ -39,10 +37,12 @@ static int pool_count;
 static size_t pool_held, pool_limit = (size_t)512 << 20;
 static Py_ssize_t pool_hits, pool_misses;
 
+/* Big blocks in huge-page classes; a small one (a pooled array resized down) as it is. */
 static size_t
 pool_class(size_t size)
 {
-    return (size + POOL_CLASS - 1) / POOL_CLASS * POOL_CLASS;
+    size_t unit = size >= POOL_KEEP_MIN ? POOL_CLASS : POOL_HEADER;
+    return (size + unit - 1) / unit * unit;
 }
 
 static void *
@@ -118,15 +118,13 @@ pool_malloc(void *ctx, size_t size)
 {
     (void)ctx;
     size_t cls = pool_class(size ? size : 1);
-    void *raw = pool_take(cls);
+    void *raw = cls >= POOL_KEEP_MIN ? pool_take(cls) : NULL;
     if (raw == NULL) {
         raw = pool_base_malloc(cls + POOL_HEADER);
         if (raw == NULL)
             return NULL;
     }
-    PoolHeader *h = (PoolHeader *)raw;
-    h->size = cls;
-    h->magic = POOL_MAGIC;
+    ((PoolHeader *)raw)->size = cls;
     return (char *)raw + POOL_HEADER;
 }
 
@@ -149,7 +147,10 @@ pool_free(void *ctx, void *ptr, size_t size)
     if (ptr == NULL)
         return;
     PoolHeader *h = (PoolHeader *)((char *)ptr - POOL_HEADER);
-    pool_keep(h, h->size);
+    if (h->size < POOL_KEEP_MIN)
+        pool_base_free(h, h->size + POOL_HEADER);
+    else
+        pool_keep(h, h->size);
 }
 
 static void *

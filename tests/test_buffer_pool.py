@@ -82,6 +82,13 @@ def test_pooled_arrays_resize_like_numpy_arrays(fresh_pool):
     np.testing.assert_array_equal(r, scale(a[:10]))
     r.resize(BIG, refcheck=False)
     np.testing.assert_array_equal(r[:10], scale(a[:10]))
+    # a block resized below the pool's threshold is given back when it dies, not kept
+    small = f(a)
+    small.resize(10, refcheck=False)
+    kept = eval_frame.pool_stats()["blocks"]
+    del small
+    gc.collect()
+    assert eval_frame.pool_stats()["blocks"] == kept
 
 
 def test_the_limit_bounds_kept_memory_and_reset_releases_it(fresh_pool):

@@ -192,10 +192,7 @@ def elementwise_op(graph: Graph, node, exact: bool = False, numpy_loops=frozense
             return None
         if t not in FLOAT and not (type(e) is int and 0 <= e <= MAX_INT_POWER):
             return None
-        if exact and t in FLOAT and float(e) not in SPECIAL_POWERS and not (
-                op in numpy_loops and graph.meta(node.args[0]).dtype == t):
-            return None
-    if (exact and op in INEXACT or op in NUMPY_ONLY) and not (op in numpy_loops and all(
+    if uses_numpy_loop(graph, node, op, exact) and not (op in numpy_loops and all(
             graph.meta(a).dtype == t for a in node.args if isinstance(a, Ref))):
         return None     # NumPy's loop of dtype t: its operands must be of t (or constants)
     return op
@@ -224,7 +221,8 @@ def row_expand(graph: Graph, node) -> bool:
         return False
     key, m = node.args[1], graph.meta(node.args[0])
     full = slice(None)
-    return (isinstance(m, Meta) and m.is_array and type(key) is tuple and len(key) == m.ndim + 1 and key[-1] is None
+    return (isinstance(m, Meta) and m.is_array and type(key) is tuple
+            and len(key) == m.ndim + 1 and key[-1] is None
             and all(type(k) is slice and k == full for k in key[:-1])
             and node.meta.shape == m.shape + (1,))
 
@@ -253,10 +251,12 @@ def reduction_op(graph: Graph, node, exact: bool = False):
     """(op, mode, keepdims) of a fusable reduction, or None. mode: "all", "last", or the
     tuple of reduced axes when they are outer axes only (a column reduction).
 
-    exact: only reductions whose result cannot depend on the order (integers and bools; a
-    float sum's last bits depend on the summation order, a float max's on the sign of zero),
-    and float sum/mean/max/min over outer axes, which NumPy computes row after row in the
-    value's own dtype (the kernel does the same, and hands inputs not in C order to NumPy).
+    exact: only reductions whose result is NumPy's to the bit: those that cannot depend on
+    the order (integers, bools, any/all/argmax/argmin); float sum/mean/max/min over outer
+    axes, which NumPy computes row after row in the dtype, and float sums/means along rows
+    of their own dtype, which the kernel sums with a copy of NumPy's pairwise summation
+    (both for operands in C order: the kernel hands others to NumPy); float max/min, whose
+    value is order-free but for the sign of a zero result (the kernel hands that to NumPy).
     """
     op = _REDUCE.get(id(node.fn))
     if op is None or not node.args or not isinstance(node.args[0], Ref) or len(node.args) > 2:
@@ -274,9 +274,6 @@ def reduction_op(graph: Graph, node, exact: bool = False):
     axes = _axes(axis, nd)
     if axes is None:
         return None
-    # exact float reductions: over outer axes (row after row, like NumPy); sums along rows
-    # (NumPy's pairwise summation per row, copied); max/min (a zero result, whose sign
-    # depends on the order, goes to NumPy)
     cols = nd - 1 not in axes and op in ("sum", "mean", "max", "min")
     rows = axes == (nd - 1,) and nd >= 2 and op in ("sum", "mean") \
         and src.dtype == node.meta.dtype
@@ -411,6 +408,10 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
             return {find(g)}
         return {find(x) for x in deps.get(ref.index, ())}
 
+    def deps_of(refs) -> set:
+        """The groups values `refs` depend on."""
+        return set().union(*(value_deps(r) for r in refs))
+
     def closure(ids) -> set:
         seen, todo = set(), [find(i) for i in ids]
         while todo:
@@ -475,7 +476,7 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
         if op is None and red is None:
             if not writes_nothing(node):    # a write: nothing may move across it
                 closed.update(find(g) for g in groups)
-            deps[node.out] = set().union(*(value_deps(r) for r in refs)) if refs else set()
+            deps[node.out] = deps_of(refs)
             continue
         row = False
         if red is not None:     # a reduction joins the group of its (full) operand
@@ -495,12 +496,12 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
             row = bool(cands)
             shape = groups[next(iter(cands))].shape if row else node.meta.shape
             if not row and op == "expand":      # its row value's group is closed
-                deps[node.out] = set().union(*(value_deps(r) for r in refs))
+                deps[node.out] = deps_of(refs)
                 continue
             if not row:
                 cands = full_candidates(refs, shape)
         if row and red is None and uses_numpy_loop(graph, node, op, exact):
-            deps[node.out] = set().union(*(value_deps(r) for r in refs))
+            deps[node.out] = deps_of(refs)
             continue        # NumPy's loops run over full rows only
         outside = [r for r in refs if r.index not in member_of
                    or find(member_of[r.index]) not in cands]
@@ -510,10 +511,10 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
         if cands and closure(ext) & cands:
             # Merging would need a cycle: start a new group instead.
             if row:
-                deps[node.out] = set().union(*(value_deps(r) for r in refs))
+                deps[node.out] = deps_of(refs)
                 continue
             cands = set()
-            ext = set().union(*(value_deps(r) for r in refs)) if refs else set()
+            ext = deps_of(refs)
         if cands:
             root = min(cands)
             for c in cands - {root}:

@@ -94,16 +94,13 @@ class LoopKernel(render.GroupKernel):
             ct = render.CTYPE[self.dtype(self.grp.inputs[i])]
             lines.append(f"const {ct} *p{i} = (const {ct} *)b{i};")
 
-        def load(i, j):
-            return f"p{i}[{j}]"
-
         carried = [(k, self.carried_inputs[k], render.CTYPE[self.dtype(nxt)])
                    for k, nxt in enumerate(self.nexts)]
         inner = [f"const {ct} x{i} = bk{k}[jj];" for k, i, ct in carried]
         for i in self.used_in(t)[0]:
             if i not in self.carried_inputs.values():
                 ct = render.CTYPE[self.dtype(self.grp.inputs[i])]
-                inner.append(f"const {ct} x{i} = {load(i, 'j0 + jj')};")
+                inner.append(f"const {ct} x{i} = p{i}[j0 + jj];")
         for node in self.full[t]:
             inner += self.node_stmts(node, self.grp.ops[node.out])
         inner += [f"bk{k}[jj] = v{self.nexts[k].index};" for k, _, _ in carried]
@@ -112,7 +109,7 @@ class LoopKernel(render.GroupKernel):
         for k, i, ct in carried:
             lines += [f"    {ct} bk{k}[{LB}];",
                       "    for (npy_intp jj = 0; jj < jn; jj++)",
-                      f"        bk{k}[jj] = {load(i, 'j0 + jj')};"]
+                      f"        bk{k}[jj] = p{i}[j0 + jj];"]
         lines += ["    long long it = r0;",
                   "    for (long long tk = 0; tk < trip; tk++, it += r2) {",
                   "        #pragma omp simd",

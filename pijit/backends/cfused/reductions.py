@@ -8,9 +8,10 @@ BLOCK where the block is the leaf of a pairwise float64 sum (NumPy's leaf size) 
 product, LONG_BLOCK where blocks do not change the result (integers, max/min) or only in
 bits far below the result's precision (float32 values summed in double): every block ends
 with a horizontal reduction of the vector lanes, which at 128 elements was a fifth of a
-float32 softmax. Results follow NumPy: sums of integers wrap around in
-64 bits, float sums are pairwise over blocks in double (O2), NaN wins in max/min and is the
-first index in argmax/argmin, any/all test `!= 0` (NaN is true).
+float32 softmax. Results follow NumPy: sums of integers wrap around in 64 bits, float sums
+are pairwise over blocks in double (O2) or NumPy's own pairwise summation of the row (O1,
+ExactRowSum), NaN wins in max/min and is the first index in argmax/argmin, any/all test
+`!= 0` (NaN is true).
 """
 from __future__ import annotations
 

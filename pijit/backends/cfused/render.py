@@ -8,7 +8,7 @@ odometer over the outer axes; per row, one loop per stage of the group (a row re
 finishes in one stage and is read as a per-row constant by the next, so softmax reads its row
 three times from cache, not from memory); a full value a later stage needs again is kept in a
 row-sized scratch buffer. When every array input is dense with the full shape (or of size 1)
-and there is one stage, the rows are chunks of the flat arrays instead. Each stage loop is one
+and the group has no row values, the rows are chunks of the flat arrays instead. Each stage loop is one
 contiguous `omp simd` loop (inputs broadcast along the row hoisted out of it); a strided row is
 first gathered into a scratch row, so gcc compiles each loop once.
 
@@ -1069,13 +1069,8 @@ def module_source(renderers: list, contract: bool, threads: int) -> str:
              f"#define PJ_THREADS {threads}\n#define PJ_PAR_MIN {PAR_MIN}\n"
              f"#define PJ_CHUNK {CHUNK}\n"]
     parts.append(HELPERS)
-    calls = []
-    for r in renderers:
-        for node in r.grp.nodes:
-            if node.out in r.grp.numpy_loops:
-                r.numpy_slot[node.out] = len(calls)
-                calls.append(node)
-    parts.append(NUMPY_LOOPS.replace("@NSLOTS@", str(max(len(calls), 1))))
+    slots = numpy_loop_slots(renderers)
+    parts.append(NUMPY_LOOPS.replace("@NSLOTS@", str(max(len(slots), 1))))
     parts.append(f"static PyObject *pj_fallbacks[{max(len(renderers), 1)}];\n")
     parts.append(FALLBACK)
     for r in renderers:
@@ -1088,15 +1083,15 @@ def module_source(renderers: list, contract: bool, threads: int) -> str:
 
 
 def numpy_loop_slots(renderers: list) -> list:
-    """(op code, dtype, operand count) of each NumPy loop slot, in slot order (module_source
-    numbers the slots)."""
-    slots = {}
+    """Numbers the nodes computed by NumPy's loops across the module (each renderer's
+    numpy_slot) and returns (op code, dtype, operand count) per slot, in slot order."""
+    slots = []
     for r in renderers:
         for node in r.grp.nodes:
-            if node.out in r.numpy_slot:
-                slots[r.numpy_slot[node.out]] = (r.grp.ops[node.out], node.meta.dtype,
-                                                 len(node.args))
-    return [slots[k] for k in sorted(slots)]
+            if node.out in r.grp.numpy_loops:
+                r.numpy_slot[node.out] = len(slots)
+                slots.append((r.grp.ops[node.out], node.meta.dtype, len(node.args)))
+    return slots
 
 
 NUMPY_LOOPS = r"""

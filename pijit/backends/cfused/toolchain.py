@@ -5,8 +5,9 @@ at install time, with the very flags the kernels are compiled with at run time.
 
 Why a precompiled header: parsing Python.h and NumPy's headers was ~0.1 s of the ~0.3 s gcc
 spends on a one-kernel module (measured here); loaded from a .gch it is ~0.01 s. gcc checks that
-the .gch matches the compiler and flags, and otherwise reads the header itself: a stale or
-missing .gch costs time, never correctness.
+the .gch matches the compiler and flags, and otherwise reads the header itself; it stops at a
+damaged one, and build.py then compiles again without it: a stale, missing or damaged .gch
+costs time, never correctness.
 """
 from __future__ import annotations
 

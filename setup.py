@@ -46,7 +46,7 @@ setup(
     version="0.1.0",
     description="A PEP 523 JIT frame evaluator for NumPy code",
     packages=find_packages(exclude=["tests", "tests.*", "benchmarks", "benchmarks.*"]),
-    package_data={"pijit.backends.cfused": ["kernel_prelude.h"]},
+    package_data={"pijit.backends.cfused": ["kernel_prelude.h", "kernel_support.h"]},
     python_requires=">=3.11",
     setup_requires=["cffi>=1.15", "numpy"],
     install_requires=["numpy>=1.26", "bytecode>=0.16", "cffi>=1.15"],

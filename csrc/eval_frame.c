@@ -691,6 +691,7 @@ static PyMethodDef module_methods[] = {
     {"depth", m_depth, METH_NOARGS, "depth() -> current install depth"},
     {"set_compiling", m_set_compiling, METH_O, "set_compiling(flag) -> previous flag (this thread)"},
     POOL_METHODS
+    KERNEL_SUPPORT_METHODS
     {NULL},
 };
 

@@ -1,8 +1,9 @@
 """cffi builder of ``pijit._C``, the extension holding pijit's PEP 523 hook.
 
 The C sources live in ``csrc/``; they are compiled as one translation unit
-(``csrc/guards.c``, ``csrc/pool.c`` (the kernels' buffer pool) and
-``csrc/eval_frame.c`` are included into the cffi source).  The only
+(``csrc/guards.c``, ``csrc/pool.c`` (the kernels' buffer pool),
+``csrc/kernel_support.c`` (routines the kernels share) and ``csrc/eval_frame.c``
+are included into the cffi source).  The only
 cffi-visible function is ``pijit_init_module``, which creates the real
 extension module ``pijit._eval_frame`` (see ``pijit/eval_frame.py``).
 
@@ -16,7 +17,8 @@ from cffi import FFI
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _CSRC = os.path.join(os.path.dirname(_HERE), "csrc")
-_FILES = ("pijit.h", "guards.c", "pool.c", "eval_frame.c")
+_CFUSED = os.path.join(_HERE, "backends", "cfused")
+_FILES = ("pijit.h", "guards.c", "pool.c", "kernel_support.c", "eval_frame.c")
 
 _compile_args = ["-std=gnu11", "-Wall", "-Wno-unused-function", "-Wno-missing-field-initializers"]
 _link_args = []
@@ -29,10 +31,11 @@ ffibuilder = FFI()
 ffibuilder.cdef("int pijit_init_module(void);")
 ffibuilder.set_source(
     "pijit._C",
-    '#include "guards.c"\n#include "pool.c"\n#include "eval_frame.c"\n',
+    '#include "guards.c"\n#include "pool.c"\n#include "kernel_support.c"\n'
+    '#include "eval_frame.c"\n',
     define_macros=[("_CFFI_NO_LIMITED_API", None)],
-    include_dirs=[_CSRC, numpy.get_include()],
-    depends=[os.path.join(_CSRC, f) for f in _FILES],
+    include_dirs=[_CSRC, _CFUSED, numpy.get_include()],
+    depends=[os.path.join(_CSRC, f) for f in _FILES] + [os.path.join(_CFUSED, "kernel_support.h")],
     extra_compile_args=_compile_args,
     extra_link_args=_link_args,
     py_limited_api=False,

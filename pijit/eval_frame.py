@@ -17,6 +17,8 @@ re-exported here:
   ``set_compiling(flag)``, ``set_array_type(numpy.ndarray)``.
 * The kernels' buffer pool (``csrc/pool.c``): ``pool_handler()``,
   ``set_pool_limit(bytes)``, ``release_pool()``, ``pool_stats()``.
+* ``kernel_support()``: the capsule of routines fused-kernel modules call
+  (``csrc/kernel_support.c``); their init takes it.
 """
 try:
     from pijit._C import lib as _lib
@@ -33,7 +35,7 @@ from pijit._eval_frame import *  # noqa: E402,F401,F403
 from pijit._eval_frame import (  # noqa: E402,F401
     BUILDING, CALLABLE, CANDIDATE, FROZEN, NEVER_COMPILE, Wrapper,
     add_entry, counters, depth, entries, entry_count, get_state, install,
-    is_enabled, is_installed, mark, pool_handler, pool_stats, release_pool, reset,
+    is_enabled, is_installed, kernel_support, mark, pool_handler, pool_stats, release_pool, reset,
     set_array_type, set_callback, set_compiling, set_enabled, set_pool_limit, set_state,
     uninstall,
 )

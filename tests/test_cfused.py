@@ -599,6 +599,40 @@ def test_build_failure_falls_back_to_numpy(monkeypatch):
     np.testing.assert_allclose(got, f(A), rtol=1e-15)
 
 
+def _row_sums(x):
+    return x.sum(axis=-1) * 0.5
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_sums_by_the_shared_pairwise_routine_are_numpys(dtype):
+    """O1 row sums call the pairwise summation compiled once in pijit._C (kernel_support):
+    every length class (under 8, a leaf, split leaves with remainders) equals np.sum."""
+    rng = np.random.default_rng(7)
+    for n in (1, 5, 8, 13, 127, 128, 129, 136, 1000, 4099):
+        x = rng.standard_normal((3, n)).astype(dtype) * 10.0 ** rng.integers(-3, 4, (3, n))
+        got = run(_row_sums, x, groups=1)
+        np.testing.assert_array_equal(got, _row_sums(x))
+
+
+def test_kernel_module_without_its_support_table_falls_back_to_numpy(monkeypatch, caplog):
+    """A kernel module's init takes the routines it shares from pijit._eval_frame; without
+    them the module does not load (never a call through a NULL table): NumPy runs the graph."""
+    import types
+    monkeypatch.setitem(sys.modules, "pijit._eval_frame", types.ModuleType("pijit._eval_frame"))
+    monkeypatch.setattr(build, "_loaded", {})
+    monkeypatch.setenv("PIJIT_CACHE_DIR", os.path.join(os.environ["PIJIT_CACHE_DIR"], "nosupport"))
+
+    def f(a):
+        return a.sum(axis=-1) * 0.25
+    jitted = pijit.jit(f)
+    with caplog.at_level(logging.WARNING, logger="pijit.kernels"):
+        got = jitted(A)
+    np.testing.assert_array_equal(got, f(A))
+    assert any("kernel build failed" in r.getMessage() and "init failed" in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
+    assert "fused groups" not in pijit.cache.record(f.__code__).entries[0].graph_source
+
+
 def test_bool_array_against_python_int_left_to_numpy():
     run(lambda a: (-1 > a), np.array(False), fused=False)
     run(lambda a, b: np.where(a > 0.5, b, 0.0), A, B)

@@ -1,8 +1,9 @@
 """C source -> loaded kernel module, through a disk cache of compiled shared objects.
 
 The source is wrapped by cffi (`emit_c_code`), compiled with gcc and cached under the cache
-dir by a hash of source, flags, compiler version, CPU flags and Python/NumPy versions; writes
-are atomic (temp file in the same dir + os.replace) so processes can share the cache. The .so
+dir by a hash of source (and kernel_support.h, which it includes), flags, compiler version,
+CPU flags and Python/NumPy versions; writes are atomic (temp file in the same dir +
+os.replace) so processes can share the cache. The .so
 is loaded with importlib; its cffi entry point creates the real extension module of METH_FASTCALL
 kernel functions, so calls never cross cffi.
 """
@@ -53,7 +54,9 @@ def _toolchain_id() -> str:
                     break
     except OSError:
         pass
-    return "\n".join((cc, flags, sys.version, numpy.__version__))
+    with open(toolchain.SUPPORT_HEADER) as f:     # kernels include it: part of their source
+        support = f.read()
+    return "\n".join((cc, flags, sys.version, numpy.__version__, support))
 
 
 def cache_key(source: str) -> str:

@@ -8,3 +8,4 @@
 #include <stdint.h>
 #include <string.h>
 #include <stddef.h>
+#include "kernel_support.h"

@@ -59,6 +59,7 @@ PRELUDE = r"""
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include "kernel_support.h"
 """
 
 VECTOR_DECLS = "".join(
@@ -172,38 +173,11 @@ static inline int64_t pj_key_d(double x)
 
 #define PJ_QCMP(key, x, op, y) ((x) == (x) && (y) == (y) && key(x) op key(y))
 
-/* NumPy's pairwise summation (its @TYPE@_pairwise_sum: under 8 values in order from 0,
-   up to 128 in eight accumulators combined as ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)) then the
-   rest in order, else the two halves split at a multiple of 8), so an exact kernel's sum of
-   a row is NumPy's to the bit. */
-#define PJ_PAIRWISE(name, T)                                                                 \
-static T name(const T *a, npy_intp n)                                                        \
-{                                                                                            \
-    if (n < 8) {                                                                             \
-        T res = 0;                                                                           \
-        for (npy_intp i = 0; i < n; i++)                                                     \
-            res += a[i];                                                                     \
-        return res;                                                                          \
-    }                                                                                        \
-    if (n <= 128) {                                                                          \
-        T r[8];                                                                              \
-        for (int k = 0; k < 8; k++)                                                          \
-            r[k] = a[k];                                                                     \
-        npy_intp i;                                                                          \
-        for (i = 8; i < n - (n % 8); i += 8)                                                 \
-            for (int k = 0; k < 8; k++)                                                      \
-                r[k] += a[i + k];                                                            \
-        T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));           \
-        for (; i < n; i++)                                                                   \
-            res += a[i];                                                                     \
-        return res;                                                                          \
-    }                                                                                        \
-    npy_intp n2 = n / 2;                                                                     \
-    n2 -= n2 % 8;                                                                            \
-    return name(a, n2) + name(a + n2, n - n2);                                               \
-}
-PJ_PAIRWISE(pj_pairwise_d, double)
-PJ_PAIRWISE(pj_pairwise_f, float)
+/* Routines compiled once in pijit._C (csrc/kernel_support.c), set by the module's init:
+   NumPy's pairwise summation, so an exact kernel's sum of a row is NumPy's to the bit. */
+static const pj_support *pj_sup;
+#define pj_pairwise_d(a, n) (pj_sup->pairwise_d((a), (n)))
+#define pj_pairwise_f(a, n) (pj_sup->pairwise_f((a), (n)))
 
 /* Copies a strided row into a contiguous one (one function for all kernels of the module:
    a copy loop per kernel and input cost gcc time for no speed). */
@@ -1222,7 +1196,12 @@ int pijit_kernels_init(const char *name)
 {
     PyGILState_STATE g = PyGILState_Ensure();
     int rc = -1;
-    if (_import_array() >= 0) {
+    PyObject *ef = PyImport_ImportModule("pijit._eval_frame");
+    PyObject *sup = ef == NULL ? NULL : PyObject_CallMethod(ef, "kernel_support", NULL);
+    pj_sup = sup == NULL ? NULL : (const pj_support *)PyCapsule_GetPointer(sup, PJ_SUPPORT_CAPSULE);
+    Py_XDECREF(sup);        /* the table is static in pijit._C, loaded for good */
+    Py_XDECREF(ef);
+    if (pj_sup != NULL && _import_array() >= 0) {
         strncpy(pj_module_name, name, sizeof(pj_module_name) - 1);
         pj_module_def.m_name = pj_module_name;
         PyObject *m = PyModule_Create(&pj_module_def);

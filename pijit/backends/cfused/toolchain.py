@@ -25,8 +25,13 @@ LDFLAGS = ("-shared", "-lm")
 HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_prelude.h")
 
 
+# The table of routines compiled once in pijit._C that kernels call (csrc/kernel_support.c).
+SUPPORT_HEADER = os.path.join(os.path.dirname(HEADER), "kernel_support.h")
+
+
 def include_dirs(numpy_include: str) -> list:
-    return ["-I", sysconfig.get_paths()["include"], "-I", numpy_include]
+    return ["-I", sysconfig.get_paths()["include"], "-I", numpy_include,
+            "-I", os.path.dirname(SUPPORT_HEADER)]
 
 
 def pch_command(numpy_include: str, out_dir: str) -> list:

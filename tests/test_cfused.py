@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import pijit
+from pijit.backends import cfused
 from pijit.backends.cfused import build
 
 F64_ULP8 = 8 * np.finfo(np.float64).eps
@@ -603,15 +604,64 @@ def _row_sums(x):
     return x.sum(axis=-1) * 0.5
 
 
+def _normalized(x):
+    e = x * x + 1.0            # a row buffer (the next stage reads it), summed where it is
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_row_sums_by_the_shared_pairwise_routine_are_numpys(dtype):
-    """O1 row sums call the pairwise summation compiled once in pijit._C (kernel_support):
-    every length class (under 8, a leaf, split leaves with remainders) equals np.sum."""
+@pytest.mark.parametrize("fn", [_row_sums, _normalized])
+def test_row_sums_by_the_shared_pairwise_routine_are_numpys(dtype, fn):
+    """O1 row sums call the pairwise summation compiled once in pijit._C (kernel_support),
+    on the input's row or a row buffer as they are (a strided row gathered first): every
+    length class (under 8, a leaf, split leaves with remainders) equals NumPy bit for bit."""
     rng = np.random.default_rng(7)
     for n in (1, 5, 8, 13, 127, 128, 129, 136, 1000, 4099):
-        x = rng.standard_normal((3, n)).astype(dtype) * 10.0 ** rng.integers(-3, 4, (3, n))
-        got = run(_row_sums, x, groups=1)
-        np.testing.assert_array_equal(got, _row_sums(x))
+        x = rng.standard_normal((3, 2 * n)).astype(dtype) * 10.0 ** rng.integers(-3, 4, (3, 2 * n))
+        for arg in (x[:, :n], x[:, ::2]):
+            got = run(fn, arg, groups=1)
+            np.testing.assert_array_equal(got, fn(arg))
+
+
+def _sum_of_squares(x):
+    return np.sum(x * x), (x * 0.5).mean()
+
+
+def _sums_of_x(x):
+    return x.sum(), x.mean(), x.sum(axis=-1), x.mean(axis=-1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_o1_whole_and_long_row_sums_follow_numpys_recursion(dtype, monkeypatch):
+    """Sums over all values (and rows longer than a chunk) are NumPy's pairwise recursion,
+    streamed: the kernel computes the values in the recursion's chunks of at most PJ_CHUNK
+    and adds the chunk sums as the levels above do. Bit for bit at O1, for every size class
+    around the chunk length, with no hand-back on C-order operands; other layouts (NumPy
+    sums them in another order) are handed back, with the same result."""
+    backs = []
+    original = cfused.group_fallback
+
+    def counting(graph, grp, *args, **kwargs):
+        fn = original(graph, grp, *args, **kwargs)
+        return lambda *a: backs.append(str(grp)) or fn(*a)
+    monkeypatch.setattr(cfused, "group_fallback", counting)
+    rng = np.random.default_rng(11)
+    for n in (1, 7, 129, 16384, 16385, 32775, 1_000_003):
+        a = (rng.standard_normal(n) * 10.0 ** rng.integers(-4, 5, n)).astype(dtype)
+        got = run(_sum_of_squares, a, min_groups=1)
+        assert got == _sum_of_squares(a), n
+    for shape in ((3, 40001), (40001, 3), (2, 16385)):
+        x = rng.standard_normal(shape).astype(dtype)
+        got = run(_sums_of_x, x, min_groups=1)
+        for g, w in zip(got, _sums_of_x(x)):
+            np.testing.assert_array_equal(g, w, strict=True)
+    assert backs == []
+    x = rng.standard_normal((300, 70)).astype(dtype)
+    for layout in (x.T, x[:, ::2], np.asfortranarray(x)):
+        got = run(_sums_of_x, layout, min_groups=1)
+        for g, w in zip(got, _sums_of_x(layout)):
+            np.testing.assert_array_equal(g, w, strict=True)
+    assert backs        # handed back: NumPy's order of those is not the kernel's
 
 
 def test_kernel_module_without_its_support_table_falls_back_to_numpy(monkeypatch, caplog):

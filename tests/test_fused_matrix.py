@@ -201,10 +201,11 @@ def expect_fused(inst, level: str, operands: dict, result, specialized: bool) ->
         x, mode = operands["x"], inst.reduce[2]
         if mode == "other":         # outer axes: row after row in the dtype, like NumPy
             fused = inst.op in ("sum", "mean", "max", "min")
-        else:                       # O1 floats: NumPy's pairwise row sums copied; max/min
+        else:                       # O1 floats: NumPy's pairwise sums copied; max/min
             fused = level == "O2" or x.dtype.kind in "biu" and inst.op in ("sum", "max", "min") \
                 or x.dtype.kind == "f" and (inst.op in ("max", "min") or (
-                    inst.op in ("sum", "mean") and mode == "last" and x.ndim >= 2
+                    inst.op in ("sum", "mean") and (mode == "last" and x.ndim >= 2
+                                                    or mode == "all")
                     and result.dtype == x.dtype))
         return fused and x.ndim >= 1 and not (
             inst.op in ("max", "min") and x.size == 0) and result.dtype.kind in "fiub"
@@ -1005,9 +1006,10 @@ class Suite:
                         quiet = all(call(c.probe(), list(chain.operands(c, values).values()),
                                          RAISE).exc is None for c in chain.cells)
                     if quiet:
+                        back = [g.body for g in ran.fallbacks if value in g.outs]
                         self.fail(cell, aspect, f"{where}: the kernel of {op} (%{value}) "
                                                 f"handed its group back to NumPy on data "
-                                                f"without floating-point errors")
+                                                f"without floating-point errors: {back}")
 
     def run(self):
         if self.done:

@@ -254,8 +254,9 @@ def reduction_op(graph: Graph, node, exact: bool = False):
     exact: only reductions whose result is NumPy's to the bit: those that cannot depend on
     the order (integers, bools, any/all/argmax/argmin); float sum/mean/max/min over outer
     axes, which NumPy computes row after row in the dtype, and float sums/means along rows
-    of their own dtype, which the kernel sums with a copy of NumPy's pairwise summation
-    (both for operands in C order: the kernel hands others to NumPy); float max/min, whose
+    or over all axes, of their own dtype, which the kernel sums with a copy of NumPy's
+    pairwise summation (all for operands in C order: the kernel hands others to NumPy, and
+    a whole-array sum over operands that are not all dense too); float max/min, whose
     value is order-free but for the sign of a zero result (the kernel hands that to NumPy).
     """
     op = _REDUCE.get(id(node.fn))
@@ -277,8 +278,9 @@ def reduction_op(graph: Graph, node, exact: bool = False):
     cols = nd - 1 not in axes and op in ("sum", "mean", "max", "min")
     rows = axes == (nd - 1,) and nd >= 2 and op in ("sum", "mean") \
         and src.dtype == node.meta.dtype
+    whole = axes == tuple(range(nd)) and op in ("sum", "mean") and src.dtype == node.meta.dtype
     if exact and op not in ORDER_FREE and (src.dtype in FLOAT or node.meta.dtype in FLOAT) \
-            and not (cols or rows or op in ("max", "min")):
+            and not (cols or rows or whole or op in ("max", "min")):
         return None
     if axes == tuple(range(nd)):
         mode = "all"

@@ -5,12 +5,22 @@
 #ifndef PIJIT_KERNEL_SUPPORT_H
 #define PIJIT_KERNEL_SUPPORT_H
 
-#define PJ_SUPPORT_CAPSULE "pijit.kernel_support.v1"
+#define PJ_SUPPORT_CAPSULE "pijit.kernel_support.v2"
+
+/* Room for tree_chunks' bounds: its chunks are longer than block / 4 (for block >= 64). */
+#define PJ_TREE_BOUNDS(n, block) ((n) / ((block) / 4) + 3)
 
 typedef struct {
     /* NumPy's pairwise summation of n contiguous values, to the bit */
     double (*pairwise_d)(const double *a, npy_intp n);
     float (*pairwise_f)(const float *a, npy_intp n);
+    /* The pairwise summation of n values in chunks: the nodes of its recursion of at most
+       `block` values (block >= 128) whose parent is longer, in order. tree_chunks writes
+       count + 1 offsets into bounds and returns count; tree_total_* adds the chunks' pairwise
+       sums as the recursion above them does. */
+    npy_intp (*tree_chunks)(npy_intp n, npy_intp block, npy_intp *bounds);
+    double (*tree_total_d)(npy_intp n, npy_intp block, const double *sums);
+    float (*tree_total_f)(npy_intp n, npy_intp block, const float *sums);
 } pj_support;
 
 #endif

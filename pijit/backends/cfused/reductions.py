@@ -9,9 +9,9 @@ product, LONG_BLOCK where blocks do not change the result (integers, max/min) or
 bits far below the result's precision (float32 values summed in double): every block ends
 with a horizontal reduction of the vector lanes, which at 128 elements was a fifth of a
 float32 softmax. Results follow NumPy: sums of integers wrap around in 64 bits, float sums
-are pairwise over blocks in double (O2) or NumPy's own pairwise summation of the row (O1,
-ExactRowSum), NaN wins in max/min and is the first index in argmax/argmin, any/all test
-`!= 0` (NaN is true).
+are pairwise over blocks in double (O2) or NumPy's own pairwise summation of the row or of
+all values (O1: ExactRowSum, ExactWholeSum), NaN wins in max/min and is the first index in
+argmax/argmin, any/all test `!= 0` (NaN is true).
 """
 from __future__ import annotations
 
@@ -52,6 +52,10 @@ class Reduction:
     def merge(self) -> list:
         return []
 
+    def chunk_end(self) -> list:
+        """Statements after each chunk of NumPy's pairwise recursion (exact float sums)."""
+        return []
+
     def result(self, count: str) -> str:
         raise NotImplementedError
 
@@ -86,21 +90,54 @@ class FloatSum(Reduction):
 
 
 class ExactRowSum(Reduction):
-    """sum/mean of a float row, bit-identical to NumPy's: the row's values are kept in a
-    buffer and summed by a copy of NumPy's pairwise summation (pj_pairwise_*: the same
-    blocks, eight accumulators and order), added to +0.0, a mean divided in the dtype."""
-    row_buffer = True
+    """sum/mean of a float row, bit-identical to NumPy's: NumPy's pairwise recursion over the
+    row (csrc/kernel_support.c), added to +0.0, a mean divided in the dtype. The row loop
+    runs in chunks, the recursion's nodes of at most PJ_CHUNK values (rb, from tree_chunks):
+    each is summed by the same recursion (pj_pairwise_*) into tsum<out>[ci], and the result
+    adds those as the levels above do (tree_total_*), so no buffer is longer than a chunk.
+    The values are read where the row already is (`values`: an input's row, a row buffer),
+    else kept in rs<out> first."""
+
+    def __init__(self, node, op, value, ctype, const, values: str | None = None):
+        super().__init__(node, op, value, ctype, const, exact=True)
+        self.values = values
+        self.row_buffer = values is None
 
     def update(self):
-        return [f"rs{self.o}[j] = {self.v};"]
+        return [f"rs{self.o}[j - cb0] = {self.v};"] if self.row_buffer else []
 
     def state(self):
         return []
 
-    def result(self, count):
-        fn = "pj_pairwise_f" if self.dtype == np.float32 else "pj_pairwise_d"
-        total = f"(({self.ct})0 + {fn}(rs{self.o}, {count}))"
+    def _pairwise(self) -> str:
+        return "pj_pairwise_f" if self.dtype == np.float32 else "pj_pairwise_d"
+
+    def _total(self, count) -> str:
+        fn = "tree_total_f" if self.dtype == np.float32 else "tree_total_d"
+        total = f"(({self.ct})0 + pj_sup->{fn}({count}, PJ_CHUNK, tsum{self.o}))"
         return f"({total} / ({self.ct}){count})" if self.op == "mean" else total
+
+    def chunk_end(self) -> list:
+        """After chunk ci ([cb0, cb1)) of the row."""
+        values = f"rs{self.o}" if self.row_buffer else f"{self.values} + cb0"
+        return [f"tsum{self.o}[ci] = {self._pairwise()}({values}, cb1 - cb0);"]
+
+    def result(self, count):
+        return self._total(count)
+
+
+class ExactWholeSum(ExactRowSum):
+    """sum/mean of all of a float array's values, bit-identical to NumPy's for operands in C
+    order: the same recursion over all N values, whose chunks are the kernel's flat chunks
+    (tb): chunk r, of n values, is summed into tsum<out>[r]."""
+
+    def update(self):
+        return [f"rs{self.o}[j] = {self.v};"] if self.row_buffer else []
+
+    def chunk_end(self) -> list:
+        """After flat chunk r."""
+        values = f"rs{self.o}" if self.row_buffer else self.values
+        return [f"tsum{self.o}[r] = {self._pairwise()}({values}, n);"]
 
 
 class Accumulate(Reduction):
@@ -224,14 +261,19 @@ class ArgMaxMin(MaxMin):
 
 
 def reduction(node, op: str, value: str, ctypes: dict, const, src_dtype,
-              exact: bool = False) -> Reduction:
+              exact: bool = False, row_values: str | None = None,
+              whole: bool = False) -> Reduction:
+    """row_values: where the row (or flat chunk) of `value` already is, contiguous (a C
+    pointer), if anywhere; whole: a reduction over all values."""
     ct = ctypes[node.meta.dtype]
     if op in ("argmax", "argmin"):
         return ArgMaxMin(node, op, value, ct, const, src_dtype, ctypes[src_dtype])
     if op in ("max", "min"):
         return MaxMin(node, op, value, ct, const, exact)
     if exact and op in ("sum", "mean") and node.meta.dtype in FLOAT:
-        return ExactRowSum(node, op, value, ct, const, exact)
+        kind = ExactWholeSum if whole else ExactRowSum
+        return kind(node, op, value, ct, const,
+                    row_values if src_dtype == node.meta.dtype else None)
     if op == "mean" or op == "sum" and node.meta.dtype in FLOAT:
         return FloatSum(node, op, value, ct, const, src_dtype)
     return Accumulate(node, op, value, ct, const)

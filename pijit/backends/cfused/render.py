@@ -697,7 +697,7 @@ class GroupKernel:
         if not reds:
             return lines + ["#pragma omp simd", "for (npy_intp j = 0; j < n; j++) {",
                             *["    " + s for s in body], "}"]
-        clauses, init, update, merge = [], [], [], []
+        clauses, init, update, merge, chunk_end = [], [], [], [], []
         block = min(self.reduction(red).leaf for red in reds)
         for red in reds:
             r = self.reduction(red)
@@ -705,9 +705,12 @@ class GroupKernel:
             clauses += r.clauses()
             update += r.update()
             merge += r.merge()
-        return lines + [
-            f"for (npy_intp j0 = 0; j0 < n; j0 += {block}) {{",
-            f"    const npy_intp j1 = n - j0 < {block} ? n : j0 + {block};",
+            if self.row_reduce(red):        # (a whole sum's chunks are the flat rows)
+                chunk_end += r.chunk_end()
+        cols = any(self.cols_axes(r) is not None for r in self.reds[t])
+        blocks = [] if not (self.full[t] or update or cols) else [
+            f"for (npy_intp j0 = cb0; j0 < cb1; j0 += {block}) {{",
+            f"    const npy_intp j1 = cb1 - j0 < {block} ? cb1 : j0 + {block};",
             *["    " + s for s in init],
             f"    #pragma omp simd {' '.join(clauses)}",
             "    for (npy_intp j = j0; j < j1; j++) {",
@@ -715,11 +718,47 @@ class GroupKernel:
             "    }",
             *["    " + s for s in merge],
             "}"]
+        if not chunk_end:       # the row is one chunk
+            return lines + ["{", "    const npy_intp cb0 = 0, cb1 = n;",
+                            *["    " + s for s in blocks], "}"]
+        # exact sums: the row in the chunks of NumPy's pairwise recursion (rb)
+        return lines + ["for (npy_intp ci = 0; ci < nrc; ci++) {",
+                        "    const npy_intp cb0 = rb[ci], cb1 = rb[ci + 1];",
+                        *["    " + s for s in blocks + chunk_end], "}"]
 
     def reduction(self, red) -> reductions.Reduction:
         src = red.args[0]
         return reductions.reduction(red, self.grp.reduce[red.out][0], self.name(src), CTYPE,
-                                    c_const, self.dtype(src), self.grp.exact)
+                                    c_const, self.dtype(src), self.grp.exact,
+                                    self.row_values(src), whole=not self.row_reduce(red)
+                                    and self.grp.reduce[red.out][1] == "all")
+
+    @property
+    def tree(self) -> list:
+        """The group's exact whole-array float sums (flat chunks follow NumPy's recursion)."""
+        return [r for r in self.grp.reductions
+                if isinstance(self.reduction(r), reductions.ExactWholeSum)]
+
+    @property
+    def exact_rows(self) -> list:
+        """The group's exact float row sums (their row loops run in the recursion's chunks)."""
+        return [r for r in self.grp.reductions if self.row_reduce(r) and type(
+            self.reduction(r)) is reductions.ExactRowSum]
+
+    def row_values(self, ref):
+        """A contiguous row of ref's values that exists anyway (the input's row, gathered if
+        strided; a row buffer kept for later loops), or None."""
+        i = self.index.get(ref.index)
+        if i is not None and self.kinds[i] in ("full", "other"):
+            return f"(const {CTYPE[self.dtype(ref)]} *)b{i}"
+        return f"w{ref.index}" if ref in self.carried else None
+
+    def in_loop(self, red) -> bool:
+        """Whether reduction red has work in its stage loop (a row sum of a row that is
+        already there only sums its chunks)."""
+        r = self.reduction(red)
+        return self.cols_axes(red) is not None or bool(r.update()) or \
+            self.row_reduce(red) and bool(r.chunk_end())
 
     def red_state(self, red) -> list:
         return self.reduction(red).state()
@@ -768,7 +807,23 @@ class GroupKernel:
         for red in cols:
             L.append(f"    {self.cols_acc(red)[0]} *ac{red.out} = NULL;")
             L.append(f"    npy_intp M{red.out} = 0;")
+        tree = self.tree
+        for red in tree:
+            L.append(f"    {CTYPE[red.meta.dtype]} *tsum{red.out} = NULL;")
+        if tree:
+            L.append("    npy_intp *tb = NULL, ntb = 0;")
+        if self.exact_rows:
+            L.append("    npy_intp *rb = NULL, nrc = 0;")
         L += self.prologue()
+        if tree:
+            L += self.tree_chunks(tree)
+        if self.exact_rows:
+            L += ["    rb = (npy_intp *)PyMem_RawMalloc(PJ_TREE_BOUNDS(n, PJ_CHUNK) * sizeof(npy_intp));",
+                  "    if (rb == NULL) {",
+                  "        PyErr_NoMemory();",
+                  "        goto fail;",
+                  "    }",
+                  "    nrc = pj_sup->tree_chunks(n, PJ_CHUNK, rb);"]
         L += self.allocate_outputs()
         whole = [r for r in g.reductions if not self.row_reduce(r)]
         for red in whole:
@@ -790,6 +845,33 @@ class GroupKernel:
             L += ["    " + s for s in result]
         L += self.epilogue(cols)
         return "\n".join(L) + "\n"
+
+    def tree_chunks(self, tree) -> list:
+        """The flat chunks of an exact whole-array sum: NumPy's pairwise recursion's nodes
+        (kernel_support.h). Only for dense C-order operands in a group that runs flat: NumPy
+        sums other layouts in other orders, and a group with column reductions or operands
+        broadcast along rows runs row by row; those calls are handed back."""
+        k, ndi = self.grp.id, self.ndi
+        full = [i for i in self.arrays if self.kinds[i] == "full"]
+        flat = all(kd in ("scalar", "one", "full") for kd in self.kinds) and not self.grp.rows
+        dense = " && ".join([f"pj_dense(st{i}, shape, {ndi}, {self.dtype(self.grp.inputs[i]).itemsize})"
+                             for i in full] or ["1"])
+        L = [f"    if (!({dense if flat else '0'}))",
+             f"        return pj_fallback({k}, args, nargs);",
+             "    tb = (npy_intp *)PyMem_RawMalloc(PJ_TREE_BOUNDS(N, PJ_CHUNK) * sizeof(npy_intp));",
+             "    if (tb == NULL) {",
+             "        PyErr_NoMemory();",
+             "        goto fail;",
+             "    }",
+             "    ntb = pj_sup->tree_chunks(N, PJ_CHUNK, tb);"]
+        for red in tree:
+            ct = CTYPE[red.meta.dtype]
+            L += [f"    tsum{red.out} = ({ct} *)PyMem_RawMalloc(ntb * sizeof({ct}));",
+                  f"    if (tsum{red.out} == NULL) {{",
+                  "        PyErr_NoMemory();",
+                  "        goto fail;",
+                  "    }"]
+        return L
 
     def prologue(self) -> list:
         """Read the arguments (a kernel that cannot take them calls the NumPy fallback),
@@ -821,10 +903,10 @@ class GroupKernel:
             L += self.keep_order()
         if self.grp.exact and any(
                 r.meta.dtype in FLOAT and (self.cols_axes(r) is not None
-                                           or self.row_reduce(r) and g.reduce[r.out][0] in
-                                           ("sum", "mean")) for r in g.reductions):
-            # NumPy sums over outer axes row after row, and along rows pairwise per row, only
-            # for operands in C order
+                                           or g.reduce[r.out][0] in ("sum", "mean"))
+                for r in g.reductions):
+            # NumPy sums over outer axes row after row, and along rows (or all values)
+            # pairwise, only for operands in C order
             for i in self.arrays:
                 if self.kinds[i] == "full":
                     L += ["    {",
@@ -910,28 +992,36 @@ class GroupKernel:
                              for i in self.arrays if self.kinds[i] == "full"] or ["1"])
         contig = " && ".join([f"(n <= 1 || st{i}[{ndi} - 1] == (npy_intp)sizeof({CTYPE[self.dtype(g.inputs[i])]}))"
                               for i in strided] or ["1"])
+        tree = bool(self.tree) and flat_ok
+        chunks = "ntb" if tree else "(N + PJ_CHUNK - 1) / PJ_CHUNK"
         L = [f"const int flat = {dense if flat_ok else '0'};",
-             "const npy_intp nrows = flat ? (N + PJ_CHUNK - 1) / PJ_CHUNK : rows, nrow = n;",
+             f"const npy_intp nrows = flat ? {chunks} : rows, nrow = n;",
              "(void)nrow;",
              f"const int contig = flat || ({contig});",
              "#pragma omp parallel num_threads(PJ_THREADS) if(par) reduction(|:fperr) "
              "reduction(|:oom)",
              "{",
              "    feclearexcept(PJ_FE_ERR | FE_UNDERFLOW);"]
-        scratch = [(f"w{r.index}", CTYPE[self.dtype(r)], "1") for r in self.carried] + [
-            (f"gb{i}", CTYPE[self.dtype(g.inputs[i])], "!contig") for i in strided] + [
-            (f"rs{red.out}", CTYPE[red.meta.dtype], "1") for red in g.reductions
-            if self.row_reduce(red) and self.reduction(red).row_buffer]
-        for buf, ct, when in scratch:
-            L.append(f"    {ct} *{buf} = {when} ? ({ct} *)PyMem_RawMalloc((flat ? PJ_CHUNK : n > 0 ? n : 1)"
+        row = "(flat ? PJ_CHUNK : n > 0 ? n : 1)"
+        chunk = "(flat || n > PJ_CHUNK ? PJ_CHUNK : n > 0 ? n : 1)"     # a recursion's chunk
+        scratch = [(f"w{r.index}", CTYPE[self.dtype(r)], "1", row) for r in self.carried] + [
+            (f"gb{i}", CTYPE[self.dtype(g.inputs[i])], "!contig", row) for i in strided] + [
+            (f"rs{red.out}", CTYPE[red.meta.dtype], "1", chunk)
+            for red in self.exact_rows + self.tree if self.reduction(red).row_buffer] + [
+            (f"tsum{red.out}", CTYPE[red.meta.dtype], "1", "PJ_TREE_BOUNDS(n, PJ_CHUNK)")
+            for red in self.exact_rows]
+        for buf, ct, when, size in scratch:
+            L.append(f"    {ct} *{buf} = {when} ? ({ct} *)PyMem_RawMalloc({size}"
                      f" * sizeof({ct})) : NULL;")
         if scratch:
             L.append("    oom = " + " || ".join(f"({when} && {buf} == NULL)"
-                                                for buf, _, when in scratch) + ";")
+                                                for buf, _, when, _ in scratch) + ";")
         L += ["    #pragma omp for schedule(static)",
               "    for (npy_intp r = 0; r < nrows; r++) {"]
         R = [f"if ({'oom' if scratch else '0'})", "    continue;"]
-        if flat_ok:
+        if flat_ok and tree:
+            R += ["const npy_intp n = flat ? tb[r + 1] - tb[r] : nrow;"]
+        elif flat_ok:
             R += ["const npy_intp n = flat ? (N - r * PJ_CHUNK < PJ_CHUNK ? N - r * PJ_CHUNK "
                   ": PJ_CHUNK) : nrow;"]
         R += [f"const char *b[{max(len(self.arrays), 1)}];",
@@ -940,7 +1030,7 @@ class GroupKernel:
               "npy_intp row_at = r * n;"]
         if flat_ok:
             R += ["if (flat) {",
-                  "    ibase = row_at = r * PJ_CHUNK;",
+                  f"    ibase = row_at = {'tb[r]' if tree else 'r * PJ_CHUNK'};",
                   *[f"    b[{k}] = PyArray_BYTES(a{i}) + (st{i}[{ndi} - 1] ? row_at * "
                     f"(npy_intp)sizeof({CTYPE[self.dtype(g.inputs[i])]}) : 0);"
                     for k, i in enumerate(self.arrays)],
@@ -982,21 +1072,26 @@ class GroupKernel:
             for red in self.reds[t]:
                 if self.row_reduce(red):
                     R += self.red_state(red)
-            if self.full[t] or self.reds[t]:
+            if self.full[t] or any(self.in_loop(red) for red in self.reds[t]):
                 R += ["{", *["    " + s for s in self.loop(t)], "}"]
             for red in self.reds[t]:
                 if self.row_reduce(red):
                     R += self.red_result(red, "n") + self.reciprocal(red)
+                elif red in self.tree:
+                    R += self.reduction(red).chunk_end()
         L += ["        " + s for s in R]
         L += ["    }",
-              *[f"    PyMem_RawFree({buf});" for buf, _, _ in scratch],
+              *[f"    PyMem_RawFree({buf});" for buf, _, _, _ in scratch],
               "    PJ_FE_FOLD(fperr);",
               "}"]
         return L
 
     def epilogue(self, cols) -> list:
         g, k, nout = self.grp, self.grp.id, len(self.grp.outputs)
-        free = [f"    PyMem_RawFree(ac{red.out});" for red in cols]
+        free = [f"    PyMem_RawFree(ac{red.out});" for red in cols] + [
+            f"    PyMem_RawFree(tsum{red.out});" for red in self.tree] + (
+            ["    PyMem_RawFree(tb);"] if self.tree else []) + (
+            ["    PyMem_RawFree(rb);"] if self.exact_rows else [])
         L = ["    if (ts != NULL)",
              "        PyEval_RestoreThread(ts);",
              *free,

@@ -11,12 +11,15 @@ import pytest
 
 import pijit
 from pijit.backends import cfused, numpy_backend
+from pijit.capture.index_facts import IndexFacts
 from pijit.capture.interpreter import capture_frame
+from pijit.capture.loop_node import INDEX_META
+from pijit.capture.values import ConstValue, GraphValue, SliceValue
 from pijit.config import JitConfig
 from pijit.graph.cse import cse
 from pijit.graph.dce import dce
 from pijit.graph.fuse import find_groups, schedule
-from pijit.graph.ir import LoopOp, Ref, run_graph
+from pijit.graph.ir import Graph, LoopOp, Ref, run_graph
 from pijit.graph.purity import is_pure, mutates
 from pijit.graph.verify import verify
 from differential import assert_same
@@ -440,6 +443,108 @@ def test_loop_nodes_off():
                          jit_kwargs={"jit_config": {"loop_nodes": False}})
     assert loop_count(report) == 0
     assert "MAX_LOOP_UNROLLING" in report.break_reasons[0]["reason"]
+
+
+# -- slices by the loop index ----------------------------------------------------------------
+def shortest_paths(d):
+    for k in range(d.shape[0]):
+        d = np.minimum(d, d[:, k:k + 1] + d[k:k + 1, :])
+    return d
+
+
+def windows(x):
+    acc = np.zeros(3)
+    for k in range(x.shape[0] - 2):
+        acc = acc + x[k:k + 3] * k
+    return acc
+
+
+def windows_past_the_end(x):
+    acc = np.zeros(3)
+    for k in range(x.shape[0]):
+        acc = acc + x[k:k + 3]      # the last two windows are shorter: NumPy raises there
+    return acc
+
+
+def from_the_end(x):
+    acc = np.zeros(2)
+    for k in range(2, x.shape[0] + 1):
+        acc = acc + x[-k:x.shape[0] - k + 2]      # start < 0, stop >= 0: not proved
+    return acc
+
+
+def copy_columns(a, b):
+    for k in range(1, a.shape[1] - 1):
+        a[:, k:k + 1] = b[:, k - 1:k] * 0.5 + b[:, k + 1:k + 2]
+    return a
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("n", [7, 130])
+def test_slices_by_the_index_of_a_constant_range(level, n):
+    """d[:, k:k+1] has one shape for every k of range(n) (capture/index_facts.py): the loop is
+    one node over a body with the slice kept symbolic, whether it is short (unrolling off) or
+    long; at O1 the body's elementwise work is a fused kernel."""
+    d = np.random.default_rng(n).uniform(0, 10, (n, n))
+    options = {} if n > 100 else {"loop_unrolling": False}
+    report = assert_same(shortest_paths, d, jit_kwargs=jit_kwargs(level, **options))
+    assert report.ops_per_graph == [["loop", "tuple_item"]]
+    assert "getitem(%" in report.graphs[0] and "slice(%" in report.graphs[0]
+    source = pijit.cache.record(shortest_paths.__code__).entries[0].graph_source
+    assert ("fused group" in source) == (level == "O1")
+    report = assert_same(windows, np.arange(float(n)), jit_kwargs=jit_kwargs(level, **options))
+    assert loop_count(report) == 1 and report.graph_break_count == 0
+    a, b = np.zeros((4, n)), np.arange(4.0 * n).reshape(4, n)
+    report = assert_same(copy_columns, a, b, jit_kwargs=jit_kwargs(level, **options))
+    assert report.ops_per_graph == [["loop"]] and "setitem(" in report.graphs[0]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_slices_whose_length_changes_with_the_index_are_not_loop_nodes(level):
+    # the length changes at the end of the range, or a bound wraps around within it: the
+    # loop falls back (unrolled up to the limit, then residual code), with the same results
+    x = np.arange(130.0)
+    for fn, graphs in ((windows_past_the_end, 4), (from_the_end, 3)):
+        report = assert_same(fn, x, graphs=graphs, breaks=2, jit_kwargs=jit_kwargs(level))
+        assert loop_count(report) == 0
+        assert any("slice bound depends on a graph value" in r["reason"]
+                   for r in report.break_reasons), report.break_reasons
+
+
+def test_the_two_ends_prove_one_length_for_every_index():
+    """IndexFacts.ends: whenever both ends give one length, every index does. Exhaustive
+    over small ranges, offsets and axis lengths, against Python's slicing of range(dim)
+    (random sampling missed the rare counterexamples, e.g. a length that grows then
+    shrinks when one bound is negative and the other not)."""
+    graph = Graph()
+    proved = 0
+    for lo in range(-5, 6):
+        for span in range(6):
+            facts = IndexFacts()
+            index = GraphValue(graph.add_placeholder(INDEX_META), INDEX_META)
+            facts.add_index(index, range(lo, lo + span + 1))
+            bound = {}
+            for c in range(-4, 5):
+                bound[c] = GraphValue(graph.add_placeholder(INDEX_META), INDEX_META)
+                facts.note_operator("add", (index, ConstValue(c)), bound[c])
+            starts = [(None, ConstValue(None))] + [(c, bound[c]) for c in bound]
+            stops = [(c, bound[c]) for c in bound] + [(("const", c), ConstValue(c))
+                                                       for c in range(-4, 5)]
+            for c1, start in starts:
+                for c2, stop in stops:
+                    ends = facts.ends(SliceValue(start, stop, ConstValue(None)))
+                    if ends is None:
+                        continue
+                    for dim in range(7):
+                        if len({len(range(dim)[s]) for s in ends}) > 1:
+                            continue
+                        proved += 1
+                        want = len(range(dim)[ends[0]])
+                        for k in range(lo, lo + span + 1):
+                            s = slice(None if c1 is None else k + c1,
+                                      c2[1] if isinstance(c2, tuple) else k + c2)
+                            assert len(range(dim)[s]) == want, (lo, span, dim, s, ends)
+    assert proved > 10000       # the check ran on many proved slices, not on none
 
 
 # -- structure: nesting, inlining, dumps, passes ---------------------------------------------

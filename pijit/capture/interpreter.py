@@ -14,6 +14,7 @@ from bytecode import Bytecode, Instr, Label, SetLineno, TryBegin, TryEnd
 from pijit.capture import numpy_rules
 from pijit.capture.flow import Flow
 from pijit.capture.graph_break import STATIC_REASONS, TO_END_REASONS, GraphBreak, Reason
+from pijit.capture.index_facts import IndexFacts
 from pijit.capture.loop_node import LoopPlan, RetryCapture
 from pijit.capture.ops_load_store import DELETED
 from pijit.capture.sources import (AttrSource, CellSource, DictItemSource, GlobalSource,
@@ -78,6 +79,7 @@ class FrameCapture:
         # and the loop bodies being walked (innermost last; see loop_node.py).
         self.plan = plan if parent is None else parent.plan
         self.bodies = [] if parent is None else parent.bodies
+        self.facts = IndexFacts() if parent is None else parent.facts   # loop indices
         self.snapshots = {}             # position -> (stack, locals, node count, lineno)
         self.loop_counts = {}           # loop head position -> iterations unrolled
         self.pc = 0
@@ -137,11 +139,13 @@ class FrameCapture:
     def unsupported(self, reason: Reason, detail: str):
         raise GraphBreak(reason, detail, self.lineno)
 
-    def add_op(self, rule, args: tuple, kwargs: dict) -> Value:
-        """Record `rule.fn(*args, **kwargs)` as a node; its Meta comes from the rule."""
+    def add_op(self, rule, args: tuple, kwargs: dict, infer_args: tuple | None = None) -> Value:
+        """Record `rule.fn(*args, **kwargs)` as a node; its Meta comes from the rule (given
+        infer_args when they are not the args as the rule sees them)."""
         try:
-            metas = rule.infer(tuple(infer_arg(a) for a in args),
-                               {k: infer_arg(v) for k, v in kwargs.items()})
+            if infer_args is None:
+                infer_args = tuple(infer_arg(a) for a in args)
+            metas = rule.infer(infer_args, {k: infer_arg(v) for k, v in kwargs.items()})
         except numpy_rules.Unsupported as e:
             self.unsupported(Reason.UNSUPPORTED_OP, f"{rule.name}: {e}")
         except GraphBreak:

@@ -227,6 +227,8 @@ class LoopCapture:
                 fresh = getattr(entry, "fresh", False) and name not in shared
                 placeholders[name] = GraphValue(graph.add_placeholder(meta), meta, fresh=fresh)
         index = GraphValue(graph.add_placeholder(INDEX_META), INDEX_META)
+        if self.trip:                           # a constant range: slices by the index
+            cap.facts.add_index(index, range(*(b.value for b in self.bounds)))
         cap.locals.update(placeholders)
         cap.stack[-1] = _ITERATOR               # GET_ITER made the range an iterator
         cap.push(index)                         # FOR_ITER pushed the next index

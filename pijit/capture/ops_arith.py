@@ -95,7 +95,9 @@ def apply_operator(cap, name, fn, operands):
     if any(isinstance(v, GraphValue) for v in operands):
         if any(isinstance(v, ObjectValue) for v in operands):
             cap.unsupported(Reason.UNSUPPORTED_VALUE, f"operator {name} with an opaque object")
-        return cap.add_op(numpy_rules.lookup_operator(name), operands, {})
+        result = cap.add_op(numpy_rules.lookup_operator(name), operands, {})
+        cap.facts.note_operator(name, operands, result)
+        return result
     seq = _sequence_op(cap, name, operands)
     if seq is not None:
         return seq

@@ -123,7 +123,8 @@ def BINARY_SUBSCR(cap, instr):
 
 def subscript(cap, container, key):
     if isinstance(container, GraphValue):
-        return cap.add_op(numpy_rules.lookup_operator("getitem"), (container, key), {})
+        return cap.add_op(numpy_rules.lookup_operator("getitem"), (container, key), {},
+                          infer_args=(container.meta, index_key(cap, container.meta, key)))
     if not isinstance(key, ConstValue):
         cap.unsupported(Reason.UNSUPPORTED_OP, "subscript of a container by a run-time value")
     if isinstance(container, ConstValue):
@@ -139,6 +140,21 @@ def subscript(cap, container, key):
             cap.unsupported(Reason.UNSUPPORTED_OP, f"key {key.value!r} missing")
         return container.items[key.value]
     cap.unsupported(Reason.UNSUPPORTED_VALUE, f"subscript of a {describe(container)}")
+
+
+def index_key(cap, target: Meta, key):
+    """The key as getitem's rule sees it. A slice by a loop index (`d[:, k:k+1]`) is given
+    at the index's first value once its length is proved the same for every index
+    (capture/index_facts.py); other graph-valued slice bounds make the rule refuse."""
+    ends = cap.facts.ends(key)
+    if ends is not None:
+        getitem = numpy_rules.lookup_operator("getitem")
+        try:
+            if getitem.infer((target, ends[0]), {}) == getitem.infer((target, ends[1]), {}):
+                return ends[0]
+        except Exception:       # noqa: BLE001 - not proved: the rule reports on the key itself
+            pass
+    return infer_arg(key)
 
 
 @handler("STORE_SUBSCR")
@@ -162,7 +178,7 @@ def store_item(cap, target, key, value):
         cap.unsupported(Reason.UNSUPPORTED_VALUE, f"assigning a {describe(value)} into an array")
     getitem = numpy_rules.lookup_operator("getitem")
     try:
-        view = getitem.infer((target.meta, infer_arg(key)), {})
+        view = getitem.infer((target.meta, index_key(cap, target.meta, key)), {})
         if not view.is_array:
             view = Meta(np.ndarray, view.dtype, ())
         shape = vmeta.shape

@@ -631,6 +631,15 @@ def _sums_of_x(x):
     return x.sum(), x.mean(), x.sum(axis=-1), x.mean(axis=-1)
 
 
+def _sum_of_product(x, b):
+    return np.sum(x * b)
+
+
+def _whole_and_columns(x):
+    y = x * 2.0
+    return y.sum(), y.sum(axis=0)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_o1_whole_and_long_row_sums_follow_numpys_recursion(dtype, monkeypatch):
     """Sums over all values (and rows longer than a chunk) are NumPy's pairwise recursion,
@@ -662,6 +671,17 @@ def test_o1_whole_and_long_row_sums_follow_numpys_recursion(dtype, monkeypatch):
         for g, w in zip(got, _sums_of_x(layout)):
             np.testing.assert_array_equal(g, w, strict=True)
     assert backs        # handed back: NumPy's order of those is not the kernel's
+    # an operand broadcast along rows: the group cannot run in flat chunks (handed back)
+    backs.clear()
+    b = rng.standard_normal(70).astype(dtype)
+    assert run(_sum_of_product, x, b, groups=1) == _sum_of_product(x, b)
+    assert backs
+    # a column reduction of the same values runs row by row: it gets a group of its own
+    backs.clear()
+    got = run(_whole_and_columns, x, groups=2)
+    for g, w in zip(got, _whole_and_columns(x)):
+        np.testing.assert_array_equal(g, w, strict=True)
+    assert backs == []
 
 
 def test_kernel_module_without_its_support_table_falls_back_to_numpy(monkeypatch, caplog):

@@ -452,6 +452,10 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
             cands = {g for g in cands if not has_whole(g)}
         return cands
 
+    def flat_sum(out, red) -> bool:
+        """An exact float sum/mean over all axes (not a 1-D row's)."""
+        return red[1] == "all" and red[0] in ("sum", "mean") and graph.meta(Ref(out)).dtype in FLOAT
+
     def has_whole(g) -> bool:
         return any(n.out in whole_values for n in groups[g].nodes)
 
@@ -493,6 +497,16 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
                          and find(member_of[n.out]) not in closed}
                 cands = set(sorted(cands)[-1:])
             cands = {c for c in cands if not (groups[c].rows if not row else has_whole(c))}
+            if exact and not row:
+                # an exact float sum over all axes runs in flat chunks, a column reduction
+                # row by row: in one group the kernel would hand every call back
+                if flat_sum(node.out, red):
+                    cands = {c for c in cands if not any(
+                        isinstance(m[1], tuple) for m in groups[c].reduce.values())}
+                elif isinstance(red[1], tuple):
+                    cands = {c for c in cands if not any(
+                        flat_sum(o, m) for o, m in groups[c].reduce.items()
+                        if o not in groups[c].rows)}
         else:
             cands = row_candidates(node, refs)
             row = bool(cands)

@@ -814,9 +814,12 @@ class GroupKernel:
             L.append("    npy_intp *tb = NULL, ntb = 0;")
         if self.exact_rows:
             L.append("    npy_intp *rb = NULL, nrc = 0;")
+        # (several loops without row values: the stages NumPy's loops need)
+        flat_ok = not g.rows and not cols and all(
+            kd in ("scalar", "one", "full") for kd in self.kinds)
         L += self.prologue()
         if tree:
-            L += self.tree_chunks(tree)
+            L += self.tree_chunks(tree, flat_ok)
         if self.exact_rows:
             L += ["    rb = (npy_intp *)PyMem_RawMalloc(PJ_TREE_BOUNDS(n, PJ_CHUNK) * sizeof(npy_intp));",
                   "    if (rb == NULL) {",
@@ -836,9 +839,6 @@ class GroupKernel:
         # Threads only where each one writes its own rows or chunks (no whole reduction, whose
         # result would then depend on the thread count).
         L.append(f"    const int par = {0 if whole else 1} && PJ_THREADS > 1 && N >= PJ_PAR_MIN;")
-        # (several loops without row values: the stages NumPy's loops need)
-        flat_ok = not g.rows and not cols and all(
-            kd in ("scalar", "one", "full") for kd in self.kinds)
         L += ["    {", *["        " + s for s in self.rows_path(whole, flat_ok)], "    }"]
         for red in whole:
             result = self.red_result(red, "N") if red not in cols else self.cols_result(red)
@@ -846,17 +846,16 @@ class GroupKernel:
         L += self.epilogue(cols)
         return "\n".join(L) + "\n"
 
-    def tree_chunks(self, tree) -> list:
+    def tree_chunks(self, tree, flat_ok: bool) -> list:
         """The flat chunks of an exact whole-array sum: NumPy's pairwise recursion's nodes
         (kernel_support.h). Only for dense C-order operands in a group that runs flat: NumPy
         sums other layouts in other orders, and a group with column reductions or operands
         broadcast along rows runs row by row; those calls are handed back."""
         k, ndi = self.grp.id, self.ndi
         full = [i for i in self.arrays if self.kinds[i] == "full"]
-        flat = all(kd in ("scalar", "one", "full") for kd in self.kinds) and not self.grp.rows
         dense = " && ".join([f"pj_dense(st{i}, shape, {ndi}, {self.dtype(self.grp.inputs[i]).itemsize})"
                              for i in full] or ["1"])
-        L = [f"    if (!({dense if flat else '0'}))",
+        L = [f"    if (!({dense if flat_ok else '0'}))",
              f"        return pj_fallback({k}, args, nargs);",
              "    tb = (npy_intp *)PyMem_RawMalloc(PJ_TREE_BOUNDS(N, PJ_CHUNK) * sizeof(npy_intp));",
              "    if (tb == NULL) {",

@@ -643,9 +643,9 @@ def _whole_and_columns(x):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_o1_whole_and_long_row_sums_follow_numpys_recursion(dtype, monkeypatch):
     """Sums over all values (and rows longer than a chunk) are NumPy's pairwise recursion,
-    streamed: the kernel computes the values in the recursion's chunks of at most PJ_CHUNK
-    and adds the chunk sums as the levels above do. Bit for bit at O1, for every size class
-    around the chunk length, with no hand-back on C-order operands; other layouts (NumPy
+    streamed: the kernel computes the values in the recursion's chunks (at most PJ_CHUNK
+    values over all axes, PJ_SUM_CHUNK along rows) and adds the chunk sums as the levels
+    above do. Bit for bit at O1, for every size class around the chunk lengths, no hand-back on C-order operands; other layouts (NumPy
     sums them in another order) are handed back, with the same result."""
     backs = []
     original = cfused.group_fallback
@@ -655,7 +655,7 @@ def test_o1_whole_and_long_row_sums_follow_numpys_recursion(dtype, monkeypatch):
         return lambda *a: backs.append(str(grp)) or fn(*a)
     monkeypatch.setattr(cfused, "group_fallback", counting)
     rng = np.random.default_rng(11)
-    for n in (1, 7, 129, 16384, 16385, 32775, 1_000_003):
+    for n in (1, 7, 129, 2048, 2049, 16384, 16385, 32775, 1_000_003):
         a = (rng.standard_normal(n) * 10.0 ** rng.integers(-4, 5, n)).astype(dtype)
         got = run(_sum_of_squares, a, min_groups=1)
         assert got == _sum_of_squares(a), n

@@ -92,7 +92,7 @@ class FloatSum(Reduction):
 class ExactRowSum(Reduction):
     """sum/mean of a float row, bit-identical to NumPy's: NumPy's pairwise recursion over the
     row (csrc/kernel_support.c), added to +0.0, a mean divided in the dtype. The row loop
-    runs in chunks, the recursion's nodes of at most PJ_CHUNK values (rb, from tree_chunks):
+    runs in chunks, the recursion's nodes of at most PJ_SUM_CHUNK values (rb, tree_chunks):
     each is summed by the same recursion (pj_pairwise_*) into tsum<out>[ci], and the result
     adds those as the levels above do (tree_total_*), so no buffer is longer than a chunk.
     The values are read where the row already is (`values`: an input's row, a row buffer),
@@ -112,9 +112,11 @@ class ExactRowSum(Reduction):
     def _pairwise(self) -> str:
         return "pj_pairwise_f" if self.dtype == np.float32 else "pj_pairwise_d"
 
+    chunk = "PJ_SUM_CHUNK"
+
     def _total(self, count) -> str:
         fn = "tree_total_f" if self.dtype == np.float32 else "tree_total_d"
-        total = f"(({self.ct})0 + pj_sup->{fn}({count}, PJ_CHUNK, tsum{self.o}))"
+        total = f"(({self.ct})0 + pj_sup->{fn}({count}, {self.chunk}, tsum{self.o}))"
         return f"({total} / ({self.ct}){count})" if self.op == "mean" else total
 
     def chunk_end(self) -> list:
@@ -130,6 +132,7 @@ class ExactWholeSum(ExactRowSum):
     """sum/mean of all of a float array's values, bit-identical to NumPy's for operands in C
     order: the same recursion over all N values, whose chunks are the kernel's flat chunks
     (tb): chunk r, of n values, is summed into tsum<out>[r]."""
+    chunk = "PJ_CHUNK"
 
     def update(self):
         return [f"rs{self.o}[j] = {self.v};"] if self.row_buffer else []

@@ -821,12 +821,12 @@ class GroupKernel:
         if tree:
             L += self.tree_chunks(tree, flat_ok)
         if self.exact_rows:
-            L += ["    rb = (npy_intp *)PyMem_RawMalloc(PJ_TREE_BOUNDS(n, PJ_CHUNK) * sizeof(npy_intp));",
+            L += ["    rb = (npy_intp *)PyMem_RawMalloc(PJ_TREE_BOUNDS(n, PJ_SUM_CHUNK) * sizeof(npy_intp));",
                   "    if (rb == NULL) {",
                   "        PyErr_NoMemory();",
                   "        goto fail;",
                   "    }",
-                  "    nrc = pj_sup->tree_chunks(n, PJ_CHUNK, rb);"]
+                  "    nrc = pj_sup->tree_chunks(n, PJ_SUM_CHUNK, rb);"]
         L += self.allocate_outputs()
         whole = [r for r in g.reductions if not self.row_reduce(r)]
         for red in whole:
@@ -1002,12 +1002,14 @@ class GroupKernel:
              "{",
              "    feclearexcept(PJ_FE_ERR | FE_UNDERFLOW);"]
         row = "(flat ? PJ_CHUNK : n > 0 ? n : 1)"
-        chunk = "(flat || n > PJ_CHUNK ? PJ_CHUNK : n > 0 ? n : 1)"     # a recursion's chunk
+        chunk = "(n > PJ_SUM_CHUNK ? PJ_SUM_CHUNK : n > 0 ? n : 1)"    # a row sum's chunk
         scratch = [(f"w{r.index}", CTYPE[self.dtype(r)], "1", row) for r in self.carried] + [
             (f"gb{i}", CTYPE[self.dtype(g.inputs[i])], "!contig", row) for i in strided] + [
             (f"rs{red.out}", CTYPE[red.meta.dtype], "1", chunk)
-            for red in self.exact_rows + self.tree if self.reduction(red).row_buffer] + [
-            (f"tsum{red.out}", CTYPE[red.meta.dtype], "1", "PJ_TREE_BOUNDS(n, PJ_CHUNK)")
+            for red in self.exact_rows if self.reduction(red).row_buffer] + [
+            (f"rs{red.out}", CTYPE[red.meta.dtype], "1", "PJ_CHUNK")
+            for red in self.tree if self.reduction(red).row_buffer] + [
+            (f"tsum{red.out}", CTYPE[red.meta.dtype], "1", "PJ_TREE_BOUNDS(n, PJ_SUM_CHUNK)")
             for red in self.exact_rows]
         for buf, ct, when, size in scratch:
             L.append(f"    {ct} *{buf} = {when} ? ({ct} *)PyMem_RawMalloc({size}"
@@ -1125,6 +1127,7 @@ class GroupKernel:
 
 PAR_MIN = 1 << 16       # elements below which a kernel runs on one thread
 CHUNK = 1 << 14         # elements per chunk of the flat loop shared by threads
+SUM_CHUNK = 1 << 11     # most values per chunk of an exact row sum (its buffer stays in L1)
 
 
 def module_source(renderers: list, contract: bool, threads: int) -> str:
@@ -1135,7 +1138,7 @@ def module_source(renderers: list, contract: bool, threads: int) -> str:
     """
     parts = [CONTRACT if contract else "", PRELUDE, VECTOR_DECLS,
              f"#define PJ_THREADS {threads}\n#define PJ_PAR_MIN {PAR_MIN}\n"
-             f"#define PJ_CHUNK {CHUNK}\n"]
+             f"#define PJ_CHUNK {CHUNK}\n#define PJ_SUM_CHUNK {SUM_CHUNK}\n"]
     parts.append(HELPERS)
     slots = numpy_loop_slots(renderers)
     parts.append(NUMPY_LOOPS.replace("@NSLOTS@", str(max(len(slots), 1))))

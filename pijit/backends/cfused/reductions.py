@@ -97,6 +97,7 @@ class ExactRowSum(Reduction):
     adds those as the levels above do (tree_total_*), so no buffer is longer than a chunk.
     The values are read where the row already is (`values`: an input's row, a row buffer),
     else kept in rs<out> first."""
+    chunk = "PJ_SUM_CHUNK"      # the recursion's chunks: at most this many values
 
     def __init__(self, node, op, value, ctype, const, values: str | None = None):
         super().__init__(node, op, value, ctype, const, exact=True)
@@ -111,8 +112,6 @@ class ExactRowSum(Reduction):
 
     def _pairwise(self) -> str:
         return "pj_pairwise_f" if self.dtype == np.float32 else "pj_pairwise_d"
-
-    chunk = "PJ_SUM_CHUNK"
 
     def _total(self, count) -> str:
         fn = "tree_total_f" if self.dtype == np.float32 else "tree_total_d"

@@ -684,6 +684,58 @@ def test_o1_whole_and_long_row_sums_follow_numpys_recursion(dtype, monkeypatch):
     assert backs == []
 
 
+def _two_alike(x, y, z):
+    a = x / y + 1.0                 # a group
+    s = np.sort(a)                  # (not fused: the next group is another one)
+    return s / z + 1.0              # a group rendered alike: the same body, its own fallback
+
+
+def test_groups_rendered_alike_share_one_body_and_keep_their_fallbacks(caplog):
+    """Groups whose C is the same up to the names of locals (an unrolled loop's) are
+    compiled once; each still hands back to its own NumPy fallback, so a warning names the
+    line of the group that raised it."""
+    from pijit.backends.cfused import render
+    prelude = "\n".join([render.PRELUDE, render.VECTOR_DECLS, render.HELPERS,
+                         render.NUMPY_LOOPS, render.FALLBACK, render.MODULE])
+    assert not render._LOCALS.search(prelude)       # renaming touches locals only
+    x, y = np.linspace(1, 2, 50), np.linspace(2, 3, 50)
+    z = np.linspace(-1, 1, 50)
+    z[25] = 0.0
+    jitted = pijit.jit(_two_alike)
+    pijit.reset(jitted)
+    with caplog.at_level(logging.DEBUG, logger="pijit.kernels"), \
+            warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        result = jitted(x, y, z)
+    source = "\n".join(r.getMessage() for r in caplog.records if "C source" in r.getMessage())
+    assert source.count("(int gk, PyObject *const *args") == 1
+    assert "return pj_body0(0, args, nargs)" in source and \
+        "return pj_body0(1, args, nargs)" in source
+    with warnings.catch_warnings(record=True) as want:
+        warnings.simplefilter("always")
+        expected = _two_alike(x, y, z)
+    np.testing.assert_array_equal(result, expected, strict=True)
+    assert [(w.category, w.lineno) for w in got] == [(w.category, w.lineno) for w in want]
+    assert got[0].lineno == _two_alike.__code__.co_firstlineno + 3
+
+
+def test_unrolled_loop_compiles_one_body(caplog):
+    def steps(u):
+        for _ in range(8):
+            u = np.concatenate((u[:1], u[1:-1] + 0.25 * (u[2:] - 2.0 * u[1:-1] + u[:-2]),
+                                u[-1:]))
+        return u
+    u = np.linspace(0.0, 1.0, 40) ** 2
+    jitted = pijit.jit(steps)
+    with caplog.at_level(logging.DEBUG, logger="pijit.kernels"):
+        got = jitted(u)
+    assert any("8 fused group(s)" in r.getMessage() for r in caplog.records)
+    source = "\n".join(r.getMessage() for r in caplog.records if "C source" in r.getMessage())
+    assert source.count("(int gk, PyObject *const *args") == 1
+    assert all(f"return pj_body0({k}, args, nargs)" in source for k in range(8))
+    np.testing.assert_array_equal(got, steps(u), strict=True)
+
+
 def test_kernel_module_without_its_support_table_falls_back_to_numpy(monkeypatch, caplog):
     """A kernel module's init takes the routines it shares from pijit._eval_frame; without
     them the module does not load (never a call through a NULL table): NumPy runs the graph."""

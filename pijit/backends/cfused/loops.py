@@ -74,15 +74,14 @@ class LoopKernel(render.GroupKernel):
         return super().name(ref)
 
     def prologue(self) -> list:
-        k = self.grp.id
         L = ["    long long r0, r1, r2;",
              "    if (nargs < 3 || pj_int(args[0], &r0) < 0 || pj_int(args[1], &r1) < 0",
              "            || pj_int(args[2], &r2) < 0 || r2 == 0)",
-             f"        return pj_fallback({k}, args, nargs);",
+             "        return pj_fallback(gk, args, nargs);",
              "    const long long trip = r2 > 0 ? (r1 > r0 ? (r1 - r0 + r2 - 1) / r2 : 0)",
              "                                  : (r0 > r1 ? (r0 - r1 - r2 - 1) / -r2 : 0);",
              "    if (trip <= 0)     /* the loop node returns its initial values themselves */",
-             f"        return pj_fallback({k}, args, nargs);"]
+             "        return pj_fallback(gk, args, nargs);"]
         return L + super().prologue()
 
     def loop(self, t: int) -> list:

@@ -25,6 +25,7 @@ clip/max/min; transcendentals through libmvec; sums by pairwise summation over b
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -795,12 +796,12 @@ class GroupKernel:
         return ndim, dims + ["1"] * (ndim - len(dims))
 
     def function(self) -> str:
-        g, k = self.grp, self.grp.id
-        L = [f"/* {g} */",
-             "static PyObject *",
-             f"pj_g{k}(PyObject *self, PyObject *const *args, Py_ssize_t nargs)",
+        """The kernel's body, pj_body(gk, args, nargs) (gk: the group whose NumPy fallback
+        it calls); module_source names it and emits it once for groups rendered alike."""
+        g = self.grp
+        L = ["static PyObject *",
+             "pj_body(int gk, PyObject *const *args, Py_ssize_t nargs)",
              "{",
-             "    (void)self;",
              f"    PyObject *out[{len(g.outputs)}] = {{NULL}};",
              "    int fperr = 0, oom = 0;"]
         cols = [r for r in g.reductions if self.cols_axes(r) is not None]
@@ -851,12 +852,12 @@ class GroupKernel:
         (kernel_support.h). Only for dense C-order operands in a group that runs flat: NumPy
         sums other layouts in other orders, and a group with column reductions or operands
         broadcast along rows runs row by row; those calls are handed back."""
-        k, ndi = self.grp.id, self.ndi
+        ndi = self.ndi
         full = [i for i in self.arrays if self.kinds[i] == "full"]
         dense = " && ".join([f"pj_dense(st{i}, shape, {ndi}, {self.dtype(self.grp.inputs[i]).itemsize})"
                              for i in full] or ["1"])
         L = [f"    if (!({dense if flat_ok else '0'}))",
-             f"        return pj_fallback({k}, args, nargs);",
+             "        return pj_fallback(gk, args, nargs);",
              "    tb = (npy_intp *)PyMem_RawMalloc(PJ_TREE_BOUNDS(N, PJ_CHUNK) * sizeof(npy_intp));",
              "    if (tb == NULL) {",
              "        PyErr_NoMemory();",
@@ -875,9 +876,9 @@ class GroupKernel:
     def prologue(self) -> list:
         """Read the arguments (a kernel that cannot take them calls the NumPy fallback),
         broadcast their shapes and strides."""
-        g, k, ndi = self.grp, self.grp.id, self.ndi
+        g, ndi = self.grp, self.ndi
         L = [f"    if (nargs != {self.nargs})",
-             f"        return pj_fallback({k}, args, nargs);",
+             "        return pj_fallback(gk, args, nargs);",
              f"    npy_intp shape[{ndi}];",
              f"    for (int d = 0; d < {ndi}; d++)",
              "        shape[d] = 1;"]
@@ -890,11 +891,11 @@ class GroupKernel:
                     "double", "pj_double")
                 L += [f"    {ty} d{i};",
                       f"    if ({parse}(args[{pos}], &d{i}) < 0)",
-                      f"        return pj_fallback({k}, args, nargs);"]
+                      "        return pj_fallback(gk, args, nargs);"]
             else:
                 L += [f"    PyArrayObject *a{i} = pj_array(args[{pos}], {NPYTYPE[m.dtype]}, {ndi});",
                       f"    if (a{i} == NULL || pj_bcast(a{i}, shape, {ndi}) < 0)",
-                      f"        return pj_fallback({k}, args, nargs);"]
+                      "        return pj_fallback(gk, args, nargs);"]
         for i in self.arrays:
             L.append(f"    npy_intp st{i}[{ndi}];")
             L.append(f"    pj_strides(a{i}, shape, {ndi}, st{i});")
@@ -913,7 +914,7 @@ class GroupKernel:
                           f"        pj_perm(a{i}, perm, {ndi});",
                           f"        for (int d = 0; d < {ndi}; d++)",
                           "            if (perm[d] != d)",
-                          f"                return pj_fallback({k}, args, nargs);",
+                          "                return pj_fallback(gk, args, nargs);",
                           "    }"]
         L += ["    npy_intp N = 1, rows = 1;",
               f"    for (int d = 0; d < {ndi}; d++)",
@@ -935,7 +936,7 @@ class GroupKernel:
         order-dependent op after the kernel sees what it would see in NumPy). Inputs with
         different orders, or a per-row input that varies along the new inner axis, go to
         NumPy."""
-        k, nd, p = self.grp.id, self.nd, self.proto
+        nd, p = self.nd, self.proto
         L = [f"    int perm[{nd}];",
              f"    pj_perm(a{p}, perm, {nd});"]
         for i in self.arrays:
@@ -944,14 +945,14 @@ class GroupKernel:
                       f"        int other[{nd}];",
                       f"        pj_perm(a{i}, other, {nd});",
                       "        if (memcmp(other, perm, sizeof(perm)) != 0)",
-                      f"            return pj_fallback({k}, args, nargs);",
+                      "            return pj_fallback(gk, args, nargs);",
                       "    }"]
         L.append(f"    pj_permute(shape, perm, {nd});")
         for i in self.arrays:
             L.append(f"    pj_permute(st{i}, perm, {nd});")
             if self.kinds[i] == "inner":
                 L += [f"    if (st{i}[{nd} - 1] != 0)",
-                      f"        return pj_fallback({k}, args, nargs);"]
+                      "        return pj_fallback(gk, args, nargs);"]
         return L
 
     def allocate_outputs(self) -> list:
@@ -1088,7 +1089,7 @@ class GroupKernel:
         return L
 
     def epilogue(self, cols) -> list:
-        g, k, nout = self.grp, self.grp.id, len(self.grp.outputs)
+        g, nout = self.grp, len(self.grp.outputs)
         free = [f"    PyMem_RawFree(ac{red.out});" for red in cols] + [
             f"    PyMem_RawFree(tsum{red.out});" for red in self.tree] + (
             ["    PyMem_RawFree(tb);"] if self.tree else []) + (
@@ -1103,7 +1104,7 @@ class GroupKernel:
              "    if ((fperr & 1) || ((fperr & 2) && pj_underflow_reported())) {",
              f"        for (int j = 0; j < {nout}; j++)",
              "            Py_CLEAR(out[j]);",
-             f"        return pj_fallback({k}, args, nargs);",
+             "        return pj_fallback(gk, args, nargs);",
              "    }"]
         for j, ref in enumerate(g.outputs):
             if not self.graph.meta(ref).is_array:
@@ -1131,7 +1132,9 @@ SUM_CHUNK = 1 << 11     # most values per chunk of an exact row sum (its buffer 
 
 
 def module_source(renderers: list, contract: bool, threads: int) -> str:
-    """One C module with a function g<id> per renderer (a GroupKernel or a subclass).
+    """One C module with a function g<id> per renderer (a GroupKernel or a subclass), each
+    calling its body; a body is emitted once for groups whose C is the same (the groups of
+    an unrolled loop: each copy cost gcc its full time).
 
     contract: let gcc fuse a*b+c into one FMA (one rounding instead of two: O2 only).
     threads: OpenMP threads for big loops (compiled with -fopenmp when > 1).
@@ -1144,13 +1147,44 @@ def module_source(renderers: list, contract: bool, threads: int) -> str:
     parts.append(NUMPY_LOOPS.replace("@NSLOTS@", str(max(len(slots), 1))))
     parts.append(f"static PyObject *pj_fallbacks[{max(len(renderers), 1)}];\n")
     parts.append(FALLBACK)
+    bodies = {}         # canonical body text -> its name: groups rendered alike share one
     for r in renderers:
-        parts.append(r.function())
+        text = r.function()
+        key = _canonical(text)
+        name = bodies.get(key)
+        if name is None:
+            name = bodies[key] = f"pj_body{r.grp.id}"
+            parts.append(text.replace("pj_body(", f"{name}(", 1))
+        parts.append(f"/* {r.grp} */\n"
+                     f"static PyObject *\n"
+                     f"pj_g{r.grp.id}(PyObject *self, PyObject *const *args, Py_ssize_t nargs)\n"
+                     f"{{\n    (void)self;\n    return {name}({r.grp.id}, args, nargs);\n}}\n")
     methods = "".join(
         f'    {{"g{r.grp.id}", (PyCFunction)(void (*)(void))pj_g{r.grp.id}, METH_FASTCALL, '
         f'NULL}},\n' for r in renderers)
     parts.append(MODULE.replace("@METHODS@", methods).replace("@NGROUPS@", str(len(renderers))))
     return "\n".join(parts)
+
+
+# The kernels' numbered locals (v<value>, w<value>, x<input>, q<output>, ...: the prefixes the
+# renderers number; no global of the module is named so, which test_cfused checks).
+_LOCALS = re.compile(r"\b(M|a|ab|ac|b|bk|bm|bz|c|co|d|gb|i|m|mq|o|oshape|p|pw|q|r|rs|s|st|"
+                     r"tsum|v|w|x|z)(\d+)\b")
+
+
+def _canonical(text: str) -> str:
+    """A body with its numbered locals renumbered per prefix in order of first appearance:
+    two bodies with the same canonical text are the same C up to the names of their locals."""
+    names, count = {}, {}
+
+    def rename(m):
+        token = m.group(0)
+        if token not in names:
+            prefix = m.group(1)
+            names[token] = f"{prefix}@{count.get(prefix, 0)}"
+            count[prefix] = count.get(prefix, 0) + 1
+        return names[token]
+    return _LOCALS.sub(rename, text)
 
 
 def numpy_loop_slots(renderers: list) -> list:

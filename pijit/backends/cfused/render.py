@@ -657,11 +657,7 @@ class GroupKernel:
         acc, init = self.cols_acc(red)
         kept = " * ".join(f"shape[{d}]" for d in range(self.nd) if d not in axes)
         return [f"M{o} = {kept or '1'};",
-                f"ac{o} = ({acc} *)PyMem_RawMalloc((M{o} > 0 ? M{o} : 1) * sizeof({acc}));",
-                f"if (ac{o} == NULL) {{",
-                "    PyErr_NoMemory();",
-                "    goto fail;",
-                "}",
+                *heap_array(f"ac{o}", acc, f"(M{o} > 0 ? M{o} : 1)"),
                 f"for (npy_intp k = 0; k < M{o}; k++)",
                 f"    ac{o}[k] = {init};"]
 
@@ -822,12 +818,8 @@ class GroupKernel:
         if tree:
             L += self.tree_chunks(tree, flat_ok)
         if self.exact_rows:
-            L += ["    rb = (npy_intp *)PyMem_RawMalloc(PJ_TREE_BOUNDS(n, PJ_SUM_CHUNK) * sizeof(npy_intp));",
-                  "    if (rb == NULL) {",
-                  "        PyErr_NoMemory();",
-                  "        goto fail;",
-                  "    }",
-                  "    nrc = pj_sup->tree_chunks(n, PJ_SUM_CHUNK, rb);"]
+            L += ["    " + s for s in heap_array("rb", "npy_intp", "PJ_TREE_BOUNDS(n, PJ_SUM_CHUNK)")]
+            L.append("    nrc = pj_sup->tree_chunks(n, PJ_SUM_CHUNK, rb);")
         L += self.allocate_outputs()
         whole = [r for r in g.reductions if not self.row_reduce(r)]
         for red in whole:
@@ -852,26 +844,19 @@ class GroupKernel:
         (kernel_support.h). Only for dense C-order operands in a group that runs flat: NumPy
         sums other layouts in other orders, and a group with column reductions or operands
         broadcast along rows runs row by row; those calls are handed back."""
-        ndi = self.ndi
-        full = [i for i in self.arrays if self.kinds[i] == "full"]
-        dense = " && ".join([f"pj_dense(st{i}, shape, {ndi}, {self.dtype(self.grp.inputs[i]).itemsize})"
-                             for i in full] or ["1"])
-        L = [f"    if (!({dense if flat_ok else '0'}))",
-             "        return pj_fallback(gk, args, nargs);",
-             "    tb = (npy_intp *)PyMem_RawMalloc(PJ_TREE_BOUNDS(N, PJ_CHUNK) * sizeof(npy_intp));",
-             "    if (tb == NULL) {",
-             "        PyErr_NoMemory();",
-             "        goto fail;",
-             "    }",
-             "    ntb = pj_sup->tree_chunks(N, PJ_CHUNK, tb);"]
+        L = [f"if (!({self.dense() if flat_ok else '0'}))",
+             "    return pj_fallback(gk, args, nargs);",
+             *heap_array("tb", "npy_intp", "PJ_TREE_BOUNDS(N, PJ_CHUNK)"),
+             "ntb = pj_sup->tree_chunks(N, PJ_CHUNK, tb);"]
         for red in tree:
-            ct = CTYPE[red.meta.dtype]
-            L += [f"    tsum{red.out} = ({ct} *)PyMem_RawMalloc(ntb * sizeof({ct}));",
-                  f"    if (tsum{red.out} == NULL) {{",
-                  "        PyErr_NoMemory();",
-                  "        goto fail;",
-                  "    }"]
-        return L
+            L += heap_array(f"tsum{red.out}", CTYPE[red.meta.dtype], "ntb")
+        return ["    " + s for s in L]
+
+    def dense(self) -> str:
+        """C test: every full-shape input is dense in C order (the flat path's condition)."""
+        return " && ".join([f"pj_dense(st{i}, shape, {self.ndi}, "
+                            f"{self.dtype(self.grp.inputs[i]).itemsize})"
+                            for i in self.arrays if self.kinds[i] == "full"] or ["1"])
 
     def prologue(self) -> list:
         """Read the arguments (a kernel that cannot take them calls the NumPy fallback),
@@ -988,13 +973,11 @@ class GroupKernel:
         (each copy of a vectorized loop costs gcc about 60 ms)."""
         g, ndi = self.grp, self.ndi
         strided = [i for i in self.arrays if self.kinds[i] in ("full", "other")]
-        dense = " && ".join([f"pj_dense(st{i}, shape, {ndi}, {self.dtype(g.inputs[i]).itemsize})"
-                             for i in self.arrays if self.kinds[i] == "full"] or ["1"])
         contig = " && ".join([f"(n <= 1 || st{i}[{ndi} - 1] == (npy_intp)sizeof({CTYPE[self.dtype(g.inputs[i])]}))"
                               for i in strided] or ["1"])
         tree = bool(self.tree) and flat_ok
         chunks = "ntb" if tree else "(N + PJ_CHUNK - 1) / PJ_CHUNK"
-        L = [f"const int flat = {dense if flat_ok else '0'};",
+        L = [f"const int flat = {self.dense() if flat_ok else '0'};",
              f"const npy_intp nrows = flat ? {chunks} : rows, nrow = n;",
              "(void)nrow;",
              f"const int contig = flat || ({contig});",
@@ -1124,6 +1107,16 @@ class GroupKernel:
                     "        Py_XDECREF(out[j]);",
                     "    return NULL;",
                     "}"]
+
+
+def heap_array(var: str, ctype: str, count: str) -> list:
+    """C lines allocating `count` ctype values into var, or failing the call with MemoryError
+    (fail: frees what the function allocated)."""
+    return [f"{var} = ({ctype} *)PyMem_RawMalloc({count} * sizeof({ctype}));",
+            f"if ({var} == NULL) {{",
+            "    PyErr_NoMemory();",
+            "    goto fail;",
+            "}"]
 
 
 PAR_MIN = 1 << 16       # elements below which a kernel runs on one thread

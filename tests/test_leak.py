@@ -212,3 +212,38 @@ def test_kernels_do_not_leak():
     assert after_refs == before_refs
     assert after_rss - before_rss < RSS_LIMIT, f"RSS grew by {(after_rss - before_rss) / MB:.1f} MB"
     assert pijit.stats(f)["compile_count"] == 1
+
+
+def _scaled_sum(x):
+    return (x * 0.5).sum(axis=-1)
+
+
+def test_kernel_support_capsule_and_module_inits_do_not_leak(tmp_path, monkeypatch):
+    """pijit._eval_frame.kernel_support() makes a new capsule of a static table each call;
+    a kernel module's init (run by every load) takes it and drops its references: neither
+    leaks."""
+    import glob
+    from pijit import eval_frame
+    from pijit.backends.cfused import build
+    ef = sys.modules["pijit._eval_frame"]
+    assert "pijit.kernel_support.v2" in repr(eval_frame.kernel_support())
+    monkeypatch.setenv("PIJIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(build, "_loaded", {})
+    f = pijit.jit(_scaled_sum)
+    pijit.reset(f)
+    f(np.ones((3, 4)))
+    (path,) = glob.glob(str(tmp_path / "_pijit_k_*.so"))
+    name = os.path.basename(path)[:-3]
+    for _ in range(1_000):
+        eval_frame.kernel_support()
+        build._load(path, name)
+    before_refs = refcounts(ef)
+    before_rss = rss()
+    for _ in range(200_000):
+        eval_frame.kernel_support()
+    for _ in range(20_000):
+        build._load(path, name)
+    after_rss = rss()
+    after_refs = refcounts(ef)
+    assert after_refs == before_refs
+    assert after_rss - before_rss < RSS_LIMIT, f"RSS grew by {(after_rss - before_rss) / MB:.1f} MB"

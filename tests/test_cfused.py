@@ -356,6 +356,55 @@ def test_row_values_as_outputs_and_nan_rows():
     run(norm_stats, x, rtol=1e-11, atol=1e-12, groups=1, level="O2")
 
 
+def _source(caplog, fn, *args, level):
+    """The C source of fn's kernel module, rendered anew."""
+    jitted = pijit.jit(fn, jit_config={"jit_level": level})
+    pijit.reset(jitted)
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="pijit.kernels"):
+        jitted(*args)
+    return "\n".join(r.getMessage() for r in caplog.records if "C source" in r.getMessage())
+
+
+def _normalize(x):          # loop 0 reduces a value it computes (x * x), read by no later loop
+    return x / np.sqrt((x * x).sum(axis=-1, keepdims=True))
+
+
+def _scaled_max(x, g):      # loop 0 reads a row broadcast to every row (g)
+    return x - (x * g).max(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_last_loop_reduces_the_next_row_ahead(level, caplog):
+    """The last loop of row r also runs loop 0 of row r + 1 (its row max or sums), which row
+    r + 1 then takes instead of reading its row once more. Rows with NaN, -inf, a zero max
+    (which O1 hands to NumPy) right after ordinary rows; 3-d rows; one row, no row, empty
+    rows; strided rows (read once more instead); integers."""
+    x = rng.standard_normal((12, 70))
+    x[3, 5] = np.nan
+    x[5] = -np.inf
+    x[7] = -np.abs(x[7])
+    x[7, 9] = 0.0
+    x[8, :] = 0.0
+    g = rng.standard_normal(70)
+    exact = level == "O1"
+    cases = [(_softmax, (x,)), (_softmax, (x.astype(np.float32),)),
+             (_softmax, (x.reshape(3, 4, 70),)), (_softmax, (x[:1],)), (_softmax, (x[:0],)),
+             (_softmax, (x[:, ::3],)), (_scaled_max, (x, g)),
+             (lambda a: a - a.max(axis=-1, keepdims=True), (rng.integers(-99, 99, (9, 40)),)),
+             (lambda a: a * 3 - a.sum(axis=-1, keepdims=True), (np.zeros((4, 0), np.int64),))]
+    if not exact:           # (exact float sums are NumPy's pairwise, read in place)
+        cases += [(_normalize, (x[9:] + 3.0,)), (_layernorm, (x[9:], g, g * 0.5))]
+    with np.errstate(invalid="ignore"):
+        for fn, args in cases:
+            run(fn, *args, rtol=0.0 if exact else 1e-5, atol=0.0 if exact else 1e-6,
+                level=level, groups=1)
+        for fn, args in [(_softmax, (x,)), (_scaled_max, (x, g))] + (
+                [] if exact else [(_normalize, (x[9:] + 3.0,))]):
+            assert "ahead_r = ahead ? r + 1 : -1;" in _source(caplog, fn, *args, level=level)
+    assert "ahead_r" not in _source(caplog, lambda a: a * 2.0 + 1.0, x, level=level)
+
+
 def test_logsumexp_rows():
     def lse(x):
         m = x.max(axis=-1, keepdims=True)
@@ -472,7 +521,7 @@ def test_results_do_not_depend_on_the_thread_count(level):
     cases = [(lambda a, b: a * b + a - 0.5, (x, y)), (lambda a, b: a * b + a - 0.5, (x.T, y.T)),
              (lambda a: (a > 0.1).sum(axis=-1) + (a * 3).argmax(axis=-1), (x,)),
              (lambda a: (a * 2).max(), (x,)), (_layernorm, (x, x[0].copy(), x[1].copy())),
-             (_softmax, (y[:, ::2],)),
+             (_softmax, (y[:, ::2],)), (_softmax, (y,)),
              # NumPy's loops (O1) or libmvec (O2) per row, and per flat chunk
              (lambda a: np.tanh(a * 0.5) + np.exp(-a * a), (x,)),
              (lambda a: np.tanh(a * 0.5) + np.exp(-a * a), (x.ravel(),))]

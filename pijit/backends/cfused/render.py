@@ -729,7 +729,12 @@ class GroupKernel:
         the next row while it writes this one: 10-17% off float32 softmax and layernorm here,
         whose loops otherwise stream memory one at a time). Loop 0 must only reduce what it
         reads (row max/min and sums kept in variables: nothing written, no buffer, no value
-        per row read) and the last loop must not reduce."""
+        per row read) and the last loop must not reduce.
+
+        A row whose loop 0 ran ahead may differ in the last bits from one whose loop 0 ran
+        alone (an O2 float sum adds in the order of its loop's vector lanes). So which rows run
+        it alone is fixed: rows r % PJ_AHEAD_ROWS == 0, and threads take PJ_AHEAD_ROWS rows
+        at a time, so results do not depend on the thread count."""
         last = self.loops - 1
         if whole or flat_ok or last < 1 or not self.reds[0] or not self.full[last] or \
                 self.reds[last] or self.numpy_calls[0] or self.row_nodes[0]:
@@ -765,7 +770,7 @@ class GroupKernel:
         otherwise bn<i> is this row, read again harmlessly)."""
         ndi, ins = self.ndi, self.used_in(0)[0]
         L = [f"const char *bn{i} = b{i};" for i in ins]
-        L += ["const int ahead = contig && r + 1 < nrows;",
+        L += ["const int ahead = contig && r + 1 < nrows && (r + 1) % PJ_AHEAD_ROWS != 0;",
               "if (ahead) {",
               f"    npy_intp idxn[{ndi}];",
               "    npy_intp restn = r + 1;",
@@ -1085,7 +1090,7 @@ class GroupKernel:
         if ahead:
             L += ["    npy_intp ahead_r = -1;",
                   *[f"    {CTYPE[red.meta.dtype]} nv{red.out} = 0;" for red in self.reds[0]]]
-        L += ["    #pragma omp for schedule(static)",
+        L += [f"    #pragma omp for schedule(static{', PJ_AHEAD_ROWS' if ahead else ''})",
               "    for (npy_intp r = 0; r < nrows; r++) {"]
         R = [f"if ({'oom' if scratch else '0'})", "    continue;"]
         if flat_ok and tree:
@@ -1212,6 +1217,7 @@ def heap_array(var: str, ctype: str, count: str) -> list:
 PAR_MIN = 1 << 16       # elements below which a kernel runs on one thread
 CHUNK = 1 << 14         # elements per chunk of the flat loop shared by threads
 SUM_CHUNK = 1 << 11     # most values per chunk of an exact row sum (its buffer stays in L1)
+AHEAD_ROWS = 64         # rows per thread's share of a lookahead kernel (GroupKernel.lookahead)
 
 
 def module_source(renderers: list, contract: bool, threads: int) -> str:
@@ -1224,7 +1230,8 @@ def module_source(renderers: list, contract: bool, threads: int) -> str:
     """
     parts = [CONTRACT if contract else "", PRELUDE, VECTOR_DECLS,
              f"#define PJ_THREADS {threads}\n#define PJ_PAR_MIN {PAR_MIN}\n"
-             f"#define PJ_CHUNK {CHUNK}\n#define PJ_SUM_CHUNK {SUM_CHUNK}\n"]
+             f"#define PJ_CHUNK {CHUNK}\n#define PJ_SUM_CHUNK {SUM_CHUNK}\n"
+             f"#define PJ_AHEAD_ROWS {AHEAD_ROWS}\n"]
     parts.append(HELPERS)
     slots = numpy_loop_slots(renderers)
     parts.append(NUMPY_LOOPS.replace("@NSLOTS@", str(max(len(slots), 1))))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -21,6 +22,7 @@ import pytest
 import pijit
 from pijit.backends import cfused
 from pijit.backends.cfused import build
+from pijit.graph import fuse
 
 F64_ULP8 = 8 * np.finfo(np.float64).eps
 F32_ULP8 = 8 * np.finfo(np.float32).eps
@@ -403,6 +405,35 @@ def test_last_loop_reduces_the_next_row_ahead(level, caplog):
                 [] if exact else [(_normalize, (x[9:] + 3.0,))]):
             assert "ahead_r = ahead ? r + 1 : -1;" in _source(caplog, fn, *args, level=level)
     assert "ahead_r" not in _source(caplog, lambda a: a * 2.0 + 1.0, x, level=level)
+
+
+@pytest.mark.skipif(not fuse.LIBMVEC_235 <= fuse.INEXACT, reason="glibc older than 2.35")
+def test_o2_vectorizes_glibc_235_math_and_logaddexp(caplog):
+    """O2 computes log1p, arctan2, hypot, ... by libmvec and logaddexp by NumPy's formula
+    over vector exp and log1p (no NumPy loop in the kernel); O1 calls NumPy's loops (exact)."""
+    z = rng.uniform(-30, 30, 5000)
+    z[:50] = z[50:100]
+    y = (rng.random(5000) < 0.5).astype(np.float64)
+
+    def loss(z, y):
+        return np.mean(np.logaddexp(0.0, z) - y * z), np.logaddexp2(z, y * 3.0)
+
+    def mix(a, b):
+        return np.log1p(np.abs(a)) * np.arctan2(a, b) + np.hypot(a, b) - np.expm1(b * 0.1)
+    calls = re.compile(r"pj_ufunc[12]\(\d")
+    for fn, args, groups in ((loss, (z, y), 2), (mix, (z, y), 1)):
+        run(fn, *args, level="O2", rtol=1e-13, atol=1e-13, groups=groups)
+        assert not calls.search(_source(caplog, fn, *args, level="O2"))
+        run(fn, *args, groups=groups)                     # O1: bit for bit
+        assert calls.search(_source(caplog, fn, *args, level="O1"))
+    for dtype in (np.float32, np.float64):            # NaN: invalid, as NumPy warns
+        a = np.array([np.nan, 1.0, -np.inf, np.inf, 2.0] * 4, dtype)
+        b = np.array([1.0, np.nan, -np.inf, np.inf, 2.0] * 4, dtype)
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            out = run(lambda u, v: np.logaddexp(u, v) * 2.0, a, b, level="O2", groups=1)
+        assert any("invalid value encountered in logaddexp" in str(w.message) for w in got)
+        assert np.isnan(out[:2]).all() and out[2] == -np.inf and out[3] == np.inf
 
 
 def test_logsumexp_rows():

@@ -15,6 +15,7 @@ indexing and matmul in between do not.
 from __future__ import annotations
 
 import builtins
+import ctypes
 import heapq
 import operator
 from dataclasses import dataclass, field
@@ -58,18 +59,33 @@ for _fns, _op, _n in [
         _EW[id(_f)] = (_op, _n)
 COMPARE = frozenset(("lt", "le", "gt", "ge", "eq", "ne"))
 BITWISE = frozenset(("and", "or", "xor", "invert"))
-# Ops whose C results may differ from NumPy's in the last bits (libmvec: <= 4 ulp).
-INEXACT = frozenset(("exp", "log", "sin", "cos", "tanh"))
+
+
+def _libmvec_235() -> bool:
+    """Whether glibc's libmvec has the vector math added in glibc 2.35 (log1p, atan2, ...)."""
+    try:
+        lib = ctypes.CDLL("libmvec.so.1")
+    except OSError:
+        return False
+    return all(hasattr(lib, f) for f in ("_ZGVbN2v_log1p", "_ZGVbN2vv_atan2", "_ZGVbN4v_cbrtf"))
+
+
+# Ops libmvec vectorizes since glibc 2.35, and logaddexp/logaddexp2 (NumPy's formulas over
+# exp/exp2 and log1p); without them kernels call NumPy's loops for these at every level.
+LIBMVEC_235 = frozenset(("expm1", "log1p", "log2", "log10", "exp2", "sinh", "cosh", "tan",
+                         "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "cbrt",
+                         "arctan2", "hypot", "logaddexp", "logaddexp2"))
+_VECTOR_235 = LIBMVEC_235 if _libmvec_235() else frozenset()
+# Ops whose C results may differ from NumPy's in the last bits (libmvec: <= 4 ulp): O2 only.
+INEXACT = frozenset(("exp", "log", "sin", "cos", "tanh")) | _VECTOR_235
 # Float ops kernels compute only by calling NumPy's own loops, at every level (bit-identical;
 # no C rendering).
-NUMPY_ONLY = frozenset(("expm1", "log1p", "log2", "log10", "exp2", "sinh", "cosh", "tan",
-                        "arcsin", "arccos", "arctan", "arcsinh", "arccosh", "arctanh", "cbrt",
-                        "logaddexp", "logaddexp2", "arctan2", "hypot"))
+NUMPY_ONLY = LIBMVEC_235 - _VECTOR_235
 # The ops a kernel computes, by the kind of the result's dtype (where, astype and the
 # comparisons take any dtype).
 FLOAT_OPS = frozenset(("add", "sub", "mul", "div", "neg", "pos", "exp", "log", "sqrt", "sin",
                        "cos", "tanh", "abs", "square", "maximum", "minimum", "clip", "pow",
-                       "power")) | NUMPY_ONLY
+                       "power")) | LIBMVEC_235
 INT_OPS = frozenset(("add", "sub", "mul", "neg", "pos", "abs", "square", "maximum",
                      "minimum", "clip", "pow", "power")) | BITWISE
 BOOL_OPS = frozenset(("maximum", "minimum")) | BITWISE

@@ -24,7 +24,7 @@ from pijit.backends.cfused import build, loops, render
 from pijit.graph.cse import cse
 from pijit.graph.dce import dce
 from pijit.graph.simplify import simplify
-from pijit.graph.fuse import NUMPY_ONLY, FusionGroup, find_groups, schedule
+from pijit.graph.fuse import INEXACT, NUMPY_ONLY, FusionGroup, find_groups, schedule
 from pijit.graph.ir import Graph, Meta, Node, Ref
 
 log = logging.getLogger("pijit.kernels")
@@ -94,7 +94,7 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
 
 _NUMPY_LOOP_UFUNCS = {"exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos,
                       "tanh": np.tanh, "pow": np.power, "power": np.power,
-                      **{op: getattr(np, op) for op in NUMPY_ONLY}}
+                      **{op: getattr(np, op) for op in NUMPY_ONLY | INEXACT}}
 
 
 @functools.lru_cache(maxsize=None)

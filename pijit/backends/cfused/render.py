@@ -42,10 +42,16 @@ _TYPES = [(np.float32, "float", "NPY_FLOAT"), (np.float64, "double", "NPY_DOUBLE
 CTYPE = {np.dtype(t): c for t, c, _ in _TYPES}
 NPYTYPE = {np.dtype(t): n for t, _, n in _TYPES}
 
-# Math functions vectorized through libmvec when declared `omp declare simd`.
-VECTOR_MATH = ("exp", "log", "sin", "cos", "tanh", "pow")
+# Math functions vectorized through libmvec when declared `omp declare simd` (those of
+# fuse.LIBMVEC_235 are used only where libmvec has them).
 _MATH = {"exp": "exp", "log": "log", "sqrt": "sqrt", "sin": "sin", "cos": "cos",
-         "tanh": "tanh", "abs": "fabs"}
+         "tanh": "tanh", "abs": "fabs", "expm1": "expm1", "log1p": "log1p", "log2": "log2",
+         "log10": "log10", "exp2": "exp2", "sinh": "sinh", "cosh": "cosh", "tan": "tan",
+         "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arcsinh": "asinh",
+         "arccosh": "acosh", "arctanh": "atanh", "cbrt": "cbrt"}
+_MATH2 = {"arctan2": "atan2", "hypot": "hypot"}
+VECTOR_MATH = tuple(f for op, f in _MATH.items() if op not in ("sqrt", "abs"))
+VECTOR_MATH2 = ("pow", *_MATH2.values())
 # C's < <= > >= on floats raise FE_INVALID on NaN: float orderings go through PJ_QCMP (compare()).
 _BINOP = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=", "gt": ">",
           "ge": ">=", "eq": "==", "ne": "!="}
@@ -64,8 +70,9 @@ PRELUDE = r"""
 """
 
 VECTOR_DECLS = "".join(
-    f"#pragma omp declare simd notinbranch\nextern {t} {f}{s}({t}{', ' + t if f == 'pow' else ''});\n"
-    for f in VECTOR_MATH for t, s in (("double", ""), ("float", "f")))
+    f"#pragma omp declare simd notinbranch\n"
+    f"extern {t} {f}{s}({t}{', ' + t if f in VECTOR_MATH2 else ''});\n"
+    for f in VECTOR_MATH + VECTOR_MATH2 for t, s in (("double", ""), ("float", "f")))
 
 HELPERS = r"""
 /* Argument checks run once per call and per input: out of line, they cost a call each but
@@ -422,6 +429,10 @@ class GroupKernel:
             return f"(-{self.arg(a[0], t)})"
         if op in _MATH:
             return f"{_MATH[op]}{f}({self.arg(a[0], t)})"
+        if op in _MATH2:
+            return f"{_MATH2[op]}{f}({self.arg(a[0], t)}, {self.arg(a[1], t)})"
+        if op in ("logaddexp", "logaddexp2"):
+            return self.logaddexp(node, op, t)
         if op == "square":
             x = self.arg(a[0], t)
             return f"({x} * {x})"
@@ -437,6 +448,23 @@ class GroupKernel:
                 return f"(({ct})1 / {x})"
             return f"pow{f}({x}, {c_const(e, t)})"
         return self.any_expr(node, op, t)
+
+    def logaddexp(self, node, op, t) -> list:
+        """NumPy's npy_logaddexp(2): x + ln 2 (x + 1) where x == y, else the larger plus
+        log1p(exp(-|x - y|)) (times log2(e) for base 2). The operands are zeroed where x == y
+        before subtracting: inf - inf would raise invalid, which NumPy does not. A NaN operand
+        makes `x - y > 0` raise invalid, in NumPy too: the group goes to NumPy, which warns."""
+        ct, f, o = CTYPE[t], "f" if t == np.float32 else "", f"v{node.out}"
+        x, y = self.arg(node.args[0], t), self.arg(node.args[1], t)
+        two = op == "logaddexp2"
+        same = c_const(1.0 if two else math.log(2.0), t)
+        tail = (f"{c_const(1 / math.log(2.0), t)} * log1p{f}(exp2{f}(-fabs{f}({o}_d)))" if two
+                else f"log1p{f}(exp{f}(-fabs{f}({o}_d)))")
+        return [f"const {ct} {o}_x = {x}, {o}_y = {y};",
+                f"const int {o}_s = {o}_x == {o}_y;",
+                f"const {ct} {o}_d = ({o}_s ? ({ct})0 : {o}_x) - ({o}_s ? ({ct})0 : {o}_y);",
+                f"const {ct} {o} = {o}_s ? {o}_x + {same} : "
+                f"({o}_d > ({ct})0 ? {o}_x : {o}_y) + {tail};"]
 
     def reciprocal(self, node) -> list:
         if node.out not in self.recip:

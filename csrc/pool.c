@@ -12,26 +12,35 @@
  * kernel for huge pages), with a 64-byte header recording the size class: NumPy's realloc
  * passes no old size. The pool holds at most `pool_limit` bytes (set_pool_limit; 0 disables
  * keeping anything) and gives it all back on release_pool() (pijit.reset()).
+ *
+ * Kernels also allocate outputs of 4 MiB or more here (not kept below 32 MiB), for this: the
+ * data of a big block starts on a huge-page boundary (the block is a huge page longer), so
+ * all of it can be backed by huge pages. NumPy's own 16 MiB array starts anywhere in a huge
+ * page, and its two partial huge pages take 4 KiB pages: measured here, ~490 page faults per
+ * fresh 16 MiB output and 0.3-0.5 ms, against 8 faults when aligned.
  */
 #include "pijit.h"
 
 #include <numpy/arrayobject.h>
 #include <pthread.h>
+#include <stdint.h>
 
 #define POOL_HEADER 64                  /* keeps NumPy's 16-byte (and cache-line) alignment */
 #define POOL_CLASS ((size_t)2 << 20)    /* size classes: multiples of a huge page */
-#define POOL_KEEP_MIN ((size_t)32 << 20) /* kept blocks: the kernels' outputs (PJ_POOL_MIN) */
+#define POOL_KEEP_MIN ((size_t)32 << 20) /* kept blocks: the kernels' big outputs */
+#define POOL_ALIGN_MIN ((size_t)4 << 20) /* blocks whose data starts on a huge page */
 #define POOL_SLOTS 64
 
 typedef struct {
     size_t size;                        /* the size class: bytes after the header */
+    void *raw;                          /* what NumPy's handler returned */
 } PoolHeader;
 
 static PyDataMem_Handler *pool_base;     /* NumPy's default handler (its capsule is kept) */
 static PyObject *pool_base_capsule;
 static PyObject *pool_capsule;
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static void *pool_free_blocks[POOL_SLOTS];  /* oldest first; raw pointers (header included) */
+static PoolHeader *pool_free_blocks[POOL_SLOTS];     /* oldest first */
 static size_t pool_free_sizes[POOL_SLOTS];
 static int pool_count;
 static size_t pool_held, pool_limit = (size_t)512 << 20;
@@ -57,17 +66,46 @@ pool_base_free(void *raw, size_t size)
     pool_base->allocator.free(pool_base->allocator.ctx, raw, size);
 }
 
+/* Bytes asked of NumPy's handler for a block of class cls (a big one: a huge page more). */
+static size_t
+block_bytes(size_t cls)
+{
+    return cls + POOL_HEADER + (cls >= POOL_ALIGN_MIN ? POOL_CLASS : 0);
+}
+
+/* A new block of class cls (its data follows the header), or NULL. */
+static PoolHeader *
+block_new(size_t cls)
+{
+    char *raw = pool_base_malloc(block_bytes(cls));
+    if (raw == NULL)
+        return NULL;
+    char *data = raw + POOL_HEADER;
+    if (cls >= POOL_ALIGN_MIN)
+        data = (char *)(((uintptr_t)data + POOL_CLASS - 1) & ~(uintptr_t)(POOL_CLASS - 1));
+    PoolHeader *h = (PoolHeader *)(data - POOL_HEADER);
+    h->size = cls;
+    h->raw = raw;
+    return h;
+}
+
+static void
+block_free(PoolHeader *h)
+{
+    pool_base_free(h->raw, block_bytes(h->size));
+}
+
 /* Takes a kept block of exactly this class, or NULL. */
-static void *
+static PoolHeader *
 pool_take(size_t cls)
 {
-    void *raw = NULL;
+    PoolHeader *block = NULL;
     pthread_mutex_lock(&pool_lock);
     for (int k = pool_count - 1; k >= 0; k--) {
         if (pool_free_sizes[k] == cls) {
-            raw = pool_free_blocks[k];
+            block = pool_free_blocks[k];
             memmove(pool_free_blocks + k, pool_free_blocks + k + 1,
-                    (pool_count - k - 1) * sizeof(void *));
+                    (pool_count - k - 1) * sizeof(PoolHeader *));
             memmove(pool_free_sizes + k, pool_free_sizes + k + 1,
                     (pool_count - k - 1) * sizeof(size_t));
             pool_count--;
@@ -75,42 +113,40 @@ pool_take(size_t cls)
             break;
         }
     }
-    if (raw != NULL)
+    if (block != NULL)
         pool_hits++;
     else
         pool_misses++;
     pthread_mutex_unlock(&pool_lock);
-    return raw;
+    return block;
 }
 
 /* Keeps a dead block, evicting the oldest ones beyond the limit; releases what it cannot keep. */
 static void
-pool_keep(void *raw, size_t cls)
+pool_keep(PoolHeader *block)
 {
-    void *evicted[POOL_SLOTS + 1];
-    size_t evicted_sizes[POOL_SLOTS + 1];
+    PoolHeader *evicted[POOL_SLOTS + 1];
     int nevicted = 0;
+    size_t cls = block->size;
     pthread_mutex_lock(&pool_lock);
     if (cls + POOL_HEADER > pool_limit) {
-        evicted[nevicted] = raw;
-        evicted_sizes[nevicted++] = cls;
+        evicted[nevicted++] = block;
     }
     else {
         while (pool_count > 0 && (pool_count == POOL_SLOTS || pool_held + cls > pool_limit)) {
-            evicted[nevicted] = pool_free_blocks[0];
-            evicted_sizes[nevicted++] = pool_free_sizes[0];
+            evicted[nevicted++] = pool_free_blocks[0];
             pool_held -= pool_free_sizes[0];
             pool_count--;
-            memmove(pool_free_blocks, pool_free_blocks + 1, pool_count * sizeof(void *));
+            memmove(pool_free_blocks, pool_free_blocks + 1, pool_count * sizeof(PoolHeader *));
             memmove(pool_free_sizes, pool_free_sizes + 1, pool_count * sizeof(size_t));
         }
-        pool_free_blocks[pool_count] = raw;
+        pool_free_blocks[pool_count] = block;
         pool_free_sizes[pool_count++] = cls;
         pool_held += cls;
     }
     pthread_mutex_unlock(&pool_lock);
     for (int k = 0; k < nevicted; k++)
-        pool_base_free(evicted[k], evicted_sizes[k] + POOL_HEADER);
+        block_free(evicted[k]);
 }
 
 static void *
@@ -118,14 +154,10 @@ pool_malloc(void *ctx, size_t size)
 {
     (void)ctx;
     size_t cls = pool_class(size ? size : 1);
-    void *raw = cls >= POOL_KEEP_MIN ? pool_take(cls) : NULL;
-    if (raw == NULL) {
-        raw = pool_base_malloc(cls + POOL_HEADER);
-        if (raw == NULL)
-            return NULL;
-    }
-    ((PoolHeader *)raw)->size = cls;
-    return (char *)raw + POOL_HEADER;
+    PoolHeader *h = cls >= POOL_KEEP_MIN ? pool_take(cls) : NULL;
+    if (h == NULL && (h = block_new(cls)) == NULL)
+        return NULL;
+    return (char *)h + POOL_HEADER;
 }
 
 static void *
@@ -148,9 +180,9 @@ pool_free(void *ctx, void *ptr, size_t size)
         return;
     PoolHeader *h = (PoolHeader *)((char *)ptr - POOL_HEADER);
     if (h->size < POOL_KEEP_MIN)
-        pool_base_free(h, h->size + POOL_HEADER);
+        block_free(h);
     else
-        pool_keep(h, h->size);
+        pool_keep(h);
 }
 
 static void *
@@ -226,17 +258,15 @@ m_release_pool(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    void *blocks[POOL_SLOTS];
-    size_t sizes[POOL_SLOTS];
+    PoolHeader *blocks[POOL_SLOTS];
     pthread_mutex_lock(&pool_lock);
     int n = pool_count;
-    memcpy(blocks, pool_free_blocks, n * sizeof(void *));
-    memcpy(sizes, pool_free_sizes, n * sizeof(size_t));
+    memcpy(blocks, pool_free_blocks, n * sizeof(PoolHeader *));
     pool_count = 0;
     pool_held = 0;
     pthread_mutex_unlock(&pool_lock);
     for (int k = 0; k < n; k++)
-        pool_base_free(blocks[k], sizes[k] + POOL_HEADER);
+        block_free(blocks[k]);
     Py_RETURN_NONE;
 }
 

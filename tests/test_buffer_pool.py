@@ -60,6 +60,33 @@ def test_big_outputs_come_from_the_pool_and_reuse_dead_blocks(fresh_pool):
     np.testing.assert_array_equal(r, scale(a + 1.0))
 
 
+def test_outputs_of_4_to_32_mib_start_on_a_huge_page_and_are_not_kept(fresh_pool):
+    """So that huge pages can back all of them (NumPy's start anywhere in one); below the
+    32 MiB threshold they go back to NumPy's allocator when they die."""
+    def halve(a):               # (its own code: other tests' shapes stay out of its cache)
+        return a * 0.5 - 1.0
+    for n in (MB // 2, 2 * MB + 3, 3 * MB + 5):                 # 4, 16, 24 MB of float64
+        f = pijit.jit(halve)
+        pijit.reset(f)              # (a new shape would recompile with a symbolic length)
+        a = np.arange(n, dtype=np.float64)
+        r = f(a)
+        assert pijit.explain(f, a).graph_count == 1
+        np.testing.assert_array_equal(r, halve(a))
+        assert handler_name(r) == "pijit_buffer_pool"
+        assert r.flags.owndata and r.base is None
+        assert address(r) % (2 * MB) == 0
+        r.resize(n + MB // 8, refcheck=False)                   # moves to another block
+        np.testing.assert_array_equal(r[:n], halve(a))
+        assert address(r) % (2 * MB) == 0 and not r[n:].any()
+        del r
+        gc.collect()
+        assert eval_frame.pool_stats()["blocks"] == 0
+    pijit.reset(f)
+    small = np.ones(MB // 2 - 8)                                # under 4 MiB
+    assert handler_name(f(small)) != "pijit_buffer_pool"
+    assert pijit.explain(f, small).graph_count == 1
+
+
 def test_small_outputs_and_user_arrays_do_not_use_the_pool(fresh_pool):
     f = pijit.jit(scale)
     small = f(np.ones(1000))

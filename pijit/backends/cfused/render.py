@@ -130,11 +130,11 @@ static PJ_COLD int pj_underflow_reported(void)
     return !ignored;
 }
 
-/* pijit's buffer pool (a NumPy memory handler, csrc/pool.c; set from Python): outputs of 32 MiB
-   or more, which glibc would map afresh and fault in page by page on every call, are allocated
-   from it and reuse the pages of outputs that died. */
+/* pijit's buffer pool (a NumPy memory handler, csrc/pool.c; set from Python): outputs of 4 MiB
+   or more are allocated from it, on huge-page boundaries; those of 32 MiB or more, which glibc
+   would map afresh and fault in on every call, reuse the pages of outputs that died. */
 static PyObject *pj_pool;
-#define PJ_POOL_MIN ((npy_intp)32 << 20)
+#define PJ_POOL_MIN ((npy_intp)4 << 20)
 
 /* Installs the pool as NumPy's allocator for an output of `bytes`; returns what to restore. */
 static PJ_COLD PyObject *pj_pool_on(npy_intp bytes)

@@ -376,8 +376,13 @@ def _scaled_max(x, g):      # loop 0 reads a row broadcast to every row (g)
     return x - (x * g).max(axis=-1, keepdims=True)
 
 
+def _lse(x):                # the last loop reduces too (O2; O1 sums exactly, by a call)
+    m = x.max(axis=-1, keepdims=True)
+    return m + np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+
+
 @pytest.mark.parametrize("level", ["O1", "O2"])
-def test_last_loop_reduces_the_next_row_ahead(level, caplog):
+def test_last_loop_reduces_the_next_row_ahead(level, caplog, monkeypatch):
     """The last loop of row r also runs loop 0 of row r + 1 (its row max or sums), which row
     r + 1 then takes instead of reading its row once more. Rows with NaN, -inf, a zero max
     (which O1 hands to NumPy) right after ordinary rows; 3-d rows; one row, no row, empty
@@ -396,14 +401,31 @@ def test_last_loop_reduces_the_next_row_ahead(level, caplog):
              (lambda a: a - a.max(axis=-1, keepdims=True), (rng.integers(-99, 99, (9, 40)),)),
              (lambda a: a * 3 - a.sum(axis=-1, keepdims=True), (np.zeros((4, 0), np.int64),))]
     if not exact:           # (exact float sums are NumPy's pairwise, read in place)
-        cases += [(_normalize, (x[9:] + 3.0,)), (_layernorm, (x[9:], g, g * 0.5))]
+        cases += [(_normalize, (x[9:] + 3.0,)), (_layernorm, (x[9:], g, g * 0.5)),
+                  (_lse, (x,)), (_lse, (x.astype(np.float32),))]
     with np.errstate(invalid="ignore"):
         for fn, args in cases:
             run(fn, *args, rtol=0.0 if exact else 1e-5, atol=0.0 if exact else 1e-6,
                 level=level, groups=1)
-        for fn, args in [(_softmax, (x,)), (_scaled_max, (x, g))] + (
-                [] if exact else [(_normalize, (x[9:] + 3.0,))]):
-            assert "ahead_r = ahead ? r + 1 : -1;" in _source(caplog, fn, *args, level=level)
+    # on ordinary rows (more than one thread's share of 64) the kernels run: no hand-back
+    clean = rng.standard_normal((150, 70))
+    ahead = [(_softmax, (clean,)), (_scaled_max, (clean, g))] + (
+        [] if exact else [(_normalize, (clean + 3.0,)), (_lse, (clean,))])
+    handed, fallback = [], cfused.group_fallback
+
+    def counting(*spec, **kw):          # the NumPy fallback a kernel gets, counted
+        fn = fallback(*spec, **kw)
+
+        def counted(*args):
+            handed.append(fn)
+            return fn(*args)
+        return counted
+    monkeypatch.setattr(cfused, "group_fallback", counting)
+    for fn, args in ahead:
+        run(fn, *args, rtol=0.0 if exact else 1e-5, atol=0.0 if exact else 1e-6,
+            level=level, groups=1)
+        assert not handed, fn
+        assert "ahead_r = ahead ? r + 1 : -1;" in _source(caplog, fn, *args, level=level)
     assert "ahead_r" not in _source(caplog, lambda a: a * 2.0 + 1.0, x, level=level)
 
 
@@ -555,7 +577,7 @@ def test_results_do_not_depend_on_the_thread_count(level):
              (_softmax, (y[:, ::2],)), (_softmax, (y,)),
              # row means, most taken ahead of their rows, in a kernel writing bools (an O2 sum
              # adds in its loop's vector lanes: a wider loop, another order)
-             (_mean_and_above, (x,)),
+             (_mean_and_above, (x,)), (_lse, (y,)),
              # NumPy's loops (O1) or libmvec (O2) per row, and per flat chunk
              (lambda a: np.tanh(a * 0.5) + np.exp(-a * a), (x,)),
              (lambda a: np.tanh(a * 0.5) + np.exp(-a * a), (x.ravel(),))]

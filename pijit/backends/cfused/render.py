@@ -757,7 +757,7 @@ class GroupKernel:
         the next row while it writes this one: 10-17% off float32 softmax and layernorm here,
         whose loops otherwise stream memory one at a time). Loop 0 must only reduce what it
         reads (row max/min and sums kept in variables: nothing written, no buffer, no value
-        per row read) and the last loop must not reduce.
+        per row read); the last loop may reduce so too (logsumexp's sum of exps).
 
         A row whose loop 0 ran ahead may differ in the last bits from one whose loop 0 ran
         alone (an O2 float sum adds in the order of its loop's vector lanes). So which rows run
@@ -765,11 +765,11 @@ class GroupKernel:
         at a time, so results do not depend on the thread count."""
         last = self.loops - 1
         if whole or flat_ok or last < 1 or not self.reds[0] or not self.full[last] or \
-                self.reds[last] or self.numpy_calls[0] or self.row_nodes[0]:
+                self.numpy_calls[0] or self.row_nodes[0]:
             return False
         if any(not self.row_reduce(red) or type(self.reduction(red)) not in (
                 reductions.MaxMin, reductions.FloatSum, reductions.Accumulate)
-               for red in self.reds[0]):
+               for red in self.reds[0] + self.reds[last]):
             return False
         outs = {ref.index for ref in self.grp.outputs}
         if any(Ref(n.out) in self.carried or n.out in outs for n in self.full[0]):
@@ -812,26 +812,29 @@ class GroupKernel:
         return L + ["}"]
 
     def ahead_loop(self) -> list:
-        """The last loop of row r with loop 0 of row r + 1 in its iterations, in loop 0's
-        blocks; the next row's values go to nv<out>."""
-        last, reds = self.loops - 1, [self.reduction(red) for red in self.reds[0]]
+        """The last loop of row r with loop 0 of row r + 1 in its iterations, in blocks both
+        loops' reductions allow; the next row's values go to nv<out>. (The last loop's own
+        reductions have their state declared before and their results taken after.)"""
+        last = self.loops - 1
+        reds, mine = ([self.reduction(red) for red in self.reds[t]] for t in (0, last))
         L = []
         for ptr, row, t in (("p", "b", last), ("pn", "bn", 0)):
             for i in self.used_in(t)[0]:
                 ct = CTYPE[self.dtype(self.grp.inputs[i])]
                 L.append(f"const {ct} *{ptr}{i} = (const {ct} *){row}{i};")
-        block = min(r.leaf for r in reds)
+        block = min(r.leaf for r in reds + mine)
         L += [s for r in reds for s in r.state()]
         L += [f"for (npy_intp j0 = 0; j0 < n; j0 += {block}) {{",
               f"    const npy_intp j1 = n - j0 < {block} ? n : j0 + {block};",
-              *["    " + s for r in reds for s in r.block_init()],
-              f"    #pragma omp simd {' '.join(c for r in reds for c in r.clauses())}",
+              *["    " + s for r in reds + mine for s in r.block_init()],
+              f"    #pragma omp simd {' '.join(c for r in reds + mine for c in r.clauses())}",
               "    for (npy_intp j = j0; j < j1; j++) {",
-              "        {", *["            " + s for s in self.body(last)], "        }",
+              "        {", *["            " + s for s in self.body(last)
+                             + [u for r in mine for u in r.update()]], "        }",
               "        {", *["            " + s for s in self.body(0, "pn")
                              + [u for r in reds for u in r.update()]], "        }",
               "    }",
-              *["    " + s for r in reds for s in r.merge()],
+              *["    " + s for r in reds + mine for s in r.merge()],
               "}"]
         L += [f"nv{red.out} = {r.result('n')};" for red, r in zip(self.reds[0], reds)]
         return L + ["ahead_r = ahead ? r + 1 : -1;"]
@@ -1175,7 +1178,10 @@ class GroupKernel:
                 R += self.first_reductions()
                 continue
             if ahead and t == self.loops - 1:
+                R += [s for red in self.reds[t] for s in self.red_state(red)]
                 R += ["{", *["    " + s for s in self.next_row() + self.ahead_loop()], "}"]
+                for red in self.reds[t]:
+                    R += self.red_result(red, "n") + self.reciprocal(red)
                 continue
             for red in self.reds[t]:
                 if self.row_reduce(red):

@@ -723,27 +723,14 @@ class GroupKernel:
         if not reds:
             return lines + ["#pragma omp simd", "for (npy_intp j = 0; j < n; j++) {",
                             *["    " + s for s in body], "}"]
-        clauses, init, update, merge, chunk_end = [], [], [], [], []
-        block = min(self.reduction(red).leaf for red in reds)
-        for red in reds:
-            r = self.reduction(red)
-            init += r.block_init()
-            clauses += r.clauses()
-            update += r.update()
-            merge += r.merge()
-            if self.row_reduce(red):        # (a whole sum's chunks are the flat rows)
-                chunk_end += r.chunk_end()
+        rs = [self.reduction(red) for red in reds]
+        update = [u for r in rs for u in r.update()]
+        # (a whole sum's chunks are the flat rows)
+        chunk_end = [s for red, r in zip(reds, rs) if self.row_reduce(red)
+                     for s in r.chunk_end()]
         cols = any(self.cols_axes(r) is not None for r in self.reds[t])
-        blocks = [] if not (self.full[t] or update or cols) else [
-            f"for (npy_intp j0 = cb0; j0 < cb1; j0 += {block}) {{",
-            f"    const npy_intp j1 = cb1 - j0 < {block} ? cb1 : j0 + {block};",
-            *["    " + s for s in init],
-            f"    #pragma omp simd {' '.join(clauses)}",
-            "    for (npy_intp j = j0; j < j1; j++) {",
-            *["        " + s for s in body + update],
-            "    }",
-            *["    " + s for s in merge],
-            "}"]
+        blocks = [] if not (self.full[t] or update or cols) else \
+            self.blocks(rs, body + update, "cb0", "cb1")
         if not chunk_end:       # the row is one chunk
             return lines + ["{", "    const npy_intp cb0 = 0, cb1 = n;",
                             *["    " + s for s in blocks], "}"]
@@ -751,6 +738,37 @@ class GroupKernel:
         return lines + ["for (npy_intp ci = 0; ci < nrc; ci++) {",
                         "    const npy_intp cb0 = rb[ci], cb1 = rb[ci + 1];",
                         *["    " + s for s in blocks + chunk_end], "}"]
+
+    @staticmethod
+    def blocks(reds: list, body: list, lo: str, hi: str) -> list:
+        """A loop over [lo, hi) in the longest blocks reductions `reds` allow: each block
+        reduces into their block variables in an omp simd loop over `body` (their updates
+        included), then merges them."""
+        block = min(r.leaf for r in reds)
+        return [f"for (npy_intp j0 = {lo}; j0 < {hi}; j0 += {block}) {{",
+                f"    const npy_intp j1 = {hi} - j0 < {block} ? {hi} : j0 + {block};",
+                *["    " + s for r in reds for s in r.block_init()],
+                f"    #pragma omp simd {' '.join(c for r in reds for c in r.clauses())}",
+                "    for (npy_intp j = j0; j < j1; j++) {",
+                *["        " + s for s in body],
+                "    }",
+                *["    " + s for r in reds for s in r.merge()],
+                "}"]
+
+    def odometer(self, row: str, idx: str, rest: str) -> list:
+        """C lines: idx[d], the outer-axis coordinates of row `row`."""
+        ndi = self.ndi
+        return [f"npy_intp {idx}[{ndi}];",
+                f"npy_intp {rest} = {row};",
+                f"for (int d = {ndi} - 2; d >= 0; d--) {{",
+                f"    {idx}[d] = {rest} % shape[d];",
+                f"    {rest} /= shape[d];",
+                "}"]
+
+    def row_pointer(self, dst: str, i: int, idx: str) -> list:
+        """C lines: dst = where input i's row at coordinates idx starts."""
+        return [f"{dst} = PyArray_BYTES(a{i});",
+                f"for (int d = 0; d < {self.ndi} - 1; d++) {dst} += {idx}[d] * st{i}[d];"]
 
     def lookahead(self, whole, flat_ok: bool) -> bool:
         """Whether the last loop of row r also runs loop 0 of row r + 1 (one loop reading
@@ -796,20 +814,12 @@ class GroupKernel:
     def next_row(self) -> list:
         """bn<i>: where loop 0's inputs have row r + 1 (ahead: whether that row is read;
         otherwise bn<i> is this row, read again harmlessly)."""
-        ndi, ins = self.ndi, self.used_in(0)[0]
-        L = [f"const char *bn{i} = b{i};" for i in ins]
-        L += ["const int ahead = contig && r + 1 < nrows && (r + 1) % PJ_AHEAD_ROWS != 0;",
-              "if (ahead) {",
-              f"    npy_intp idxn[{ndi}];",
-              "    npy_intp restn = r + 1;",
-              f"    for (int d = {ndi} - 2; d >= 0; d--) {{",
-              "        idxn[d] = restn % shape[d];",
-              "        restn /= shape[d];",
-              "    }"]
-        for i in ins:
-            L += [f"    bn{i} = PyArray_BYTES(a{i});",
-                  f"    for (int d = 0; d < {ndi} - 1; d++) bn{i} += idxn[d] * st{i}[d];"]
-        return L + ["}"]
+        ins = self.used_in(0)[0]
+        inner = self.odometer("r + 1", "idxn", "restn") + [
+            s for i in ins for s in self.row_pointer(f"bn{i}", i, "idxn")]
+        return [*[f"const char *bn{i} = b{i};" for i in ins],
+                "const int ahead = contig && r + 1 < nrows && (r + 1) % PJ_AHEAD_ROWS != 0;",
+                "if (ahead) {", *["    " + s for s in inner], "}"]
 
     def ahead_loop(self) -> list:
         """The last loop of row r with loop 0 of row r + 1 in its iterations, in blocks both
@@ -822,20 +832,12 @@ class GroupKernel:
             for i in self.used_in(t)[0]:
                 ct = CTYPE[self.dtype(self.grp.inputs[i])]
                 L.append(f"const {ct} *{ptr}{i} = (const {ct} *){row}{i};")
-        block = min(r.leaf for r in reds + mine)
         L += [s for r in reds for s in r.state()]
-        L += [f"for (npy_intp j0 = 0; j0 < n; j0 += {block}) {{",
-              f"    const npy_intp j1 = n - j0 < {block} ? n : j0 + {block};",
-              *["    " + s for r in reds + mine for s in r.block_init()],
-              f"    #pragma omp simd {' '.join(c for r in reds + mine for c in r.clauses())}",
-              "    for (npy_intp j = j0; j < j1; j++) {",
-              "        {", *["            " + s for s in self.body(last)
-                             + [u for r in mine for u in r.update()]], "        }",
-              "        {", *["            " + s for s in self.body(0, "pn")
-                             + [u for r in reds for u in r.update()]], "        }",
-              "    }",
-              *["    " + s for r in reds + mine for s in r.merge()],
-              "}"]
+        L += self.blocks(reds + mine, [
+            "{", *["    " + s for s in self.body(last) + [u for r in mine for u in r.update()]],
+            "}",
+            "{", *["    " + s for s in self.body(0, "pn") + [u for r in reds for u in r.update()]],
+            "}"], "0", "n")
         L += [f"nv{red.out} = {r.result('n')};" for red, r in zip(self.reds[0], reds)]
         return L + ["ahead_r = ahead ? r + 1 : -1;"]
 
@@ -1140,18 +1142,12 @@ class GroupKernel:
                     f"(npy_intp)sizeof({CTYPE[self.dtype(g.inputs[i])]}) : 0);"
                     for k, i in enumerate(self.arrays)],
                   "} else {"]
-        O = [f"npy_intp idx[{ndi}];",
-             "npy_intp rest = r;",
-             f"for (int d = {ndi} - 2; d >= 0; d--) {{",
-             "    idx[d] = rest % shape[d];",
-             "    rest /= shape[d];",
-             "}"]
+        O = self.odometer("r", "idx", "rest")
         for red in self.grp.reductions:
             if self.cols_axes(red) is not None:
                 O += self.cols_offset(red)
         for k, i in enumerate(self.arrays):
-            O.append(f"b[{k}] = PyArray_BYTES(a{i});")
-            O.append(f"for (int d = 0; d < {ndi} - 1; d++) b[{k}] += idx[d] * st{i}[d];")
+            O += self.row_pointer(f"b[{k}]", i, "idx")
         R += ["    " + s for s in O] + ["}"] if flat_ok else O
         for k, i in enumerate(self.arrays):
             ct = CTYPE[self.dtype(g.inputs[i])]

@@ -852,6 +852,31 @@ def test_unrolled_loop_compiles_one_body(caplog):
     np.testing.assert_array_equal(got, steps(u), strict=True)
 
 
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_unrolled_groups_with_lookahead_and_suffixed_locals_share_one_body(level, caplog):
+    """The renaming covers every numbered local: the lookahead's (bn, pn, nv) and those with a
+    suffix (v<value>_a of maximum, v<value>_d of logaddexp)."""
+    def rows(x):
+        for _ in range(3):
+            x = np.concatenate((x - x.max(axis=-1, keepdims=True), x[:1]))
+        return x
+
+    def steps(u):
+        for _ in range(4):
+            v = u[1:] - u[:-1]
+            u = np.concatenate((u[:1], np.maximum(v, 0.0) + np.logaddexp(v, 0.5)))
+        return u
+    cases = [(rows, rng.standard_normal((100, 30)), "3 fused group(s)")]
+    if level == "O2":           # (O1 calls NumPy's logaddexp loop, a slot per group)
+        cases.append((steps, np.linspace(0.0, 1.0, 40), "4 fused group(s)"))
+    for fn, x, groups in cases:
+        source = _source(caplog, fn, x, level=level)
+        assert any(groups in r.getMessage() for r in caplog.records)
+        assert source.count("(int gk, PyObject *const *args") == 1
+        got = pijit.jit(fn, jit_config={"jit_level": level})(x)
+        np.testing.assert_allclose(got, fn(x), rtol=0 if level == "O1" else 1e-12)
+
+
 def test_kernel_module_without_its_support_table_falls_back_to_numpy(monkeypatch, caplog):
     """A kernel module's init takes the routines it shares from pijit._eval_frame; without
     them the module does not load (never a call through a NULL table): NumPy runs the graph."""

@@ -1287,9 +1287,10 @@ def module_source(renderers: list, contract: bool, threads: int) -> str:
 
 
 # The kernels' numbered locals (v<value>, w<value>, x<input>, q<output>, ...: the prefixes the
-# renderers number; no global of the module is named so, which test_cfused checks).
-_LOCALS = re.compile(r"\b(M|a|ab|ac|b|bk|bm|bz|c|co|d|gb|i|m|mq|o|oshape|p|pw|q|r|rs|s|st|"
-                     r"tsum|v|w|x|z)(\d+)\b")
+# renderers number, also with a suffix after "_" as in v<value>_a; no global of the module is
+# named so, which test_cfused checks).
+_LOCALS = re.compile(r"\b(M|a|ab|ac|b|bk|bm|bn|bz|c|co|d|gb|i|m|mq|nv|o|oshape|p|pn|pw|q|r|rs|"
+                     r"s|st|tsum|v|w|x|z)(\d+)(?![0-9A-Za-z])")
 
 
 def _canonical(text: str) -> str:

@@ -429,6 +429,37 @@ def test_last_loop_reduces_the_next_row_ahead(level, caplog, monkeypatch):
     assert "ahead_r" not in _source(caplog, lambda a: a * 2.0 + 1.0, x, level=level)
 
 
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_middle_loop_prefetches_the_next_row(level, caplog):
+    """A loop between a row kernel's first and last computes in sub-blocks, each prefetching
+    its part of the next row (and, where the loop calls a vector math function, of this row's
+    output): rows not a multiple of the sub-block, float32 and float64 (other sub-blocks),
+    rows too long to prefetch, strided and 3-d rows, one row, NaN rows; O1 stays bit for bit."""
+    exact = level == "O1"
+    tol = dict(rtol=0.0 if exact else 1e-5, atol=0.0 if exact else 1e-6)
+    x = rng.standard_normal((7, 1000))
+    x[2, 5] = np.nan
+    g = rng.standard_normal(1000)
+    long_rows = rng.standard_normal((2, 20000)).astype(np.float32)
+    with np.errstate(invalid="ignore"):
+        for v in (x, x.astype(np.float32), x[:, ::3], x.reshape(7, 2, 500), x[:1], long_rows):
+            run(_softmax, v, level=level, groups=1, **tol)
+        for v, gv in ((x, g), (x[:, :333], g[:333]), (long_rows, long_rows[0])):
+            run(_layernorm, v, gv, gv * 0.5, level=level, groups=1, **tol)
+    src = _source(caplog, _softmax, x, level=level)
+    assert "__builtin_prefetch(pf0 + l, 0, 3);" in src
+    # the output only where the loop computes exp (O1: NumPy's exp runs between loops)
+    assert ("__builtin_prefetch((const char *)q0 + l, 1, 3);" in src) != exact
+    src = _source(caplog, _layernorm, x, g, g * 0.5, level=level)
+    assert "__builtin_prefetch(pf0 + l, 0, 3);" in src
+    assert "q0 + l" not in src and "pf1" not in src and "pf2" not in src     # g, b: one row
+    assert "__builtin_prefetch" not in _source(caplog, lambda a: a * 2.0 + 1.0, x, level=level)
+    # a row's sub-blocks (so an O2 sum's order) depend on its length only, not on whether
+    # it prefetches (the last row does not)
+    (pfs,) = re.findall(r"const npy_intp pfs = ([^;]*);", src)
+    assert not re.search(r"\br\b|\bpf\b", pfs), pfs
+
+
 @pytest.mark.skipif(not fuse.LIBMVEC_235 <= fuse.INEXACT, reason="glibc older than 2.35")
 def test_o2_vectorizes_glibc_235_math_and_logaddexp(caplog):
     """O2 computes log1p, arctan2, hypot, ... by libmvec and logaddexp by NumPy's formula

@@ -453,11 +453,35 @@ def test_middle_loop_prefetches_the_next_row(level, caplog):
     src = _source(caplog, _layernorm, x, g, g * 0.5, level=level)
     assert "__builtin_prefetch(pf0 + l, 0, 3);" in src
     assert "q0 + l" not in src and "pf1" not in src and "pf2" not in src     # g, b: one row
-    assert "__builtin_prefetch" not in _source(caplog, lambda a: a * 2.0 + 1.0, x, level=level)
+    assert "pf0" not in _source(caplog, lambda a: a * 2.0 + 1.0, x, level=level)   # one loop
     # a row's sub-blocks (so an O2 sum's order) depend on its length only, not on whether
     # it prefetches (the last row does not)
     (pfs,) = re.findall(r"const npy_intp pfs = ([^;]*);", src)
     assert not re.search(r"\br\b|\bpf\b", pfs), pfs
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_streaming_loop_prefetches_ahead_on_big_inputs(level, caplog):
+    """A loop reading dense inputs from memory (64 MiB of them or more) prefetches
+    PJ_PF_AHEAD bytes ahead of its reads: results as before, over sizes not a multiple of its
+    sub-block, strided and broadcast inputs (not prefetched); the condition is in the C."""
+    exact = level == "O1"
+    tol = dict(rtol=0.0 if exact else 1e-13, atol=0.0 if exact else 1e-13)
+    n = 7 * ((64 << 20) // 16 // 7 + 11)        # two float64 inputs: just over PJ_PF_STREAM
+    a, b = rng.standard_normal(n), rng.standard_normal(n)
+
+    def chain(a, b):
+        return a * b - np.exp(b) * 0.5
+    run(chain, a, b, level=level, groups=1, **tol)
+    run(chain, a[:1001], b[:1001], level=level, groups=1, **tol)          # small: no prefetch
+    run(chain, a.reshape(-1, 7)[:, ::2], b.reshape(-1, 7)[:, 3:], level=level, groups=1, **tol)
+    run(lambda u, v: u * v + 1.0, np.concatenate((a, b)).reshape(-1, 7), b[:7], level=level,
+        groups=1, **tol)
+    src = _source(caplog, chain, a[:1001], b[:1001], level=level)
+    streamed = "__builtin_prefetch((const char *)p1 + l, 0, 3);" if exact else \
+        "__builtin_prefetch((const char *)p0 + l, 0, 3);"
+    assert streamed in src and "+ PJ_PF_AHEAD; l < je * 8 + PJ_PF_AHEAD" in src
+    assert re.search(r"if \(flat && N \* \(8( \+ 8)*\) >= PJ_PF_STREAM\)", src)
 
 
 @pytest.mark.skipif(not fuse.LIBMVEC_235 <= fuse.INEXACT, reason="glibc older than 2.35")

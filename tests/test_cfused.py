@@ -429,6 +429,60 @@ def test_last_loop_reduces_the_next_row_ahead(level, caplog, monkeypatch):
     assert "ahead_r" not in _source(caplog, lambda a: a * 2.0 + 1.0, x, level=level)
 
 
+def _scaled_pair(u, v):
+    a = np.sqrt(u * u + 1.0) * 2.0
+    return a, a - v
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_dynamic_shapes_run_fused(level, caplog, monkeypatch):
+    """After a size change the entry's dims are dynamic (None); its elementwise group is still
+    one kernel, taking shapes at run time: new sizes (0 and 1 too), strided and 2-d inputs
+    with a static axis reuse it, bit for bit at O1. Inputs broadcasting along a dynamic dim
+    (u[1] with v[5]: `a` would get v's shape) and mismatched sizes go to NumPy, which gives
+    `a` its own shape or raises NumPy's error."""
+    exact = level == "O1"
+    tol = dict(rtol=0.0 if exact else 1e-14, atol=0.0 if exact else 1e-14)
+    handed, fallback = [], cfused.group_fallback
+
+    def counting(*spec, **kw):
+        fn = fallback(*spec, **kw)
+
+        def counted(*args):
+            handed.append(fn)
+            return fn(*args)
+        return counted
+    monkeypatch.setattr(cfused, "group_fallback", counting)
+    jitted = pijit.jit(_scaled_pair, jit_config={"jit_level": level})
+    pijit.reset(jitted)
+
+    def check(u, v):
+        got, want = jitted(u, v), _scaled_pair(u, v)
+        for g, w in zip(got, want):
+            assert g.shape == w.shape and g.dtype == w.dtype
+            np.testing.assert_allclose(g, w, **tol)
+    with caplog.at_level(logging.INFO, logger="pijit.kernels"):
+        for n in (1000, 1001, 5000, 0, 1, 77):
+            check(rng.standard_normal(n), rng.standard_normal(n))
+    built = [r.getMessage() for r in caplog.records if "fused group" in r.getMessage()]
+    assert len(built) == 2 and "group 0 [None]" in built[1], built
+    info = pijit.code_info(jitted)
+    assert info["compile_count"] == 2 and not handed
+    assert any("float64[?]" in g for e in info["entries"] for g in e["guards"]), info
+    x = rng.standard_normal(3000)
+    check(x[::3], x[1::3])          # (another layout: an entry of its own)
+    check(x[:1500:3], x[1:1500:3])
+    check(np.ones(1), rng.standard_normal(5))
+    assert handed, "u[1] with v[5]: handed to NumPy"
+    with pytest.raises(ValueError, match="could not be broadcast"):
+        jitted(np.ones(4), np.ones(5))
+    two = pijit.jit(lambda m, r: m * r + 1.0, jit_config={"jit_level": level})
+    for cols in (10, 11, 12):       # (3, ?) with a row of (?,)
+        m, r = rng.standard_normal((3, cols)), rng.standard_normal(cols)
+        np.testing.assert_allclose(two(m, r), m * r + 1.0, **tol)
+    assert any("float64[3,?]" in g for e in pijit.code_info(two)["entries"] for g in e["guards"])
+
+
 @pytest.mark.parametrize("level", ["O1", "O2"])
 def test_middle_loop_prefetches_the_next_row(level, caplog):
     """A loop between a row kernel's first and last computes in sub-blocks, each prefetching

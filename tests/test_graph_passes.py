@@ -142,13 +142,20 @@ def test_no_fusion_through_an_outside_node():
     assert [getattr(x, "name", "group") for x in order] == ["group", "matmul", "group"]
 
 
-def test_dynamic_nodes_are_not_fused():
-    g, (i, x) = graph_of(Meta.array((4,), np.int64), Meta.array((None,), np.float64))
+def test_dynamic_elementwise_nodes_fuse_and_dynamic_reductions_do_not():
+    """Elementwise nodes of a dynamic shape form their own group (the kernel takes shapes at
+    run time); a reduction over a dynamic dim is left to NumPy (an empty max must raise)."""
+    dyn = Meta.array((None,), np.float64)
+    g, (i, x) = graph_of(Meta.array((4,), np.int64), dyn)
     out_i = g.add_node("add", operator.add, (i, 1), {}, Meta.array((4,), np.int64))
-    g.outputs = [out_i,
-                 g.add_node("add", operator.add, (x, 1.0), {}, Meta.array((None,), np.float64))]
-    (grp,) = find_groups(g)
-    assert grp.outputs == [out_i]
+    sq = g.add_node("mul", operator.mul, (x, x), {}, dyn)
+    out_x = g.add_node("add", operator.add, (sq, 1.0), {}, dyn)
+    top = g.add_node("max", np.ndarray.max, (out_x,), {}, Meta(np.float64, np.dtype(np.float64), ()))
+    g.outputs = [out_i, out_x, top]
+    groups = sorted(find_groups(g), key=lambda grp: len(grp.nodes))
+    assert [grp.shape for grp in groups] == [(4,), (None,)]
+    assert groups[0].outputs == [out_i] and groups[1].outputs == [out_x]
+    assert not groups[1].reductions
 
 
 def test_whole_reductions_share_one_pass():

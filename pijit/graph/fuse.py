@@ -136,9 +136,11 @@ def dtype_arg(arg):
     return dt if dt in VALUE_DTYPES else None
 
 
-def static_array(meta) -> bool:
-    return None not in meta.shape and meta.dtype in VALUE_DTYPES and (
-        meta.is_array or meta.ndim == 0)
+def value_array(meta) -> bool:
+    """An array (or 0-d value) of a dtype kernels compute in. Dynamic dims (None) are fine
+    for elementwise nodes: kernels take shapes at run time (and hand inputs whose shapes
+    break the group's symbolic ones to NumPy, render.py); reductions need static shapes."""
+    return meta.dtype in VALUE_DTYPES and (meta.is_array or meta.ndim == 0)
 
 
 def compute_dtype(graph: Graph, node):
@@ -170,7 +172,7 @@ def elementwise_op(graph: Graph, node, exact: bool = False, numpy_loops=frozense
         return None
     op = spec[0]
     meta = node.meta
-    if not static_array(meta) or not (meta.is_array or isinstance(meta.pytype, type)
+    if not value_array(meta) or not (meta.is_array or isinstance(meta.pytype, type)
                                       and issubclass(meta.pytype, np.generic)):
         return None
     refs = [a for a in node.args if isinstance(a, Ref)]
@@ -180,7 +182,7 @@ def elementwise_op(graph: Graph, node, exact: bool = False, numpy_loops=frozense
     for a in node.args:
         if isinstance(a, Ref):
             m = graph.meta(a)
-            if m.dtype not in VALUE_DTYPES or None in m.shape:
+            if m.dtype not in VALUE_DTYPES:
                 return None
         elif not (is_const(a) or (op == "clip" and a is None)
                   or (op == "astype" and dtype_arg(a) is not None)):

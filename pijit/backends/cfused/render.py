@@ -367,7 +367,7 @@ class GroupKernel:
             m = graph.meta(ref)
             if not m.is_array:
                 kind = "scalar"
-            elif math.prod(m.shape) == 1 and math.prod(shape) != 0:
+            elif None not in m.shape + shape and math.prod(m.shape) == 1 and math.prod(shape):
                 kind = "one"
             elif m.shape == grp.shape:
                 kind = "full"
@@ -1091,6 +1091,15 @@ class GroupKernel:
                 L += [f"    PyArrayObject *a{i} = pj_array(args[{pos}], {NPYTYPE[m.dtype]}, {ndi});",
                       f"    if (a{i} == NULL || pj_bcast(a{i}, shape, {ndi}) < 0)",
                       "        return pj_fallback(gk, args, nargs);"]
+        # Dynamic dims (None): a value's shape is its static shape with each None replaced
+        # by the iteration's length there, as the group's values assume, when no input
+        # broadcasts along a dynamic dim of its own; inputs that do go to NumPy (with
+        # u[?] + v[?] called as u[1] + v[3], a value of u alone would have another shape).
+        dyn = [f"PyArray_DIM(a{i}, {k}) != shape[{ndi - len(m.shape) + k}]"
+               for i in self.arrays for m in [self.graph.meta(g.inputs[i])]
+               for k, dim in enumerate(m.shape) if dim is None]
+        if dyn:
+            L += [f"    if ({' || '.join(dyn)})", "        return pj_fallback(gk, args, nargs);"]
         for i in self.arrays:
             L.append(f"    npy_intp st{i}[{ndi}];")
             L.append(f"    pj_strides(a{i}, shape, {ndi}, st{i});")

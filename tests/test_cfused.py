@@ -483,6 +483,76 @@ def test_dynamic_shapes_run_fused(level, caplog, monkeypatch):
     assert any("float64[3,?]" in g for e in pijit.code_info(two)["entries"] for g in e["guards"])
 
 
+def _same_with_warnings(jitted, fn, *args, exact):
+    """jitted(*args) == fn(*args) (bit for bit if exact), with the same warnings."""
+    got, want = [], []
+    for f, out in ((jitted, got), (fn, want)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = f(*args)
+        out += [res if isinstance(res, tuple) else (res,), [str(w.message) for w in caught]]
+    assert got[1] == want[1], (fn.__name__, got[1], want[1])
+    for g, w in zip(got[0], want[0]):
+        assert np.shape(g) == np.shape(w) and np.asarray(g).dtype == np.asarray(w).dtype
+        if exact:
+            assert np.array_equal(g, w, equal_nan=True), fn.__name__
+        else:
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def _stats(x):
+    return x.sum(), x.mean(axis=0), (x * x).sum(axis=1), x.mean(axis=-1)
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_dynamic_shapes_fuse_reductions(level, caplog):
+    """Row groups (softmax, layernorm) and sums/means over dynamic dims run fused: a batch
+    of any size, rows of any length (0 too, with NumPy's warnings) reuse one entry. A max over
+    a dynamic axis stays NumPy's (empty, it raises)."""
+    exact = level == "O1"
+    jit = {f: pijit.jit(f, jit_config={"jit_level": level}) for f in (_softmax, _layernorm, _stats)}
+    for j in jit.values():
+        pijit.reset(j)
+    with caplog.at_level(logging.INFO, logger="pijit.kernels"):
+        for cols in (64, 65, 0):
+            g, b = rng.standard_normal(cols), rng.standard_normal(cols)
+            for rows in (10, 11, 1, 0, 300):
+                x = rng.standard_normal((rows, cols))
+                _same_with_warnings(jit[_layernorm], _layernorm, x, g, b, exact=exact)
+                _same_with_warnings(jit[_stats], _stats, x, exact=exact)
+                if cols:
+                    _same_with_warnings(jit[_softmax], _softmax, x, exact=exact)
+    groups = [r.getMessage() for r in caplog.records if "fused group" in r.getMessage()]
+    def built(*parts):
+        return sum(all(p in m for p in parts) for m in groups)
+    assert built("[None,64]", "%1=max(last, keepdims)", "%5=div") == 1, groups      # softmax
+    assert built("[None,None]", "%1=mean(last, keepdims)", "%12=add") == 1, groups  # layernorm
+    assert built("[None,None]", "%2=mean((0,))") == 1, groups
+    # softmax over rows of any length: its max is NumPy's, the rest one group
+    assert built("[None,None]", "%4=sum(last, keepdims)", "%5=div") == 1, groups
+    for f in jit:
+        assert pijit.code_info(jit[f])["compile_count"] == 3, f      # static, [?,64], [?,?]
+    with pytest.raises(ValueError, match="zero-size array"):
+        jit[_softmax](np.ones((2, 0)))
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_mean_of_no_values_warns_like_numpy(level):
+    """A mean over no values is NaN with NumPy's warnings, also where the result is empty
+    (rows of none) and where it is computed after the loops (column and whole means)."""
+    def whole(x):
+        return (x * 2.0).mean()
+    for fn, x in ((_stats, np.zeros((0, 64))), (whole, np.zeros((0, 3))),
+                  (_stats, np.zeros((0, 0))), (_stats, np.zeros((3, 0), np.int32)),
+                  (lambda a: a.mean(axis=0) * 2.0, np.zeros((0, 5), np.float32))):
+        jitted = pijit.jit(fn, jit_config={"jit_level": level})
+        pijit.reset(jitted)
+        _same_with_warnings(jitted, fn, x, exact=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")         # (its warnings were compared above)
+            assert pijit.explain(jitted, x).graph_count == 1
+
+
 @pytest.mark.parametrize("level", ["O1", "O2"])
 def test_middle_loop_prefetches_the_next_row(level, caplog):
     """A loop between a row kernel's first and last computes in sub-blocks, each prefetching

@@ -137,9 +137,9 @@ def dtype_arg(arg):
 
 
 def value_array(meta) -> bool:
-    """An array (or 0-d value) of a dtype kernels compute in. Dynamic dims (None) are fine
-    for elementwise nodes: kernels take shapes at run time (and hand inputs whose shapes
-    break the group's symbolic ones to NumPy, render.py); reductions need static shapes."""
+    """An array (or 0-d value) of a dtype kernels compute in. Dynamic dims (None) are fine:
+    kernels take shapes at run time (and hand inputs whose shapes break the group's symbolic
+    ones to NumPy, render.py); only max/min/argmax/argmin need static reduced axes."""
     return meta.dtype in VALUE_DTYPES and (meta.is_array or meta.ndim == 0)
 
 
@@ -286,13 +286,15 @@ def reduction_op(graph: Graph, node, exact: bool = False):
     axis = node.args[1] if len(node.args) == 2 else kw.get("axis")
     keepdims = kw.get("keepdims", False)
     src = graph.meta(node.args[0])
-    if (not src.is_array or src.ndim == 0 or None in src.shape or src.dtype not in VALUE_DTYPES
+    if (not src.is_array or src.ndim == 0 or src.dtype not in VALUE_DTYPES
             or type(keepdims) is not bool or not _reduces_to(op, src.dtype, node.meta.dtype)):
         return None
     nd = src.ndim
     axes = _axes(axis, nd)
     if axes is None:
         return None
+    if op in ("max", "min", "argmax", "argmin") and any(src.shape[a] is None for a in axes):
+        return None     # empty at run time, NumPy raises: static reduced axes only
     cols = nd - 1 not in axes and op in ("sum", "mean", "max", "min")
     rows = axes == (nd - 1,) and nd >= 2 and op in ("sum", "mean") \
         and src.dtype == node.meta.dtype

@@ -1043,9 +1043,14 @@ class GroupKernel:
         # result would then depend on the thread count).
         L.append(f"    const int par = {0 if whole else 1} && PJ_THREADS > 1 && N >= PJ_PAR_MIN;")
         L += ["    {", *["        " + s for s in self.rows_path(whole, flat_ok)], "    }"]
+        if whole:
+            # their results' flags too (the mean of no values: 0/0, which NumPy reports)
+            L.append("    feclearexcept(PJ_FE_ERR | FE_UNDERFLOW);")
         for red in whole:
             result = self.red_result(red, "N") if red not in cols else self.cols_result(red)
             L += ["    " + s for s in result]
+        if whole:
+            L.append("    PJ_FE_FOLD(fperr);")
         L += self.epilogue(cols)
         return "\n".join(L) + "\n"
 
@@ -1126,6 +1131,16 @@ class GroupKernel:
               f"    for (int d = 0; d < {ndi} - 1; d++)",
               "        rows *= shape[d];",
               f"    const npy_intp n = shape[{ndi} - 1];"]
+        # NumPy warns of a mean of no values even where the result is empty (rows of none)
+        empty = set()
+        for red in g.reductions:
+            op, mode = g.reduce[red.out][:2]
+            if op == "mean":
+                axes = range(ndi) if mode == "all" else [ndi - 1] if mode == "last" else mode
+                empty.add(" * ".join(f"shape[{d}]" for d in axes))
+        if empty:
+            L += [f"    if ({' || '.join(f'({e}) == 0' for e in sorted(empty))})",
+                  "        return pj_fallback(gk, args, nargs);"]
         for i, ref in enumerate(g.inputs):
             ct = CTYPE[self.dtype(ref)]
             if self.kinds[i] == "scalar":

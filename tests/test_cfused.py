@@ -368,6 +368,21 @@ def _source(caplog, fn, *args, level):
     return "\n".join(r.getMessage() for r in caplog.records if "C source" in r.getMessage())
 
 
+def _count_handbacks(monkeypatch) -> list:
+    """A list that gets an entry each time a kernel hands its group to NumPy."""
+    handed, fallback = [], cfused.group_fallback
+
+    def counting(*spec, **kw):          # the NumPy fallback a kernel gets, counted
+        fn = fallback(*spec, **kw)
+
+        def counted(*args):
+            handed.append(fn)
+            return fn(*args)
+        return counted
+    monkeypatch.setattr(cfused, "group_fallback", counting)
+    return handed
+
+
 def _normalize(x):          # loop 0 reduces a value it computes (x * x), read by no later loop
     return x / np.sqrt((x * x).sum(axis=-1, keepdims=True))
 
@@ -411,16 +426,7 @@ def test_last_loop_reduces_the_next_row_ahead(level, caplog, monkeypatch):
     clean = rng.standard_normal((150, 70))
     ahead = [(_softmax, (clean,)), (_scaled_max, (clean, g))] + (
         [] if exact else [(_normalize, (clean + 3.0,)), (_lse, (clean,))])
-    handed, fallback = [], cfused.group_fallback
-
-    def counting(*spec, **kw):          # the NumPy fallback a kernel gets, counted
-        fn = fallback(*spec, **kw)
-
-        def counted(*args):
-            handed.append(fn)
-            return fn(*args)
-        return counted
-    monkeypatch.setattr(cfused, "group_fallback", counting)
+    handed = _count_handbacks(monkeypatch)
     for fn, args in ahead:
         run(fn, *args, rtol=0.0 if exact else 1e-5, atol=0.0 if exact else 1e-6,
             level=level, groups=1)
@@ -443,16 +449,7 @@ def test_dynamic_shapes_run_fused(level, caplog, monkeypatch):
     `a` its own shape or raises NumPy's error."""
     exact = level == "O1"
     tol = dict(rtol=0.0 if exact else 1e-14, atol=0.0 if exact else 1e-14)
-    handed, fallback = [], cfused.group_fallback
-
-    def counting(*spec, **kw):
-        fn = fallback(*spec, **kw)
-
-        def counted(*args):
-            handed.append(fn)
-            return fn(*args)
-        return counted
-    monkeypatch.setattr(cfused, "group_fallback", counting)
+    handed = _count_handbacks(monkeypatch)
     jitted = pijit.jit(_scaled_pair, jit_config={"jit_level": level})
     pijit.reset(jitted)
 
@@ -942,13 +939,7 @@ def test_o1_whole_and_long_row_sums_follow_numpys_recursion(dtype, monkeypatch):
     values over all axes, PJ_SUM_CHUNK along rows) and adds the chunk sums as the levels
     above do. Bit for bit at O1, for every size class around the chunk lengths, no hand-back on C-order operands; other layouts (NumPy
     sums them in another order) are handed back, with the same result."""
-    backs = []
-    original = cfused.group_fallback
-
-    def counting(graph, grp, *args, **kwargs):
-        fn = original(graph, grp, *args, **kwargs)
-        return lambda *a: backs.append(str(grp)) or fn(*a)
-    monkeypatch.setattr(cfused, "group_fallback", counting)
+    backs = _count_handbacks(monkeypatch)
     rng = np.random.default_rng(11)
     for n in (1, 7, 129, 2048, 2049, 16384, 16385, 32775, 1_000_003):
         a = (rng.standard_normal(n) * 10.0 ** rng.integers(-4, 5, n)).astype(dtype)

@@ -1,7 +1,8 @@
 """Fusion grouping: Graph -> list of FusionGroups, and a schedule of groups and other nodes.
 
 A group is a maximal set of elementwise nodes over bool, integer and float dtypes with one
-static iteration shape, plus reductions (sum/mean/prod/max/min/any/all/argmax/argmin) of its
+iteration shape (dynamic dims, None, stand for the same length in every value of the group:
+the kernel checks it at run time), plus reductions (sum/mean/prod/max/min/any/all/argmax/argmin) of its
 values: over the last axis, whose per-row results later nodes of the group may read again
 (keepdims, or reduced and read as `v[:, None]`: the softmax and layernorm shapes, see
 FusionGroup), or over all axes (several in one pass).

@@ -893,7 +893,7 @@ class GroupKernel:
         return (t, ins, outs) if ins or outs else None
 
     def prefetch(self, ins: list, outs: list):
-        """(setup, (sub, lines)) of the prefetching loop: pf says whether this row
+        """(setup, (sub, condition, lines)) of the prefetching loop: pf says whether this row
         prefetches (not the last row, rows contiguous, all streams' rows together at most
         PJ_PF_ROW bytes: beyond, they would not stay in L1/L2 until read); pf<i> is input
         i's next row; each sub-block of PF_BLOCK bytes of the widest stream prefetches its
@@ -907,9 +907,9 @@ class GroupKernel:
                  f"const int pf = !flat && contig && pfs == {sub} && r + 1 < nrows;",
                  *[f"const char *pf{i} = b{i};" for i in ins]]
         if ins:
-            setup += ["if (pf) {", *["    " + s for s in self.odometer("r + 1", "idxp", "restp")
-                                     + [s for i in ins for s in self.row_pointer(f"pf{i}", i, "idxp")]],
-                      "}"]
+            nxt = self.odometer("r + 1", "idxp", "restp") + [
+                s for i in ins for s in self.row_pointer(f"pf{i}", i, "idxp")]
+            setup += ["if (pf) {", *["    " + s for s in nxt], "}"]
         return setup, ("pfs", "pf", prefetch_lines(streams, ""))
 
     def stream_ahead(self, t: int):
@@ -1381,9 +1381,9 @@ PAR_MIN = 1 << 16       # elements below which a kernel runs on one thread
 CHUNK = 1 << 14         # elements per chunk of the flat loop shared by threads
 SUM_CHUNK = 1 << 11     # most values per chunk of an exact row sum (its buffer stays in L1)
 AHEAD_ROWS = 64         # rows per thread's share of a lookahead kernel (GroupKernel.lookahead)
-PF_ROW = 1 << 16        # most bytes per row of the streams a row kernel prefetches (GroupKernel.prefetch)
+PF_ROW = 1 << 16        # most bytes per row of the streams a row kernel prefetches (prefetch)
 PF_BLOCK = 1024         # bytes of the widest stream per prefetching sub-block
-PF_AHEAD = 1024         # bytes ahead of its reads a streaming loop prefetches (GroupKernel.stream_ahead)
+PF_AHEAD = 1024         # bytes ahead of its reads a streaming loop prefetches (stream_ahead)
 PF_STREAM = 64 << 20    # fewest bytes of inputs a loop prefetches ahead in
 
 

@@ -605,6 +605,44 @@ def test_streaming_loop_prefetches_ahead_on_big_inputs(level, caplog):
     assert re.search(r"if \(flat && N \* \(8( \+ 8)*\) >= PJ_PF_STREAM\)", src)
 
 
+def _groups_text(caplog, fn, *args, level):
+    """The fused-group summary of fn's graph, compiled anew."""
+    jitted = pijit.jit(fn, jit_config={"jit_level": level})
+    pijit.reset(jitted)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="pijit.kernels"):
+        jitted(*args)
+    return "\n".join(r.getMessage() for r in caplog.records if "fused group" in r.getMessage())
+
+
+def _inverse_cubes(pos, mass):          # nbody_step's: rows of 3 coordinates
+    d = pos[None, :, :] - pos[:, None, :]
+    r2 = (d * d).sum(axis=-1) + 1e-3
+    return (d * (r2 ** -1.5 * mass[None, :])[:, :, None]).sum(axis=1)
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_transcendental_of_short_row_values_is_a_group_of_its_own(level, caplog):
+    """A power or transcendental of row values is computed once per row (a scalar call) in
+    the row group, unless the rows are shorter than fuse.SHORT_ROW: then it is a full node of
+    a group over the row values' shape (one vector call for many rows; O2 spent 55% of
+    nbody_step in scalar pow). Over long rows it stays a row node (one call per long row)."""
+    exact = level == "O1"
+    tol = dict(rtol=0.0 if exact else 1e-13, atol=0.0 if exact else 1e-13)
+    pos, mass = rng.standard_normal((40, 3)), rng.random(40)
+    run(_inverse_cubes, pos, mass, level=level, min_groups=2, **tol)
+    text = _groups_text(caplog, _inverse_cubes, pos, mass, level=level)
+    assert "row pow" not in text and re.search(r"\[40,40\] in .*=pow; %\d+=mul", text), text
+
+    def scaled(x):
+        return x * np.exp(-x.sum(axis=-1, keepdims=True))
+    x = rng.standard_normal((30, fuse.SHORT_ROW))
+    run(scaled, x, level=level, groups=2 if exact else 1, **tol)
+    if not exact:       # (O1 leaves a row's exp to NumPy: NumPy's loops run over full rows)
+        assert "row exp" in _groups_text(caplog, scaled, x, level=level)
+    assert "row exp" not in _groups_text(caplog, scaled, x[:, :fuse.SHORT_ROW - 1], level=level)
+
+
 @pytest.mark.skipif(not fuse.LIBMVEC_235 <= fuse.INEXACT, reason="glibc older than 2.35")
 def test_o2_vectorizes_glibc_235_math_and_logaddexp(caplog):
     """O2 computes log1p, arctan2, hypot, ... by libmvec and logaddexp by NumPy's formula

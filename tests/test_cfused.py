@@ -358,14 +358,15 @@ def test_row_values_as_outputs_and_nan_rows():
     run(norm_stats, x, rtol=1e-11, atol=1e-12, groups=1, level="O2")
 
 
-def _source(caplog, fn, *args, level):
-    """The C source of fn's kernel module, rendered anew."""
+def _source(caplog, fn, *args, level, what="C source"):
+    """The C source of fn's kernel module, rendered anew (or its other kernel log messages
+    containing `what`, such as the fused-group summary: "fused group")."""
     jitted = pijit.jit(fn, jit_config={"jit_level": level})
     pijit.reset(jitted)
     caplog.clear()
     with caplog.at_level(logging.DEBUG, logger="pijit.kernels"):
         jitted(*args)
-    return "\n".join(r.getMessage() for r in caplog.records if "C source" in r.getMessage())
+    return "\n".join(r.getMessage() for r in caplog.records if what in r.getMessage())
 
 
 def _count_handbacks(monkeypatch) -> list:
@@ -605,16 +606,6 @@ def test_streaming_loop_prefetches_ahead_on_big_inputs(level, caplog):
     assert re.search(r"if \(flat && N \* \(8( \+ 8)*\) >= PJ_PF_STREAM\)", src)
 
 
-def _groups_text(caplog, fn, *args, level):
-    """The fused-group summary of fn's graph, compiled anew."""
-    jitted = pijit.jit(fn, jit_config={"jit_level": level})
-    pijit.reset(jitted)
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="pijit.kernels"):
-        jitted(*args)
-    return "\n".join(r.getMessage() for r in caplog.records if "fused group" in r.getMessage())
-
-
 def _inverse_cubes(pos, mass):          # nbody_step's: rows of 3 coordinates
     d = pos[None, :, :] - pos[:, None, :]
     r2 = (d * d).sum(axis=-1) + 1e-3
@@ -631,7 +622,7 @@ def test_transcendental_of_short_row_values_is_a_group_of_its_own(level, caplog)
     tol = dict(rtol=0.0 if exact else 1e-13, atol=0.0 if exact else 1e-13)
     pos, mass = rng.standard_normal((40, 3)), rng.random(40)
     run(_inverse_cubes, pos, mass, level=level, min_groups=2, **tol)
-    text = _groups_text(caplog, _inverse_cubes, pos, mass, level=level)
+    text = _source(caplog, _inverse_cubes, pos, mass, level=level, what="fused group")
     assert "row pow" not in text and re.search(r"\[40,40\] in .*=pow; %\d+=mul", text), text
 
     def scaled(x):
@@ -639,8 +630,9 @@ def test_transcendental_of_short_row_values_is_a_group_of_its_own(level, caplog)
     x = rng.standard_normal((30, fuse.SHORT_ROW))
     run(scaled, x, level=level, groups=2 if exact else 1, **tol)
     if not exact:       # (O1 leaves a row's exp to NumPy: NumPy's loops run over full rows)
-        assert "row exp" in _groups_text(caplog, scaled, x, level=level)
-    assert "row exp" not in _groups_text(caplog, scaled, x[:, :fuse.SHORT_ROW - 1], level=level)
+        assert "row exp" in _source(caplog, scaled, x, level=level, what="fused group")
+    short = x[:, :fuse.SHORT_ROW - 1]
+    assert "row exp" not in _source(caplog, scaled, short, level=level, what="fused group")
 
 
 @pytest.mark.skipif(not fuse.LIBMVEC_235 <= fuse.INEXACT, reason="glibc older than 2.35")

@@ -2,8 +2,8 @@
 
 A group is a maximal set of elementwise nodes over bool, integer and float dtypes with one
 iteration shape (dynamic dims, None, stand for the same length in every value of the group:
-the kernel checks it at run time), plus reductions (sum/mean/prod/max/min/any/all/argmax/argmin) of its
-values: over the last axis, whose per-row results later nodes of the group may read again
+the kernel checks it at run time), plus reductions (sum/mean/prod/max/min/any/all/argmax/
+argmin) of its values: over the last axis, whose per-row results later nodes of the group may read again
 (keepdims, or reduced and read as `v[:, None]`: the softmax and layernorm shapes, see
 FusionGroup), or over all axes (several in one pass).
 Inputs broadcast to the iteration shape. Values used only inside the group are never
@@ -223,10 +223,12 @@ def uses_numpy_loop(graph: Graph, node, op: str, exact: bool) -> bool:
     x**0.5, x**-1): bit-identical to NumPy by construction."""
     if node.meta.dtype not in FLOAT:
         return False
-    if op in NUMPY_ONLY:
-        return True
-    if not exact:
-        return False
+    return op in NUMPY_ONLY or exact and _math_call(node, op)
+
+
+def _math_call(node, op: str) -> bool:
+    """A float node computed by a math library call (a transcendental, or a power other than
+    x**2, x**1, x**0.5, x**-1), not by a correctly rounded operation."""
     if op in ("pow", "power"):
         return float(node.args[1]) not in SPECIAL_POWERS
     return op in INEXACT
@@ -235,16 +237,14 @@ def uses_numpy_loop(graph: Graph, node, op: str, exact: bool) -> bool:
 SHORT_ROW = 16      # rows shorter than this do not compute transcendentals per row
 
 
-def _costly_per_row(graph: Graph, node, op: str, shape: tuple) -> bool:
+def _costly_per_row(node, op: str, shape: tuple) -> bool:
     """A row node would compute this transcendental (or general power) once per row, by a
     scalar call: over rows of a few values that is a scalar call per few elements, where a
     group of its own computes them all by a vector call (nbody_step's r2 ** -1.5 of sums over
     3 coordinates: 55% of its O2 time in scalar pow, O2 slower than O1)."""
     if node.meta.dtype not in FLOAT or shape[-1] is None or shape[-1] >= SHORT_ROW:
         return False
-    if op in ("pow", "power"):
-        return float(node.args[1]) not in SPECIAL_POWERS
-    return op in INEXACT
+    return _math_call(node, op)
 
 
 def row_expand(graph: Graph, node) -> bool:
@@ -552,7 +552,7 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
                 continue
             if not row:
                 cands = full_candidates(refs, shape)
-        if row and red is None and _costly_per_row(graph, node, op, shape):
+        if row and red is None and _costly_per_row(node, op, shape):
             row, shape = False, node.meta.shape         # a full node of a group of its own
             cands = full_candidates(refs, shape)
         if row and red is None and uses_numpy_loop(graph, node, op, exact):

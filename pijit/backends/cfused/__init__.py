@@ -92,8 +92,7 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
     return dataclasses.replace(compiled, source=text, backend="cfused")
 
 
-_NUMPY_LOOP_UFUNCS = {"exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos,
-                      "tanh": np.tanh, "pow": np.power, "power": np.power,
+_NUMPY_LOOP_UFUNCS = {"pow": np.power, "power": np.power,
                       **{op: getattr(np, op) for op in NUMPY_ONLY | INEXACT}}
 
 

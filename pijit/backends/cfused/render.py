@@ -901,8 +901,7 @@ class GroupKernel:
         waited for fill buffers and gained nothing)."""
         streams = [(f"pf{i}", self.dtype(self.grp.inputs[i]).itemsize, 0) for i in ins] + [
             (f"(const char *)q{k}", self.dtype(self.grp.outputs[k]).itemsize, 1) for k in outs]
-        sub = PF_BLOCK // max(size for _, size, _ in streams)
-        row = " + ".join(str(size) for _, size, _ in streams)
+        sub, row = stream_sizes(streams)
         setup = [f"const npy_intp pfs = n * ({row}) <= PJ_PF_ROW ? {sub} : PJ_PF_ALL;",
                  f"const int pf = !flat && contig && pfs == {sub} && r + 1 < nrows;",
                  *[f"const char *pf{i} = b{i};" for i in ins]]
@@ -929,9 +928,9 @@ class GroupKernel:
             return None
         streams = [(f"(const char *)p{i}", self.dtype(self.grp.inputs[i]).itemsize, 0)
                    for i in ins]
-        sub = PF_BLOCK // max(size for _, size, _ in streams)
-        big = f"N * ({' + '.join(str(size) for _, size, _ in streams)}) >= PJ_PF_STREAM"
-        return sub, f"flat && {big}", prefetch_lines(streams, " + PJ_PF_AHEAD")
+        sub, row = stream_sizes(streams)
+        lines = prefetch_lines(streams, " + PJ_PF_AHEAD")
+        return sub, f"flat && N * ({row}) >= PJ_PF_STREAM", lines
 
     def reduction(self, red) -> reductions.Reduction:
         src = red.args[0]
@@ -1353,6 +1352,14 @@ class GroupKernel:
                     "        Py_XDECREF(out[j]);",
                     "    return NULL;",
                     "}"]
+
+
+def stream_sizes(streams: list):
+    """(sub-block length in elements, C sum of the streams' element sizes) of prefetched
+    streams (pointer expression, element size, 1 if written): a sub-block is PF_BLOCK bytes
+    of the widest stream."""
+    return (PF_BLOCK // max(size for _, size, _ in streams),
+            " + ".join(str(size) for _, size, _ in streams))
 
 
 def prefetch_lines(streams: list, ahead: str) -> list:

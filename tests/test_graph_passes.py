@@ -142,15 +142,17 @@ def test_no_fusion_through_an_outside_node():
     assert [getattr(x, "name", "group") for x in order] == ["group", "matmul", "group"]
 
 
-def test_dynamic_elementwise_nodes_fuse_and_dynamic_reductions_do_not():
+def test_dynamic_elementwise_nodes_fuse_and_a_max_over_a_dynamic_dim_does_not():
     """Elementwise nodes of a dynamic shape form their own group (the kernel takes shapes at
-    run time); a reduction over a dynamic dim is left to NumPy (an empty max must raise)."""
+    run time); a max over a dynamic dim is left to NumPy (empty, it must raise; sums over
+    dynamic dims do fuse: test_cfused)."""
     dyn = Meta.array((None,), np.float64)
     g, (i, x) = graph_of(Meta.array((4,), np.int64), dyn)
     out_i = g.add_node("add", operator.add, (i, 1), {}, Meta.array((4,), np.int64))
     sq = g.add_node("mul", operator.mul, (x, x), {}, dyn)
     out_x = g.add_node("add", operator.add, (sq, 1.0), {}, dyn)
-    top = g.add_node("max", np.ndarray.max, (out_x,), {}, Meta(np.float64, np.dtype(np.float64), ()))
+    scalar = Meta(np.float64, np.dtype(np.float64), ())
+    top = g.add_node("max", np.ndarray.max, (out_x,), {}, scalar)
     g.outputs = [out_i, out_x, top]
     groups = sorted(find_groups(g), key=lambda grp: len(grp.nodes))
     assert [grp.shape for grp in groups] == [(4,), (None,)]

@@ -21,7 +21,7 @@ import pytest
 
 import pijit
 from pijit.backends import cfused
-from pijit.backends.cfused import build
+from pijit.backends.cfused import build, render, toolchain
 from pijit.graph import fuse
 
 F64_ULP8 = 8 * np.finfo(np.float64).eps
@@ -909,6 +909,52 @@ def test_precompiled_header_is_used_and_a_damaged_one_is_survived(tmp_path, monk
     with caplog.at_level(logging.WARNING, logger="pijit.kernels"):
         run(lambda a: a * 3.0 - 0.375, A, groups=1)
     assert any("compiling without it" in r.getMessage() for r in caplog.records)
+
+
+def test_split_parts_shares_bodies_out_longest_first():
+    assert render.split_parts(["x" * 9000, "x" * 4000, "x" * 5000], 2) == [[0], [1, 2]]
+    assert render.split_parts(["x" * 9000] * 3, 3) == [[0], [1], [2]]
+    assert render.split_parts(["x" * 9000] * 3, 8) == [[0], [1], [2]]
+    assert render.split_parts(["x" * 9000] * 3, 1) == []
+    assert render.split_parts(["x" * 9000], 4) == []
+    small = "x" * (render.PART_MIN - 1)                # a part this small would not pay
+    assert render.split_parts(["x" * 9000, small], 2) == []
+
+
+def _three_groups(a, b):
+    x = np.log(a) * b + 1.0
+    y = x @ b
+    z = np.sqrt(y) - np.exp(y * 0.01)
+    w = z @ b
+    return w.sum(axis=1) * 2.0 + np.tanh(w).max(axis=1)
+
+
+def test_module_in_parts_runs_like_one(monkeypatch, tmp_path, caplog):
+    """With gcc jobs to spare, a module's bodies are compiled in parts side by side and
+    linked: every part must see the state set through part 0 (each group's NumPy fallback,
+    the slots of NumPy's loops) and have its own NumPy API table. A part without them would
+    hand every call back (counted) or crash."""
+    monkeypatch.setattr(toolchain, "compile_jobs", lambda: 3)
+    monkeypatch.setattr(build, "_loaded", {})
+    monkeypatch.setenv("PIJIT_CACHE_DIR", str(tmp_path))
+    a, b = np.abs(A[:, :7]) + 0.5, np.abs(B[:, :7]) + 0.5
+    assert "#define PJ_PARTS 3" in _source(caplog, _three_groups, a, b, level="O1")
+    handed = _count_handbacks(monkeypatch)
+    with caplog.at_level(logging.INFO, logger="pijit.kernels"):
+        got = run(_three_groups, a, b, groups=3)
+    assert any("in 3 parts" in r.getMessage() for r in caplog.records)
+    assert not handed
+    assert np.array_equal(got, _three_groups(a, b))
+    # each group's kernel reaches its NumPy fallback (here given no arguments, it raises
+    # the fallback's TypeError; one not set would raise RuntimeError)
+    (kernels,) = build._loaded.values()
+    for k in range(3):
+        with pytest.raises(TypeError):
+            getattr(kernels, f"g{k}")()
+    assert len(handed) == 3
+    jitted = pijit.jit(_three_groups)                  # the log of negatives: NumPy warns
+    _same_with_warnings(jitted, _three_groups, a - 1.0, b, exact=True)
+    assert len(handed) == 4
 
 
 def test_build_failure_falls_back_to_numpy(monkeypatch):

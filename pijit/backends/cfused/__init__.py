@@ -20,7 +20,7 @@ import numpy as np
 
 from pijit import config, eval_frame
 from pijit.backends import numpy_backend
-from pijit.backends.cfused import build, loops, render
+from pijit.backends.cfused import build, loops, render, toolchain
 from pijit.graph.cse import cse
 from pijit.graph.dce import dce
 from pijit.graph.simplify import simplify
@@ -59,7 +59,8 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
         return on_numpy(optimized)
     renderers = [render.GroupKernel(optimized, grp) for grp in groups] + [
         loops.LoopKernel(node, grp, len(groups) + k) for k, (node, grp) in enumerate(loop_nodes)]
-    source = render.module_source(renderers, level == "O2", threads)
+    source = render.module_source(renderers, level == "O2", threads,
+                                  jobs=toolchain.compile_jobs())
     if log.isEnabledFor(logging.INFO):
         log.info("%s: %d fused group(s)\n%s", name, len(groups) + len(loop_nodes),
                  "\n".join([f"  {g}" for g in groups] + [

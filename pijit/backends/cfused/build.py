@@ -1,11 +1,12 @@
 """C source -> loaded kernel module, through a disk cache of compiled shared objects.
 
-The source is wrapped by cffi (`emit_c_code`), compiled with gcc and cached under the cache
-dir by a hash of source (and kernel_support.h, which it includes), flags, compiler version,
-CPU flags and Python/NumPy versions; writes are atomic (temp file in the same dir +
-os.replace) so processes can share the cache. The .so
-is loaded with importlib; its cffi entry point creates the real extension module of METH_FASTCALL
-kernel functions, so calls never cross cffi.
+The source is wrapped by cffi (`emit_c_code`), compiled with gcc (a module in parts, see
+render.split_parts, by one gcc process per part side by side, then linked) and cached under
+the cache dir by a hash of source (and kernel_support.h, which it includes), flags, compiler
+version, CPU flags and Python/NumPy versions; writes are atomic (temp file in the same dir +
+os.replace) so processes can share the cache. The .so is loaded with importlib; its cffi
+entry point creates the real extension module of METH_FASTCALL kernel functions, so calls
+never cross cffi.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import importlib.util
 import io
 import logging
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -127,24 +129,66 @@ def _build(source: str, name: str, target: str, openmp: bool) -> str:
         with contextlib.redirect_stdout(io.StringIO()):     # cffi prints 'generating'
             ffi.emit_c_code(c_path)
         so_tmp = os.path.join(tmp, name + ".so")
-        log.info("compiling %s", name)
+        parts = source_parts(source)
+        log.info("compiling %s%s", name, f" in {parts} parts" if parts > 1 else "")
         pch = toolchain.pch_flags()
-        proc = _gcc(c_path, so_tmp, openmp, pch)
-        if proc.returncode != 0 and pch:
+        error = _compile(source, c_path, so_tmp, openmp, pch, parts)
+        if error is not None and pch:
             # gcc ignores a .gch made for other flags, but stops at a damaged one
             log.warning("compiling %s with the precompiled header %s failed; compiling "
                         "without it", name, toolchain.HEADER + ".gch")
-            proc = _gcc(c_path, so_tmp, openmp, [])
-        if proc.returncode != 0:
-            raise BuildError(f"gcc failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+            error = _compile(source, c_path, so_tmp, openmp, [], parts)
+        if error is not None:
+            raise BuildError(error)
         os.replace(so_tmp, final)       # atomic within the directory
     return final
 
 
-def _gcc(c_path: str, out: str, openmp: bool, pch: list) -> subprocess.CompletedProcess:
-    cmd = [CC, *CFLAGS, *(["-fopenmp"] if openmp else []), *pch,
-           *toolchain.include_dirs(numpy.get_include()), c_path, "-o", out, *LDFLAGS]
-    return subprocess.run(cmd, capture_output=True, text=True)
+def source_parts(source: str) -> int:
+    """How many parts the module's source is compiled in (render.module_source's PJ_PARTS)."""
+    m = re.search(r"^#define PJ_PARTS (\d+)$", source, re.MULTILINE)
+    return int(m.group(1)) if m else 1
+
+
+def _compile(source: str, c_path: str, out: str, openmp: bool, pch: list,
+             parts: int) -> str | None:
+    """Compiles c_path (cffi's wrapping of source) into the shared object `out`: in one gcc
+    run, or, for a module in parts, part 0 from c_path and the others from source, each with
+    -DPJ_PART=k in a gcc process of its own, side by side, then linked. None when done, else
+    what gcc said."""
+    cc = [CC, *CFLAGS, *(["-fopenmp"] if openmp else []), *pch,
+          *toolchain.include_dirs(numpy.get_include())]
+    if parts == 1:
+        return _run([[*cc, c_path, "-o", out, *LDFLAGS]])
+    raw = os.path.join(os.path.dirname(out), "parts.c")
+    with open(raw, "w") as f:
+        f.write(source)
+    objs = [os.path.join(os.path.dirname(out), f"part{k}.o") for k in range(parts)]
+    error = _run([[*cc, f"-DPJ_PART={k}", "-c", c_path if k == 0 else raw, "-o", objs[k]]
+                  for k in range(parts)])
+    if error is not None:
+        return error
+    return _run([[CC, *(["-fopenmp"] if openmp else []), *objs, "-o", out, *LDFLAGS]])
+
+
+def _run(cmds: list) -> str | None:
+    """Runs the commands side by side: None when all succeeded, else the first failure's exit
+    code and stderr. A command that cannot start raises (after the others are stopped)."""
+    procs = []
+    try:
+        for cmd in cmds:
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.PIPE, text=True))
+    except OSError:
+        for p in procs:
+            p.kill()
+            p.communicate()
+        raise
+    errors = [(p.returncode, err) for p in procs for err in [p.communicate()[1]]]
+    for code, err in errors:
+        if code != 0:
+            return f"gcc failed ({code}):\n{err[-4000:]}"
+    return None
 
 
 def _load(path: str, name: str):

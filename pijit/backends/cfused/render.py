@@ -79,6 +79,21 @@ HELPERS = r"""
    no longer get inlined into every kernel (a quarter of gcc's time per kernel). */
 #define PJ_COLD __attribute__((noinline))
 
+/* A module split into PJ_PARTS parts (module_source) is compiled once per part with
+   -DPJ_PART=k and linked: the state the module's functions set is defined in part 0 and
+   shared, hidden from other modules; each part has its own NumPy API table (_import_array). */
+#define PJ_HIDDEN __attribute__((visibility("hidden")))
+#if !defined(PJ_PARTS)
+#define PJ_SHARED static
+#define PJ_GROUP static
+#elif PJ_PART == 0
+#define PJ_SHARED PJ_HIDDEN
+#define PJ_GROUP PJ_HIDDEN
+#else
+#define PJ_SHARED extern PJ_HIDDEN
+#define PJ_GROUP PJ_HIDDEN
+#endif
+
 /* Pairwise summation: a binary counter of partial sums (level k holds 2^k blocks). */
 typedef struct { double v[64]; uint64_t mask; } pj_pw;
 
@@ -133,7 +148,7 @@ static PJ_COLD int pj_underflow_reported(void)
 /* pijit's buffer pool (a NumPy memory handler, csrc/pool.c; set from Python): outputs of 4 MiB
    or more are allocated from it, on huge-page boundaries; those of 32 MiB or more, which glibc
    would map afresh and fault in on every call, reuse the pages of outputs that died. */
-static PyObject *pj_pool;
+PJ_SHARED PyObject *pj_pool;
 #define PJ_POOL_MIN ((npy_intp)4 << 20)
 
 /* Installs the pool as NumPy's allocator for an output of `bytes`; returns what to restore. */
@@ -183,7 +198,7 @@ static inline int64_t pj_key_d(double x)
 
 /* Routines compiled once in pijit._C (csrc/kernel_support.c), set by the module's init:
    NumPy's pairwise summation, so an exact kernel's sum of a row is NumPy's to the bit. */
-static const pj_support *pj_sup;
+PJ_SHARED const pj_support *pj_sup;
 #define pj_pairwise_d(a, n) (pj_sup->pairwise_d((a), (n)))
 #define pj_pairwise_f(a, n) (pj_sup->pairwise_f((a), (n)))
 
@@ -1392,44 +1407,96 @@ PF_ROW = 1 << 16        # most bytes per row of the streams a row kernel prefetc
 PF_BLOCK = 1024         # bytes of the widest stream per prefetching sub-block
 PF_AHEAD = 1024         # bytes ahead of its reads a streaming loop prefetches (stream_ahead)
 PF_STREAM = 64 << 20    # fewest bytes of inputs a loop prefetches ahead in
+PART_MIN = 3000         # fewest characters of C per part of a module split (split_parts)
 
 
-def module_source(renderers: list, contract: bool, threads: int) -> str:
+def module_source(renderers: list, contract: bool, threads: int, jobs: int = 1) -> str:
     """One C module with a function g<id> per renderer (a GroupKernel or a subclass), each
     calling its body; a body is emitted once for groups whose C is the same (the groups of
     an unrolled loop: each copy cost gcc its full time).
 
     contract: let gcc fuse a*b+c into one FMA (one rounding instead of two: O2 only).
     threads: OpenMP threads for big loops (compiled with -fopenmp when > 1).
+    jobs: how many gcc processes may compile the module side by side: with more than one
+    and bodies enough, the bodies are shared out among parts (split_parts), each compiled
+    from the same text with -DPJ_PART=k (build.py), and the source says `#define PJ_PARTS`.
     """
+    slots = numpy_loop_slots(renderers)     # before the bodies, which name their slots
+    bodies = {}         # canonical body text -> (its name, its text, its groups' wrappers)
+    for r in renderers:
+        text = r.function()
+        key = _canonical(text)
+        if key not in bodies:
+            name = f"pj_body{r.grp.id}"
+            bodies[key] = (name, text.replace("pj_body(", f"{name}(", 1), [])
+        name, gid = bodies[key][0], r.grp.id
+        bodies[key][2].append(f"/* {r.grp} */\n"
+                              f"PJ_GROUP PyObject *\n"
+                              f"pj_g{gid}(PyObject *self, PyObject *const *args, "
+                              f"Py_ssize_t nargs)\n"
+                              f"{{\n    (void)self;\n    return {name}({gid}, args, nargs);\n}}\n")
+    units = [text + "".join(wrappers) for _, text, wrappers in bodies.values()]
+    split = split_parts(units, jobs)
     parts = [CONTRACT if contract else "", PRELUDE, VECTOR_DECLS,
              f"#define PJ_THREADS {threads}\n#define PJ_PAR_MIN {PAR_MIN}\n"
              f"#define PJ_CHUNK {CHUNK}\n#define PJ_SUM_CHUNK {SUM_CHUNK}\n"
              f"#define PJ_AHEAD_ROWS {AHEAD_ROWS}\n#define PJ_PF_ROW {PF_ROW}\n"
              f"#define PJ_PF_ALL ((npy_intp)1 << 40)\n#define PJ_PF_AHEAD {PF_AHEAD}\n"
              f"#define PJ_PF_STREAM ((npy_intp){PF_STREAM >> 20} << 20)\n"]
+    if split:
+        parts.append(f"#define PJ_PARTS {len(split)}\n")
     parts.append(HELPERS)
-    slots = numpy_loop_slots(renderers)
     parts.append(NUMPY_LOOPS.replace("@NSLOTS@", str(max(len(slots), 1))))
-    parts.append(f"static PyObject *pj_fallbacks[{max(len(renderers), 1)}];\n")
+    parts.append(f"PJ_SHARED PyObject *pj_fallbacks[{max(len(renderers), 1)}];\n")
     parts.append(FALLBACK)
-    bodies = {}         # canonical body text -> its name: groups rendered alike share one
-    for r in renderers:
-        text = r.function()
-        key = _canonical(text)
-        name = bodies.get(key)
-        if name is None:
-            name = bodies[key] = f"pj_body{r.grp.id}"
-            parts.append(text.replace("pj_body(", f"{name}(", 1))
-        parts.append(f"/* {r.grp} */\n"
-                     f"static PyObject *\n"
-                     f"pj_g{r.grp.id}(PyObject *self, PyObject *const *args, Py_ssize_t nargs)\n"
-                     f"{{\n    (void)self;\n    return {name}({r.grp.id}, args, nargs);\n}}\n")
+    if not split:
+        parts += units
+        init = ""
+    else:
+        for k, members in enumerate(split):
+            parts.append(f"#if PJ_PART == {k}")
+            parts += [units[u] for u in members]
+            if k:
+                parts.append(f"PJ_HIDDEN int pj_part_init{k}(void)\n{{\n"
+                             f"    return _import_array();\n}}")
+            parts.append("#endif")
+        parts.append("#if PJ_PART == 0")
+        parts += [f"PJ_HIDDEN PyObject *pj_g{r.grp.id}(PyObject *, PyObject *const *, "
+                  f"Py_ssize_t);" for r in renderers]
+        parts += [f"PJ_HIDDEN int pj_part_init{k}(void);" for k in range(1, len(split))]
+        init = "".join(f" && pj_part_init{k}() >= 0" for k in range(1, len(split)))
     methods = "".join(
         f'    {{"g{r.grp.id}", (PyCFunction)(void (*)(void))pj_g{r.grp.id}, METH_FASTCALL, '
         f'NULL}},\n' for r in renderers)
-    parts.append(MODULE.replace("@METHODS@", methods).replace("@NGROUPS@", str(len(renderers))))
+    parts.append(MODULE.replace("@METHODS@", methods).replace("@NGROUPS@", str(len(renderers)))
+                 .replace("@PARTS_INIT@", init))
+    if split:
+        parts.append("#endif")
     return "\n".join(parts)
+
+
+def split_parts(units: list, jobs: int) -> list:
+    """The module's bodies (C texts, in order) shared out among at most `jobs` parts, longest
+    first onto the part with the least text so far: each part's indices in order, or [] when
+    the module stays one part (one job, one body, or a part that would have less than
+    PART_MIN characters: gcc's fixed cost per process, ~40 ms here, and the link, ~20 ms,
+    would eat its gain).
+
+    Why: gcc's time grows with the bodies (~70 ms each here), and a graph's first call waits
+    for it. Measured here with both cores free, first call cold: kmeans_step (6 groups)
+    667 -> 409 ms, moments (4) 627 -> 481, nbody_step (4) 487 -> 320, two one-op groups
+    around a matmul (~4600 characters each) 286 -> 234-273 ms."""
+    if jobs < 2 or len(units) < 2:
+        return []
+    parts = [[] for _ in range(min(jobs, len(units)))]
+    size = [0] * len(parts)
+    for u in sorted(range(len(units)), key=lambda u: -len(units[u])):
+        k = size.index(min(size))
+        parts[k].append(u)
+        size[k] += len(units[u])
+    if min(size) < PART_MIN:
+        return []
+    return [sorted(p) for p in sorted(parts, key=min)]
 
 
 # The kernels' numbered locals (v<value>, w<value>, x<input>, q<output>, ...: the prefixes the
@@ -1481,8 +1548,8 @@ typedef struct {
     npy_bool no_floatingpoint_errors;
 } pj_ufunc_info;
 
-static pj_ufunc_info *pj_ufuncs[@NSLOTS@];
-static PyObject *pj_ufunc_capsules[@NSLOTS@];
+PJ_SHARED pj_ufunc_info *pj_ufuncs[@NSLOTS@];
+PJ_SHARED PyObject *pj_ufunc_capsules[@NSLOTS@];
 
 static PJ_COLD int pj_ufunc1(int k, const void *a, npy_intp sa, void *out, npy_intp so,
                              npy_intp n)
@@ -1599,7 +1666,7 @@ int pijit_kernels_init(const char *name)
     pj_sup = sup == NULL ? NULL : (const pj_support *)PyCapsule_GetPointer(sup, PJ_SUPPORT_CAPSULE);
     Py_XDECREF(sup);        /* the table is static in pijit._C, loaded for good */
     Py_XDECREF(ef);
-    if (pj_sup != NULL && _import_array() >= 0) {
+    if (pj_sup != NULL && _import_array() >= 0@PARTS_INIT@) {
         strncpy(pj_module_name, name, sizeof(pj_module_name) - 1);
         pj_module_def.m_name = pj_module_name;
         PyObject *m = PyModule_Create(&pj_module_def);

@@ -45,3 +45,16 @@ def pch_flags() -> list:
     if os.path.exists(HEADER + ".gch"):
         return ["-include", HEADER]
     return []
+
+
+def compile_jobs() -> int:
+    """How many gcc processes may compile one kernel module side by side: the CPUs this
+    process may run on, at most MAX_JOBS."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_JOBS))
+
+
+MAX_JOBS = 4

@@ -2,7 +2,7 @@
 PYTHON ?= python3
 ASAN_LIB := $(shell gcc -print-file-name=libasan.so)
 
-.PHONY: install build test bench asan clean
+.PHONY: install build test golden bench asan clean
 
 install:
 	$(PYTHON) -m pip install -e '.[test]'
@@ -13,6 +13,10 @@ build:
 
 test: install
 	$(PYTHON) -m pytest -q tests
+
+# Rewrite tests/golden/ from the current dumps (after a codegen change that is meant).
+golden:
+	PIJIT_UPDATE_GOLDEN=1 $(PYTHON) -m pytest -q tests/test_golden.py
 
 bench: install
 	@if [ -f benchmarks/__main__.py ]; then $(PYTHON) -m benchmarks; \

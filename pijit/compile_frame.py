@@ -53,6 +53,8 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
     if config.print_after_all:
         explain.dump("captured graph", str(graph))
         explain.dump(f"compiled graph ({compiled.backend} backend)", compiled.source)
+        if compiled.kernels:
+            explain.dump("fused kernels (C)", compiled.kernels)
     if config.print_after_all or config.print_guard:
         explain.dump("guards", "\n".join(f"  {g}" for g in info.guards))
     if config.print_after_all:

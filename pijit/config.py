@@ -26,7 +26,8 @@ OPTIONS = (
     Option("print_after_all", bool, False,
            "Print, for each compile, the original bytecode, the captured graph (one op per "
            "line with shapes and dtypes), the compiled graph (generated code, fused groups), "
-           "the guards and the transformed bytecode, to stderr."),
+           "the C of its fused kernels (their bodies, without the prelude every module "
+           "shares), the guards and the transformed bytecode, to stderr."),
     Option("print_bb", bool, False, "Print the original bytecode of each compiled function."),
     Option("print_guard", bool, False, "Print the guards of each new cache entry."),
     Option("LOG_GRAPH_BREAK", bool, False,

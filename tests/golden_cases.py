@@ -1,9 +1,9 @@
 """The functions whose dumps test_golden.py keeps as golden text (tests/golden/<name>.txt).
 
 Kept apart from the test so that editing the test does not move these functions' line
-numbers, which the dumps show. Each case: (name, function, argument maker, jit_config, calls,
-with_c). `calls` lists argument tuples called in order (a second size: the dynamic-shape entry
-is dumped too); with_c adds the fused kernels' C bodies.
+numbers, which the dumps show. Each case: (name, function, maker of the argument tuples it is
+called with in order (a second size: the dynamic-shape entry is dumped too), jit_config,
+whether a fused kernel is built).
 """
 from __future__ import annotations
 
@@ -126,9 +126,9 @@ CASES = [
     ("recurrence", recurrence, lambda: [(_f64(32),)], {}, True),
     ("row_updates", row_updates, lambda: [(_f64(5, 4), 5)], {}, False),
     ("stencil", stencil, lambda: [(_f64(16),)], {}, False),
-    ("graph_break", graph_break, lambda: [(_f64(8), np.abs(_f64(8, seed=1)))], {}, False),
-    ("data_branch", data_branch, lambda: [(np.abs(_f64(8)),), (-np.abs(_f64(8)),)], {}, False),
+    ("graph_break", graph_break, lambda: [(_f64(8), np.abs(_f64(8, seed=1)))], {}, True),
+    ("data_branch", data_branch, lambda: [(np.abs(_f64(8)),), (-np.abs(_f64(8)),)], {}, True),
     ("changing", changing, lambda: [(_f64(10),), (_f64(12),), (_f64(14),)], {}, True),
-    ("scalars", scalars, lambda: [(_f64(8), 3.0, True)], {"specialize_scalar": False}, False),
-    ("method", method, lambda: [(_f64(2, 6),)], {}, False),
+    ("scalars", scalars, lambda: [(_f64(8), 3.0, True)], {"specialize_scalar": False}, True),
+    ("method", method, lambda: [(_f64(2, 6),)], {}, True),
 ]

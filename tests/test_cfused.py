@@ -938,7 +938,11 @@ def test_module_in_parts_runs_like_one(monkeypatch, tmp_path, caplog):
     monkeypatch.setattr(build, "_loaded", {})
     monkeypatch.setenv("PIJIT_CACHE_DIR", str(tmp_path))
     a, b = np.abs(A[:, :7]) + 0.5, np.abs(B[:, :7]) + 0.5
-    assert "#define PJ_PARTS 3" in _source(caplog, _three_groups, a, b, level="O1")
+    source = _source(caplog, _three_groups, a, b, level="O1")
+    assert "#define PJ_PARTS 3" in source
+    dumped = render.module_bodies(source)              # print_after_all's C: every part
+    assert dumped.startswith("#if PJ_PART == 0\n") and "#if PJ_PART == 2\n" in dumped
+    assert dumped.count("\npj_body") == 3 and "pj_set_fallback" not in dumped
     handed = _count_handbacks(monkeypatch)
     with caplog.at_level(logging.INFO, logger="pijit.kernels"):
         got = run(_three_groups, a, b, groups=3)

@@ -70,11 +70,13 @@ def test_print_after_all(capsys):
     pijit.reset(f)
     f(X, Y)
     err = capsys.readouterr().err
-    for title in ("original bytecode", "captured graph", "compiled graph", "guards",
-                  "transformed bytecode"):
+    for title in ("original bytecode", "captured graph", "compiled graph",
+                  "fused kernels (C)", "guards", "transformed bytecode"):
         assert f"=== pijit: {title}" in err
     assert "%1 = exp(%0)  : float32[2,3]" in err
     assert "=== pijit: compiled graph (cfused backend) ===" in err
+    kernels = err.split("=== pijit: fused kernels (C) ===")[1].split("=== pijit:")[0]
+    assert "pj_body" in kernels and "pijit_kernels_init" not in kernels  # no prelude
     assert "LOAD_GLOBAL" in err                  # the original bytecode
     assert "y: ndarray float64[2,3] C" in err
     f(X, Y)                                       # a hit prints nothing

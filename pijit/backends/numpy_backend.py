@@ -42,10 +42,12 @@ MAX_TREE_DEPTH = 32
 
 @dataclass(frozen=True)
 class CompiledGraph:
-    """A graph ready to run: fn(*inputs) -> tuple of outputs. `source` is for dumps."""
+    """A graph ready to run: fn(*inputs) -> tuple of outputs. `source` (and `kernels`, the
+    C of the fused kernels' bodies) are for dumps."""
     fn: Callable
     source: str
     backend: str = "numpy"
+    kernels: str = ""
 
 
 def is_statement(node) -> bool:

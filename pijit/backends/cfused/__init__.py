@@ -90,7 +90,8 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
     compiled = on_numpy(lowered)
     text = compiled.source + "\n/* fused groups */\n" + "\n".join(
         [f"/* {g} */" for g in groups] + [f"/* loop %{n.out}: {g} */" for n, g in loop_nodes])
-    return dataclasses.replace(compiled, source=text, backend="cfused")
+    return dataclasses.replace(compiled, source=text, backend="cfused",
+                               kernels=render.module_bodies(source))
 
 
 _NUMPY_LOOP_UFUNCS = {"pow": np.power, "power": np.power,

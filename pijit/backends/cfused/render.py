@@ -1475,6 +1475,15 @@ def module_source(renderers: list, contract: bool, threads: int, jobs: int = 1) 
     return "\n".join(parts)
 
 
+def module_bodies(source: str) -> str:
+    """The part of a module's C (module_source) that is its own, for dumps: from the first
+    body to the module's functions, without the prelude every module shares."""
+    start = source.index("static PyObject *\npj_body")
+    part = source.find("#if PJ_PART == 0\n")     # a module in parts: from its first part
+    start = part if 0 <= part < start else start
+    return source[start:source.index("static PyObject *pj_set_fallback")].rstrip() + "\n"
+
+
 def split_parts(units: list, jobs: int) -> list:
     """The module's bodies (C texts, in order) shared out among at most `jobs` parts, longest
     first onto the part with the least text so far: each part's indices in order, or [] when

@@ -1,7 +1,8 @@
 """The functions whose dumps test_golden.py keeps as golden text (tests/golden/<name>.txt).
 
 Kept apart from the test so that editing the test does not move these functions' line
-numbers, which the dumps show. Each case: (name, function, maker of the argument tuples it is
+numbers, which the dumps show; for the same reason softmax, layernorm and the rest are
+written here again rather than imported from benchmarks/ or other tests. Each case: (name, function, maker of the argument tuples it is
 called with in order (a second size: the dynamic-shape entry is dumped too), jit_config,
 whether a fused kernel is built).
 """

@@ -13,6 +13,7 @@ turns a result back for the correctness check.
 from __future__ import annotations
 
 import importlib
+import os
 import types
 
 PEERS = ("numexpr", "numba", "torch", "jax")
@@ -84,6 +85,13 @@ def _torch(workload, threads):
 def _jax(workload, threads):
     if not workload.jax:
         raise NotApplicable("no jax.numpy port for this workload")
+    if threads == 1:
+        # XLA's CPU backend runs dots and other ops on a thread pool of all cores unless told
+        # otherwise before it starts (read once, at the first computation)
+        flags = os.environ.get("XLA_FLAGS", "")
+        if "xla_cpu_multi_thread_eigen" not in flags:
+            os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false "
+                                       "intra_op_parallelism_threads=1").strip()
     import jax
     import jax.numpy as jnp
     import numpy as np

@@ -6,6 +6,8 @@ import json
 from benchmarks.peers import PEERS
 from benchmarks.runner import OWN
 
+BUSY = 1.2      # cores (CPU time / wall time) above which a variant is marked as threaded
+
 
 def fmt_time(s):
     if s is None:
@@ -33,12 +35,18 @@ def _status(rec):
             "mismatch": "WRONG", "error": "ERROR"}.get(rec["status"], rec["status"])
 
 
+def _busy(rec) -> bool:
+    """Whether a variant kept more than BUSY cores busy while timed (CPU / wall time)."""
+    return bool(rec) and (rec.get("cores") or 0.0) > BUSY
+
+
 def _speedup(rec, with_spread=True):
     if not rec or rec.get("speedup") is None:
         return _status(rec)
+    star = "*" if _busy(rec) else ""
     if not with_spread:
-        return f"{rec['speedup']:.2f}x"
-    return f"{rec['speedup']:.2f}x [{rec['speedup_q1']:.2f}-{rec['speedup_q3']:.2f}]"
+        return f"{rec['speedup']:.2f}x{star}"
+    return f"{rec['speedup']:.2f}x{star} [{rec['speedup_q1']:.2f}-{rec['speedup_q3']:.2f}]"
 
 
 def _mb(rec):
@@ -105,6 +113,9 @@ def notes(results):
                f"median, [IQR of paired per-round ratios]; ±% = half the IQR of the samples")
     out.append("1st call = capture + compile + run after pijit.reset: cold = empty kernel disk "
                "cache, warm = kernels on disk (no C compile)")
+    if any(_busy(r) for w in results["workloads"] for r in w["variants"].values()):
+        out.append(f"* kept more than {BUSY} cores busy while timed (process CPU time / wall "
+                   f"time): not a {env['threads']}-thread number")
     missing = [p for p, a in results["peers"].items() if not a["installed"]]
     if missing:
         out.append(f"peers not installed: {', '.join(missing)}")

@@ -72,23 +72,24 @@ def call_all(fn, inputs):
 
 
 def make_timer(fn, inputs):
-    """run(number) -> seconds for `number` passes over every input tuple."""
-    perf = time.perf_counter
+    """run(number) -> (seconds, CPU seconds of the whole process) for `number` passes over
+    every input tuple."""
+    perf, cpu = time.perf_counter, time.process_time
     if len(inputs) == 1:
         args = inputs[0]
 
         def run(number):
-            t0 = perf()
+            t0, c0 = perf(), cpu()
             for _ in _repeat(None, number):
                 fn(*args)
-            return perf() - t0
+            return perf() - t0, cpu() - c0
     else:
         def run(number):
-            t0 = perf()
+            t0, c0 = perf(), cpu()
             for _ in _repeat(None, number):
                 for args in inputs:
                     fn(*args)
-            return perf() - t0
+            return perf() - t0, cpu() - c0
     return run
 
 
@@ -122,20 +123,24 @@ def peak_memory(fn, inputs):
 
 def interleave(timers, *, repeat, budget_s, target_s, min_rounds=5, max_rounds=60,
                pause_s=0.001):
-    """Round-robin samples (seconds per call) for every timer; warm-up excluded."""
+    """Round-robin samples (seconds per call) for every timer, and the cores each sample kept
+    busy (process CPU time / wall time); warm-up excluded."""
     numbers = {}
     for name, run in timers.items():
         run(1)                                           # warm-up, excluded
-        once = run(1)
+        once = run(1)[0]
         numbers[name] = max(1, min(200_000, math.ceil(target_s / max(once, 1e-9))))
     samples = {name: [] for name in timers}
+    cores = {name: [] for name in timers}
     names = list(timers)
     start = time.perf_counter()
     rounds = 0
     while True:
         k = rounds % len(names)
         for name in names[k:] + names[:k]:
-            samples[name].append(timers[name](numbers[name]) / numbers[name])
+            wall, cpu = timers[name](numbers[name])
+            samples[name].append(wall / numbers[name])
+            cores[name].append(cpu / wall if wall > 0 else 0.0)
             time.sleep(pause_s)
         rounds += 1
         if repeat:
@@ -144,7 +149,7 @@ def interleave(timers, *, repeat, budget_s, target_s, min_rounds=5, max_rounds=6
         elif rounds >= max_rounds or (rounds >= min_rounds
                                       and time.perf_counter() - start > budget_s):
             break
-    return samples, numbers
+    return samples, numbers, cores
 
 
 # -- one workload ---------------------------------------------------------------------------
@@ -154,7 +159,8 @@ def _fresh_inputs(inputs):
 
 def _variant_record(status="ok", error=None):
     return {"status": status, "error": error, "check": None, "first_call_s": None,
-            "steady": None, "calls_per_sample": None, "speedup": None, "speedup_q1": None,
+            "steady": None, "calls_per_sample": None, "cores": None, "speedup": None,
+            "speedup_q1": None,
             "speedup_q3": None, "peak_memory_bytes": None, "inputs_unchanged": None}
 
 
@@ -242,13 +248,14 @@ def measure_workload(workload, scale, backends, *, threads=1, repeat=None, budge
         prepared[name] = (fn, call_inputs, own, to_np, name in OWN)
 
     if timers:
-        samples, numbers = interleave(timers, repeat=repeat, budget_s=budget_s,
-                                      target_s=target_s)
+        samples, numbers, cores = interleave(timers, repeat=repeat, budget_s=budget_s,
+                                             target_s=target_s)
         base = samples.get("numpy")
         for name, s in samples.items():
             rec = result["variants"][name]
             rec["steady"] = summarize(s)
             rec["calls_per_sample"] = numbers[name]
+            rec["cores"] = float(np.median(cores[name]))
             if base:
                 rec["speedup"] = float(np.median(base) / np.median(s))
                 ratios = np.asarray(base) / np.asarray(s)      # paired: same round

@@ -26,7 +26,7 @@ ENV_FIELDS = {"python", "platform", "numpy", "cpu_model", "cpu_count", "threads"
 WORKLOAD_FIELDS = {"name", "description", "size", "memory_bound", "bytes_moved", "floor_s",
                    "variants"}
 VARIANT_FIELDS = {"status", "error", "check", "first_call_s", "steady", "calls_per_sample",
-                  "speedup", "speedup_q1", "speedup_q3", "peak_memory_bytes",
+                  "cores", "speedup", "speedup_q1", "speedup_q3", "peak_memory_bytes",
                   "inputs_unchanged"}
 PIJIT_FIELDS = VARIANT_FIELDS | {"first_call_cold_s", "first_call_warm_disk_s", "disk_cache",
                                  "disk_cache_note", "graph_count", "graph_break_count",
@@ -77,6 +77,20 @@ def test_json_has_every_field(tiny_run):
             if rec["status"] == "ok":
                 assert STEADY_FIELDS <= set(rec["steady"]), (w["name"], name)
                 assert CHECK_FIELDS <= set(rec["check"]), (w["name"], name)
+                assert 0.0 < rec["cores"] < 8.0, (w["name"], name)
+
+
+def test_a_variant_using_more_cores_is_marked(tiny_run):
+    """A speed is a one-thread number only if the variant kept one core busy: one that kept
+    more (a peer's own thread pool) is starred, with a note saying why."""
+    from benchmarks import report
+    _, res, _ = tiny_run
+    res = json.loads(json.dumps(res))
+    assert "not a 1-thread number" not in report.table(res)
+    rec = res["workloads"][0]["variants"]["pijit"]
+    rec["cores"] = report.BUSY + 0.3
+    text = report.table(res)
+    assert f"{rec['speedup']:.2f}x* [" in text and "not a 1-thread number" in text
 
 
 def test_table_and_markdown(tiny_run):

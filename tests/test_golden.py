@@ -22,14 +22,14 @@ from pijit.backends.cfused import toolchain
 from differential import assert_equal_values, clone
 from golden_cases import CASES
 
-GOLDEN = Path(__file__).parent / "golden"
+TESTS = Path(__file__).resolve().parent
+GOLDEN = TESTS / "golden"
 UPDATE = os.environ.get("PIJIT_UPDATE_GOLDEN") == "1"
 _ADDRESS = re.compile(r"\b0x[0-9a-f]{6,}\b")
 
 
 def dumps(fn, calls, config, capsys) -> str:
-    """print_after_all's text over the calls (results checked against plain NumPy), with
-    object addresses masked."""
+    """print_after_all's text over the calls (results checked against plain NumPy)."""
     jitted = pijit.jit(fn, jit_config={**config, "print_after_all": True})
     pijit.reset(jitted)
     capsys.readouterr()
@@ -40,8 +40,9 @@ def dumps(fn, calls, config, capsys) -> str:
                 np.testing.assert_allclose(g, w, rtol=1e-5)
         else:
             assert_equal_values(got, want)
-    text = capsys.readouterr().err
-    return "\n".join(line.rstrip() for line in _ADDRESS.sub("0x?", text).splitlines()) + "\n"
+    # object addresses, and where the clone is (code objects name their files)
+    text = _ADDRESS.sub("0x?", capsys.readouterr().err).replace(str(TESTS), "<tests>")
+    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])

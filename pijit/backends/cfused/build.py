@@ -184,11 +184,12 @@ def _run(cmds: list) -> str | None:
             p.kill()
             p.communicate()
         raise
-    errors = [(p.returncode, err) for p in procs for err in [p.communicate()[1]]]
-    for code, err in errors:
-        if code != 0:
-            return f"gcc failed ({code}):\n{err[-4000:]}"
-    return None
+    errors = []
+    for p in procs:
+        err = p.communicate()[1]
+        if p.returncode != 0:
+            errors.append(f"gcc failed ({p.returncode}):\n{err[-4000:]}")
+    return errors[0] if errors else None
 
 
 def _load(path: str, name: str):

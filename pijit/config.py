@@ -228,6 +228,17 @@ def env_pool_bytes() -> int:
     return int(raw) << 20
 
 
+def env_cache_bytes() -> int:
+    """PIJIT_CACHE_MB (an int >= 0; default 1024): the most the compiled kernels in the cache
+    dir may take; past it the least recently used go. 0: no limit."""
+    raw = os.environ.get("PIJIT_CACHE_MB", "").strip()
+    if not raw:
+        return 1024 << 20
+    if not raw.isdigit():
+        raise ValueError(f"PIJIT_CACHE_MB must be an integer >= 0 (megabytes), got {raw!r}")
+    return int(raw) << 20
+
+
 def cache_dir() -> str:
     """PIJIT_CACHE_DIR, else $XDG_CACHE_HOME/pijit or ~/.cache/pijit: where compiled kernels
     are kept between processes."""

@@ -868,11 +868,13 @@ def test_second_process_reuses_disk_cache(tmp_path):
     assert "compiling" in first.stderr
     sos = list(tmp_path.glob("*.so"))
     assert len(sos) == 1
-    mtime = sos[0].stat().st_mtime_ns
+    built = sos[0].stat()
     second = _subprocess(str(tmp_path))
     assert second.returncode == 0 and "ok" in second.stdout, second.stderr
     assert "compiling" not in second.stderr and "cache hit" in second.stderr
-    assert sos[0].stat().st_mtime_ns == mtime
+    used = sos[0].stat()
+    assert used.st_ino == built.st_ino                  # the same file, not a rebuild
+    assert used.st_mtime_ns > built.st_mtime_ns         # marked as used (eviction order)
 
 
 def test_corrupt_cache_file_is_rebuilt(tmp_path):
@@ -890,6 +892,54 @@ def test_unwritable_cache_dir_still_works(tmp_path):
     blocker.write_text("a file where a directory should be")
     res = _subprocess(str(blocker / "cache"))
     assert res.returncode == 0 and "ok" in res.stdout, res.stderr
+
+
+def _scaled(k):
+    """A function whose kernel module is its own (the constant differs)."""
+    def f(a):
+        return a * (k + 0.5) - 0.25
+    return f
+
+
+def test_cache_keeps_to_its_size_limit_dropping_the_least_recently_used(tmp_path,
+                                                                        monkeypatch):
+    monkeypatch.setenv("PIJIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(build, "_loaded", {})
+    fns, paths = [_scaled(k) for k in range(3)], []
+    for f in fns[:2]:
+        before = set(tmp_path.glob("*.so"))
+        run(f, A, groups=1)
+        (new,) = set(tmp_path.glob("*.so")) - before
+        paths.append(new)
+    # room for two and a half modules; f0 used again (loaded from disk) after f1 was built
+    limit = int(2.5 * max(p.stat().st_size for p in paths))
+    monkeypatch.setattr(pijit.config, "env_cache_bytes", lambda: limit)
+    monkeypatch.setattr(build, "_loaded", {})
+    run(fns[0], A, groups=1)
+    before = set(tmp_path.glob("*.so"))
+    run(fns[2], A, groups=1)                            # a third module: f1's goes
+    (third,) = set(tmp_path.glob("*.so")) - before
+    assert set(tmp_path.glob("*.so")) == {paths[0], third}
+    monkeypatch.setattr(build, "_loaded", {})          # f1 again: built anew, f0's goes
+    run(fns[1], A, groups=1)
+    assert paths[1].exists() and not paths[0].exists() and third.exists()
+
+
+def test_cache_limit_setting_is_checked(monkeypatch, caplog):
+    monkeypatch.delenv("PIJIT_CACHE_MB", raising=False)
+    assert pijit.config.env_cache_bytes() == 1024 << 20
+    monkeypatch.setenv("PIJIT_CACHE_MB", "0")
+    assert pijit.config.env_cache_bytes() == 0
+    monkeypatch.setenv("PIJIT_CACHE_MB", "lots")
+    with pytest.raises(ValueError, match=r"PIJIT_CACHE_MB must be an integer >= 0 "
+                                         r"\(megabytes\), got 'lots'"):
+        pijit.config.env_cache_bytes()
+    # in a call: the graph runs on NumPy, and the warning names the setting
+    f = _scaled(7)
+    with caplog.at_level(logging.WARNING, logger="pijit.kernels"):
+        got = pijit.jit(f)(A)
+    assert np.array_equal(got, f(A))
+    assert any("PIJIT_CACHE_MB" in r.getMessage() for r in caplog.records)
 
 
 def test_precompiled_header_is_used_and_a_damaged_one_is_survived(tmp_path, monkeypatch, caplog):

@@ -83,6 +83,7 @@ def load_kernels(source: str, cache_dir: str | None = None, openmp: bool = False
     openmp: link OpenMP (the source uses threads); its threads sleep when idle
     (OMP_WAIT_POLICY=PASSIVE unless set: spinning threads collapse on a shared machine).
     """
+    limit = config.env_cache_bytes()       # a bad PIJIT_CACHE_MB says so before any build
     key = cache_key(source + ("\n/* -fopenmp */" if openmp else ""))
     if openmp:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
@@ -96,8 +97,12 @@ def load_kernels(source: str, cache_dir: str | None = None, openmp: bool = False
         try:
             mod = _load(path, name)
             log.debug("kernel cache hit %s", path)
+            _touch(path)
         except Exception as e:      # corrupt or foreign file: rebuild it
-            log.warning("kernel cache file %s is unusable (%s); rebuilding", path, e)
+            if os.path.exists(path):
+                log.warning("kernel cache file %s is unusable (%s); rebuilding", path, e)
+            else:                   # evicted by another process meanwhile
+                log.debug("kernel cache file %s went away; rebuilding", path)
             mod = None
     if mod is None:
         target = _writable_dir(cache)
@@ -108,8 +113,48 @@ def load_kernels(source: str, cache_dir: str | None = None, openmp: bool = False
             raise BuildError("no writable directory for compiled kernels")
         path = _build(source, name, target, openmp)
         mod = _load(path, name)
+        evict(target, path, limit)
     _loaded[key] = mod
     return mod
+
+
+def _touch(path: str):
+    """Marks a cached module as just used (its mtime), for evict; a read-only cache stays as
+    it is."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def evict(cache: str, keep: str, limit: int):
+    """Deletes the least recently used kernel modules of `cache` (by mtime: set when built
+    or loaded) until they take at most `limit` bytes (0: no limit), never `keep`. A module
+    another process has loaded stays loaded there (the file is only unlinked); one it was
+    about to load is rebuilt."""
+    if not limit:
+        return
+    modules = []
+    try:
+        with os.scandir(cache) as entries:
+            for e in entries:
+                if e.name.startswith("_pijit_k_") and e.name.endswith(".so") and e.is_file():
+                    st = e.stat()
+                    modules.append((st.st_mtime_ns, st.st_size, e.path))
+    except OSError:
+        return
+    total = sum(size for _, size, _ in modules)
+    for _, size, path in sorted(modules):
+        if total <= limit:
+            break
+        if path == keep:
+            continue
+        try:
+            os.unlink(path)
+            total -= size
+            log.debug("kernel cache: evicted %s", path)
+        except OSError:         # gone already (another process evicted it)
+            pass
 
 
 def forget_loaded():

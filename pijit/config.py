@@ -220,22 +220,22 @@ def env_num_threads() -> int:
 def env_pool_bytes() -> int:
     """PIJIT_POOL_MB (an int >= 0; default 512): the most memory the buffer pool keeps for
     reuse by big kernel outputs (csrc/pool.c); 0 keeps nothing."""
-    raw = os.environ.get("PIJIT_POOL_MB", "").strip()
-    if not raw:
-        return 512 << 20
-    if not raw.isdigit():
-        raise ValueError(f"PIJIT_POOL_MB must be an integer >= 0 (megabytes), got {raw!r}")
-    return int(raw) << 20
+    return _env_megabytes("PIJIT_POOL_MB", 512)
 
 
 def env_cache_bytes() -> int:
     """PIJIT_CACHE_MB (an int >= 0; default 1024): the most the compiled kernels in the cache
     dir may take; past it the least recently used go. 0: no limit."""
-    raw = os.environ.get("PIJIT_CACHE_MB", "").strip()
+    return _env_megabytes("PIJIT_CACHE_MB", 1024)
+
+
+def _env_megabytes(name: str, default: int) -> int:
+    """Bytes from environment variable `name`, an int >= 0 of megabytes (default if unset)."""
+    raw = os.environ.get(name, "").strip()
     if not raw:
-        return 1024 << 20
+        return default << 20
     if not raw.isdigit():
-        raise ValueError(f"PIJIT_CACHE_MB must be an integer >= 0 (megabytes), got {raw!r}")
+        raise ValueError(f"{name} must be an integer >= 0 (megabytes), got {raw!r}")
     return int(raw) << 20
 
 

@@ -979,7 +979,7 @@ def _three_groups(a, b):
     return w.sum(axis=1) * 2.0 + np.tanh(w).max(axis=1)
 
 
-def test_module_in_parts_runs_like_one(monkeypatch, tmp_path, caplog):
+def test_module_in_parts_runs_like_one(monkeypatch, tmp_path, caplog, capsys):
     """With gcc jobs to spare, a module's bodies are compiled in parts side by side and
     linked: every part must see the state set through part 0 (each group's NumPy fallback,
     the slots of NumPy's loops) and have its own NumPy API table. A part without them would
@@ -990,7 +990,9 @@ def test_module_in_parts_runs_like_one(monkeypatch, tmp_path, caplog):
     a, b = np.abs(A[:, :7]) + 0.5, np.abs(B[:, :7]) + 0.5
     source = _source(caplog, _three_groups, a, b, level="O1")
     assert "#define PJ_PARTS 3" in source
-    dumped = render.module_bodies(source)              # print_after_all's C: every part
+    pijit.jit(_three_groups, jit_config={"print_after_all": True})(a, b)
+    dumped = capsys.readouterr().err.split("=== pijit: fused kernels (C) ===\n")[1]
+    dumped = dumped.split("=== pijit:")[0]             # print_after_all's C: every part
     assert dumped.startswith("#if PJ_PART == 0\n") and "#if PJ_PART == 2\n" in dumped
     assert dumped.count("\npj_body") == 3 and "pj_set_fallback" not in dumped
     handed = _count_handbacks(monkeypatch)

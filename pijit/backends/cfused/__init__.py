@@ -59,8 +59,8 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
         return on_numpy(optimized)
     renderers = [render.GroupKernel(optimized, grp) for grp in groups] + [
         loops.LoopKernel(node, grp, len(groups) + k) for k, (node, grp) in enumerate(loop_nodes)]
-    source = render.module_source(renderers, level == "O2", threads,
-                                  jobs=toolchain.compile_jobs())
+    source, own = render.module_source(renderers, level == "O2", threads,
+                                       jobs=toolchain.compile_jobs())
     if log.isEnabledFor(logging.INFO):
         log.info("%s: %d fused group(s)\n%s", name, len(groups) + len(loop_nodes),
                  "\n".join([f"  {g}" for g in groups] + [
@@ -91,7 +91,7 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
     text = compiled.source + "\n/* fused groups */\n" + "\n".join(
         [f"/* {g} */" for g in groups] + [f"/* loop %{n.out}: {g} */" for n, g in loop_nodes])
     return dataclasses.replace(compiled, source=text, backend="cfused",
-                               kernels=render.module_bodies(source))
+                               kernels=own)
 
 
 _NUMPY_LOOP_UFUNCS = {"pow": np.power, "power": np.power,

@@ -1410,10 +1410,12 @@ PF_STREAM = 64 << 20    # fewest bytes of inputs a loop prefetches ahead in
 PART_MIN = 3000         # fewest characters of C per part of a module split (split_parts)
 
 
-def module_source(renderers: list, contract: bool, threads: int, jobs: int = 1) -> str:
-    """One C module with a function g<id> per renderer (a GroupKernel or a subclass), each
-    calling its body; a body is emitted once for groups whose C is the same (the groups of
-    an unrolled loop: each copy cost gcc its full time).
+def module_source(renderers: list, contract: bool, threads: int, jobs: int = 1) -> tuple:
+    """(C source, its own part) of one module with a function g<id> per renderer (a
+    GroupKernel or a subclass), each calling its body; a body is emitted once for groups
+    whose C is the same (the groups of an unrolled loop: each copy cost gcc its full time).
+    The own part, for dumps, is the bodies (every part of a module in parts) without the
+    prelude every module shares and the module's functions.
 
     contract: let gcc fuse a*b+c into one FMA (one rounding instead of two: O2 only).
     threads: OpenMP threads for big loops (compiled with -fopenmp when > 1).
@@ -1449,6 +1451,7 @@ def module_source(renderers: list, contract: bool, threads: int, jobs: int = 1) 
     parts.append(NUMPY_LOOPS.replace("@NSLOTS@", str(max(len(slots), 1))))
     parts.append(f"PJ_SHARED PyObject *pj_fallbacks[{max(len(renderers), 1)}];\n")
     parts.append(FALLBACK)
+    own = len(parts)
     if not split:
         parts += units
         init = ""
@@ -1465,6 +1468,7 @@ def module_source(renderers: list, contract: bool, threads: int, jobs: int = 1) 
                   f"Py_ssize_t);" for r in renderers]
         parts += [f"PJ_HIDDEN int pj_part_init{k}(void);" for k in range(1, len(split))]
         init = "".join(f" && pj_part_init{k}() >= 0" for k in range(1, len(split)))
+    bodies_text = "\n".join(parts[own:]).rstrip() + "\n"
     methods = "".join(
         f'    {{"g{r.grp.id}", (PyCFunction)(void (*)(void))pj_g{r.grp.id}, METH_FASTCALL, '
         f'NULL}},\n' for r in renderers)
@@ -1472,16 +1476,7 @@ def module_source(renderers: list, contract: bool, threads: int, jobs: int = 1) 
                  .replace("@PARTS_INIT@", init))
     if split:
         parts.append("#endif")
-    return "\n".join(parts)
-
-
-def module_bodies(source: str) -> str:
-    """The part of a module's C (module_source) that is its own, for dumps: from the first
-    body to the module's functions, without the prelude every module shares."""
-    start = source.index("static PyObject *\npj_body")
-    part = source.find("#if PJ_PART == 0\n")     # a module in parts: from its first part
-    start = part if 0 <= part < start else start
-    return source[start:source.index("static PyObject *pj_set_fallback")].rstrip() + "\n"
+    return "\n".join(parts), bodies_text
 
 
 def split_parts(units: list, jobs: int) -> list:

@@ -160,8 +160,8 @@ def _fresh_inputs(inputs):
 def _variant_record(status="ok", error=None):
     return {"status": status, "error": error, "check": None, "first_call_s": None,
             "steady": None, "calls_per_sample": None, "cores": None, "speedup": None,
-            "speedup_q1": None,
-            "speedup_q3": None, "peak_memory_bytes": None, "inputs_unchanged": None}
+            "speedup_q1": None, "speedup_q3": None, "peak_memory_bytes": None,
+            "inputs_unchanged": None}
 
 
 def _prepare(name, workload, threads, pijit):

@@ -201,8 +201,8 @@ def _compile(source: str, c_path: str, out: str, openmp: bool, pch: list,
     run, or, for a module in parts, part 0 from c_path and the others from source, each with
     -DPJ_PART=k in a gcc process of its own, side by side, then linked. None when done, else
     what gcc said."""
-    cc = [CC, *CFLAGS, *(["-fopenmp"] if openmp else []), *pch,
-          *toolchain.include_dirs(numpy.get_include())]
+    omp = ["-fopenmp"] if openmp else []
+    cc = [CC, *CFLAGS, *omp, *pch, *toolchain.include_dirs(numpy.get_include())]
     if parts == 1:
         return _run([[*cc, c_path, "-o", out, *LDFLAGS]])
     raw = os.path.join(os.path.dirname(out), "parts.c")
@@ -213,7 +213,7 @@ def _compile(source: str, c_path: str, out: str, openmp: bool, pch: list,
                   for k in range(parts)])
     if error is not None:
         return error
-    return _run([[CC, *(["-fopenmp"] if openmp else []), *objs, "-o", out, *LDFLAGS]])
+    return _run([[CC, *omp, *objs, "-o", out, *LDFLAGS]])
 
 
 def _run(cmds: list) -> str | None:

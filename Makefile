@@ -26,7 +26,8 @@ bench: install
 # whatever happened, and exit with the tests' status.
 asan:
 	PIJIT_ASAN=1 $(PYTHON) setup.py -q build_ext --inplace --force
-	LD_PRELOAD=$(ASAN_LIB) ASAN_OPTIONS=detect_leaks=0:quarantine_size_mb=16 $(PYTHON) -m pytest -q -x tests; \
+	LD_PRELOAD=$(ASAN_LIB) ASAN_OPTIONS=detect_leaks=0:quarantine_size_mb=16 PYTHONMALLOC=malloc \
+	    $(PYTHON) -m pytest -q -x tests; \
 	status=$$?; \
 	$(PYTHON) setup.py -q build_ext --inplace --force; \
 	exit $$status

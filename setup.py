@@ -51,7 +51,9 @@ setup(
     setup_requires=["cffi>=1.15", "numpy"],
     install_requires=["numpy>=1.26", "bytecode>=0.16", "cffi>=1.15"],
     extras_require={
-        "test": ["pytest==9.0.3", "hypothesis==6.155.2"],
+        # coverage: the tracing tests; cloudpickle, joblib: the pickling tests
+        "test": ["pytest==9.0.3", "hypothesis==6.155.2", "coverage==7.17.4", "cloudpickle==3.1.3",
+                 "joblib==1.6.0"],
         # optional: progress bar, BLAS report, plots, and a peer for the benchmark runner
         "bench": ["tqdm==4.67.1", "threadpoolctl==3.8.0", "matplotlib==3.11.2", "numexpr==2.14.2"],
     },

@@ -6,7 +6,10 @@
  * list of checks (predicates on one source each).  Sources are evaluated
  * lazily, at most once per check of an entry.  Any failure to fetch a value
  * (missing global, empty cell, attribute error, index out of range) makes the
- * entry fail; it is never an error of the call.
+ * entry fail; it is never an error of the call, except for an exception that is not an
+ * Exception (KeyboardInterrupt raised by a signal handler that ran inside a guard's Python
+ * code, SystemExit): that is the program's business and propagates, as plain Python would
+ * raise it at the start of the function.
  */
 #include "pijit.h"
 
@@ -265,6 +268,20 @@ entry_decref(Entry *e)
         entry_free(e);
 }
 
+/* Visit every object the entry owns (its CodeState's tp_traverse). */
+static int
+entry_traverse(Entry *e, visitproc visit, void *arg)
+{
+    for (Py_ssize_t i = 0; i < e->nsources; i++)
+        Py_VISIT(e->sources[i].name);
+    for (Py_ssize_t i = 0; i < e->nchecks; i++)
+        Py_VISIT(e->checks[i].obj);
+    Py_VISIT(e->fn);
+    Py_VISIT(e->orig_sources);
+    Py_VISIT(e->orig_checks);
+    return 0;
+}
+
 /* New entry with refcnt 1, or NULL with an exception. */
 static Entry *
 entry_new(PyCodeObject *code, Py_ssize_t nargs, PyObject *sources,
@@ -313,6 +330,18 @@ fail:
 
 /* ---- checking ---------------------------------------------------------- */
 
+/* A fetch or check that raised makes the entry fail (0), unless the exception is not an
+ * Exception: then it stays set and the call raises it (-1). */
+static int
+guard_error(void)
+{
+    if (PyErr_ExceptionMatches(PyExc_Exception)) {
+        PyErr_Clear();
+        return 0;
+    }
+    return -1;
+}
+
 /* Value cache of one entry check: vals[i] is a strong reference once
  * source i has been fetched; st[i] is 0 (not yet), 1 (ok) or 2 (failed). */
 typedef struct {
@@ -320,11 +349,13 @@ typedef struct {
     char *st;
 } Values;
 
+/* d[name] as LOAD_GLOBAL reads it: an exact dict directly, anything else (a dict subclass
+ * with its own __getitem__ or __missing__) through its __getitem__. */
 static PyObject *
 dict_lookup(PyObject *d, PyObject *name)
 {
     PyObject *v;
-    if (PyDict_Check(d)) {
+    if (PyDict_CheckExact(d)) {
         v = PyDict_GetItemWithError(d, name);
         Py_XINCREF(v);
     }
@@ -336,7 +367,8 @@ dict_lookup(PyObject *d, PyObject *name)
     return v;  /* new ref, or NULL (maybe with an exception) */
 }
 
-/* Fetch source i: new reference, or NULL (no exception set) on failure. */
+/* Fetch source i: new reference, or NULL on failure (with an exception set only when it
+ * must propagate: see guard_error). */
 static PyObject *
 fetch_source(Entry *e, Py_ssize_t i, _PyInterpreterFrame *frame, Values *vs);
 
@@ -357,7 +389,8 @@ fetch_uncached(Entry *e, Source *s, _PyInterpreterFrame *frame, Values *vs)
             v = dict_lookup(frame->f_builtins, s->name);
         break;
     case SRC_CELL: {
-        PyObject *closure = frame->f_func ? frame->f_func->func_closure : NULL;
+        PyFunctionObject *func = pj_frame_func(frame);
+        PyObject *closure = func ? func->func_closure : NULL;
         if (closure == NULL || !PyTuple_Check(closure) || s->arg >= PyTuple_GET_SIZE(closure))
             return NULL;
         PyObject *cell = PyTuple_GET_ITEM(closure, s->arg);
@@ -401,23 +434,26 @@ fetch_uncached(Entry *e, Source *s, _PyInterpreterFrame *frame, Values *vs)
         return v;
     }
     }
-    if (v == NULL)
-        PyErr_Clear();
+    if (v == NULL && PyErr_Occurred() && guard_error() == 0)
+        return NULL;
     return v;
 }
 
-/* Returns a borrowed reference owned by `vs`, or NULL on failure. */
+/* Returns a borrowed reference owned by `vs`, or NULL on failure (see fetch_uncached). */
 static PyObject *
 fetch_source(Entry *e, Py_ssize_t i, _PyInterpreterFrame *frame, Values *vs)
 {
     if (vs->st[i] == 0) {
         PyObject *v = fetch_uncached(e, &e->sources[i], frame, vs);
+        if (v == NULL && PyErr_Occurred())
+            return NULL;        /* not cached: the check stops here anyway */
         vs->vals[i] = v;
         vs->st[i] = v ? 1 : 2;
     }
     return vs->st[i] == 1 ? vs->vals[i] : NULL;
 }
 
+/* 1 equal, 0 not, -1 an exception to propagate. */
 static int
 check_eq(PyObject *v, PyObject *want)
 {
@@ -433,11 +469,7 @@ check_eq(PyObject *v, PyObject *want)
             && memcmp(&a.imag, &b.imag, sizeof(double)) == 0;
     }
     int r = PyObject_RichCompareBool(v, want, Py_EQ);
-    if (r < 0) {
-        PyErr_Clear();
-        return 0;
-    }
-    return r;
+    return r < 0 ? guard_error() : r;
 }
 
 static int
@@ -458,6 +490,7 @@ check_array(Check *c, PyObject *v)
     return 1;
 }
 
+/* 1 pass, 0 fail, -1 an exception to propagate. */
 static int
 run_check(Check *c, PyObject *v)
 {
@@ -480,24 +513,18 @@ run_check(Check *c, PyObject *v)
         return check_array(c, v);
     case CHK_CALL: {
         PyObject *r = PyObject_CallOneArg(c->obj, v);
-        if (r == NULL) {
-            PyErr_Clear();
-            return 0;
-        }
+        if (r == NULL)
+            return guard_error();
         int t = PyObject_IsTrue(r);
         Py_DECREF(r);
-        if (t < 0) {
-            PyErr_Clear();
-            return 0;
-        }
-        return t;
+        return t < 0 ? guard_error() : t;
     }
     }
     return 0;
 }
 
-/* 1 if every check of `e` passes for `frame`, else 0.  Never leaves an
- * exception set.  The caller holds a reference to `e`. */
+/* 1 if every check of `e` passes for `frame`, else 0; -1 with an exception that must
+ * propagate (see guard_error).  The caller holds a reference to `e`. */
 static int
 entry_check(Entry *e, _PyInterpreterFrame *frame)
 {
@@ -512,15 +539,16 @@ entry_check(Entry *e, _PyInterpreterFrame *frame)
         if (vs.vals == NULL || vs.st == NULL) {
             PyMem_Free(vs.vals);
             PyMem_Free(vs.st);
-            return 0;
+            PyErr_NoMemory();
+            return -1;
         }
     }
     memset(vs.st, 0, ns);
     int ok = 1;
-    for (Py_ssize_t i = 0; i < e->nchecks && ok; i++) {
+    for (Py_ssize_t i = 0; i < e->nchecks && ok == 1; i++) {
         Check *c = &e->checks[i];
         PyObject *v = fetch_source(e, c->src, frame, &vs);
-        ok = v != NULL && run_check(c, v);
+        ok = v != NULL ? run_check(c, v) : PyErr_Occurred() ? -1 : 0;
     }
     for (Py_ssize_t i = 0; i < ns; i++)
         if (vs.st[i] == 1)

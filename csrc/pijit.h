@@ -1,31 +1,26 @@
-/* pijit.h -- shared declarations of the pijit C hook (CPython 3.11 only).
+/* pijit.h -- shared declarations of the pijit C hook.
  *
- * The extension is one translation unit: pijit/_build_C.py hands cffi a
- * source that includes this header, guards.c and eval_frame.c in that order,
- * so everything here is static.
+ * The extension is one translation unit: pijit/_build_C.py hands cffi a source that
+ * includes guards.c, code_state.c, pool.c, kernel_support.c, eval_frame.c, wrapper.c and
+ * module.c in that order (each includes this header first), so everything here is static.
  *
  * Objects:
- *   CodeExtra   per-code state attached with _PyCode_SetExtra: the state
- *               machine value, counters and the ordered (MRU) entry array.
- *   Entry       one cache entry: a compiled guard program + the function to
- *               call on a hit (NULL = "run the frame plain").
+ *   CodeState    per-code state, a garbage-collected object: the state machine value,
+ *                counters, the ordered (MRU) entry array and the Python-side record.  The
+ *                code's co_extra slot points at it without owning it; its owners are the
+ *                jit Wrapper of the function and the records of the codes it was made for.
+ *   Entry        one cache entry: a compiled guard program + the function to call on a
+ *                hit (NULL = "run the frame plain").
  *   Source/Check the compiled guard program (see guards.c).
  */
 #ifndef PIJIT_H
 #define PIJIT_H
 
-#include <Python.h>
+#include "compat.h"
+
 #include <structmember.h>
 #include <stdint.h>
 #include <string.h>
-
-#if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030C0000
-#error "pijit's frame hook supports CPython 3.11 only"
-#endif
-
-#define Py_BUILD_CORE 1
-#include <internal/pycore_frame.h>
-#undef Py_BUILD_CORE
 
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/ndarraytypes.h>
@@ -74,21 +69,37 @@ typedef struct {
     PyObject *orig_checks;
 } Entry;
 
-typedef struct {
+typedef struct CodeState {
+    PyObject_HEAD
+    PyCodeObject *code;  /* strong: the code whose co_extra slot points here */
+    PyObject *record;    /* the Python-side record (pijit.cache.CodeRecord) or NULL */
+    PyObject *weakreflist;
     int state;
     Py_ssize_t nargs;    /* argument slots of the code */
-    Py_ssize_t nfree;    /* co_nfreevars */
     uint64_t version;    /* bumped on every change of the entry array */
     Py_ssize_t calls, hits, misses;
     Py_ssize_t nentries, capacity;
     Entry **entries;     /* entries[0] is the most recently hit */
-} CodeExtra;
+    uint64_t build_epoch; /* fork epoch in which state became ST_BUILDING */
+    struct CodeState *live_prev, *live_next;   /* every live state, for reset() of all */
+} CodeState;
 
 /* guards.c */
 static Entry *entry_new(PyCodeObject *code, Py_ssize_t nargs, PyObject *sources,
                         PyObject *checks, PyObject *fn);
 static void entry_decref(Entry *e);
+static int entry_traverse(Entry *e, visitproc visit, void *arg);
 static int entry_check(Entry *e, _PyInterpreterFrame *frame);
+
+/* code_state.c */
+static PyTypeObject CodeStateType;
+static Py_ssize_t extra_index;
+static CodeState *code_state(PyCodeObject *code);
+static CodeState *code_state_mark(PyCodeObject *code);
+static void code_state_clear_entries(CodeState *st);
+
+/* eval_frame.c */
+static uint64_t fork_epoch;
 
 /* Set by set_array_type(): exact numpy.ndarray type (strong), or NULL. */
 static PyTypeObject *pijit_array_type = NULL;

@@ -1,9 +1,10 @@
 """cffi builder of ``pijit._C``, the extension holding pijit's PEP 523 hook.
 
-The C sources live in ``csrc/``; they are compiled as one translation unit
-(``csrc/guards.c``, ``csrc/pool.c`` (the kernels' buffer pool),
-``csrc/kernel_support.c`` (routines the kernels share) and ``csrc/eval_frame.c``
-are included into the cffi source).  The only
+The C sources live in ``csrc/``; they are compiled as one translation unit, in the
+order of ``_UNITS`` (``compat.h``: the CPython-version facts; ``guards.c``: guard
+programs; ``code_state.c``: per-code state; ``pool.c``: the kernels' buffer pool;
+``kernel_support.c``: routines the kernels share; ``eval_frame.c``: the hook;
+``wrapper.c``: what ``pijit.jit`` returns; ``module.c``: the module).  The only
 cffi-visible function is ``pijit_init_module``, which creates the real
 extension module ``pijit._eval_frame`` (see ``pijit/eval_frame.py``).
 
@@ -18,7 +19,9 @@ from cffi import FFI
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _CSRC = os.path.join(os.path.dirname(_HERE), "csrc")
 _CFUSED = os.path.join(_HERE, "backends", "cfused")
-_FILES = ("pijit.h", "guards.c", "pool.c", "kernel_support.c", "eval_frame.c")
+_UNITS = ("guards.c", "code_state.c", "pool.c", "kernel_support.c", "eval_frame.c", "wrapper.c",
+          "module.c")
+_FILES = ("compat.h", "pijit.h") + _UNITS
 
 _compile_args = ["-std=gnu11", "-Wall", "-Wno-unused-function", "-Wno-missing-field-initializers"]
 _link_args = []
@@ -31,8 +34,7 @@ ffibuilder = FFI()
 ffibuilder.cdef("int pijit_init_module(void);")
 ffibuilder.set_source(
     "pijit._C",
-    '#include "guards.c"\n#include "pool.c"\n#include "kernel_support.c"\n'
-    '#include "eval_frame.c"\n',
+    "".join(f'#include "{unit}"\n' for unit in _UNITS),
     define_macros=[("_CFFI_NO_LIMITED_API", None)],
     include_dirs=[_CSRC, _CFUSED, numpy.get_include()],
     depends=[os.path.join(_CSRC, f) for f in _FILES] + [os.path.join(_CFUSED, "kernel_support.h")],

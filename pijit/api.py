@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import functools
+import os
+import sys
 import types
 import warnings
 
@@ -18,6 +20,8 @@ eval_frame.set_array_type(np.ndarray)
 eval_frame.set_callback(runtime.on_miss)
 if config_mod.env_disabled():
     eval_frame.set_enabled(False)
+# A forked child has only the thread that forked: the hook's per-thread state follows.
+os.register_at_fork(after_in_child=eval_frame.after_fork_child)
 
 
 class ArraySpec:
@@ -137,10 +141,49 @@ def _wrap(fn, signature, hash_args, config):
             (config, signature, hash_args):
         _reset_code(code)
     cache.register(code, config, signature, hash_args)
-    eval_frame.mark(code)
     wrapper = eval_frame.Wrapper(fn)
     functools.update_wrapper(wrapper, fn)
     return wrapper
+
+
+def _rejit(fn, signature, hash_args, config):
+    """Unpickle a jitted function that is not reachable by its name (pijit.jit(fn) of a
+    module-level fn): jit the unpickled function again, with the same options."""
+    return _wrap(fn, signature, hash_args, config)
+
+
+def _reduce(wrapper):
+    """Wrapper.__reduce__: by reference, as pickle does functions. A decorated function or
+    method is found by its module and qualified name (the name then names this very
+    object); anything else pickles as jit(the wrapped function, its options), so the
+    wrapped function must pickle, and raises what pickling it raises when it does not."""
+    fn = wrapper.fn
+    name = getattr(wrapper, "__qualname__", None)
+    module = sys.modules.get(getattr(wrapper, "__module__", None))
+    if module is not None and isinstance(name, str):
+        found = module
+        for part in name.split("."):
+            found = getattr(found, part, None)
+        if found is wrapper or (isinstance(found, types.MethodType) and found.__func__ is wrapper):
+            return name
+    rec = cache.record(fn.__code__)
+    if rec is None:
+        return (_rejit, (fn, None, None, JitConfig()))
+    return (_rejit, (fn, rec.input_signature, rec.hash_args, rec.config))
+
+
+def _code_changed(wrapper):
+    """The jitted function's __code__ was replaced (IPython's autoreload, an editor): jit
+    the new code with the options of the old one. Returns the new code's CodeState."""
+    old = wrapper.code_state.record
+    code = wrapper.fn.__code__
+    if old is None:
+        return eval_frame.mark(code)
+    return cache.register(code, old.config, old.input_signature, old.hash_args).state
+
+
+eval_frame.set_reduce_callback(_reduce)
+eval_frame.set_code_changed_callback(_code_changed)
 
 
 def set_context(mode=None):

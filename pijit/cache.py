@@ -2,11 +2,16 @@
 
 The C hook owns the entries it walks; this mirror keeps what reports need: each entry's
 guards, graph and bytecode text, the recompile reasons and whole-function fallbacks.
+A record hangs off its code's CodeState (pijit._eval_frame), which the jitted function's
+Wrapper owns; a record owns the records of the resume functions, loop bodies and callees
+made for its code. So everything lives as long as the jitted function, and is freed with
+it by the garbage collector (no global table keeps a user's objects alive).
 """
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass, field
+
+from pijit import eval_frame
 
 
 @dataclass
@@ -46,6 +51,8 @@ class CodeRecord:
     resumes: dict = field(default_factory=dict)   # (position, depth, live) -> resume code
     callees: dict = field(default_factory=dict)   # id -> code jitted because its call was not inlined
     dynamic: dict = field(default_factory=dict)   # source -> dims (or value) dynamic from the start
+    state: object = None            # the code's CodeState (keeps the code marked)
+    children: list = field(default_factory=list)  # records of the resume codes and callees
 
     def clear(self):
         self.entries.clear()
@@ -55,34 +62,25 @@ class CodeRecord:
         self.limit_logged = False
 
 
-# id(code) -> (weak reference to the code, CodeRecord). Keyed by identity: code objects
-# compare equal when compiled from the same source, yet each is jitted on its own.
-_records: dict = {}
-
-
 def record(code) -> CodeRecord | None:
-    found = _records.get(id(code))
-    if found is None or found[0]() is not code:
-        return None
-    return found[1]
+    state = eval_frame.state_of(code)
+    return None if state is None else state.record
 
 
 def register(code, config, input_signature=None, hash_args=None) -> CodeRecord:
-    """Create or update the record of a code object being jitted."""
-    rec = record(code)
+    """Create or update the record of a code object being jitted (and mark the code)."""
+    state = eval_frame.mark(code)
+    rec = state.record
     if rec is None:
-        key = id(code)
-        # The dict is bound now: at interpreter exit module globals may already be gone.
-        ref = weakref.ref(code, lambda _, key=key, records=_records: records.pop(key, None))
-        rec = CodeRecord(config, input_signature, hash_args)
-        _records[key] = (ref, rec)
+        rec = CodeRecord(config, input_signature, hash_args, state=state)
+        state.record = rec
     else:
         rec.config, rec.input_signature, rec.hash_args = config, input_signature, hash_args
     return rec
 
 
 def all_codes() -> list:
-    return [code for code in (ref() for ref, _ in list(_records.values())) if code is not None]
+    return [state.code for state in eval_frame.all_states() if state.record is not None]
 
 
 def family(code) -> list:

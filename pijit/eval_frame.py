@@ -7,14 +7,20 @@ re-exported here:
 * ``set_callback(cb)``: ``cb(func, args)`` runs on a cache miss of a marked
   code and returns a function to call with the frame's argument slots, or
   None to evaluate the frame normally.
-* ``mark(code)``, ``reset(code)``, ``set_state(code, s)``, ``get_state(code)``,
+* ``mark(code) -> CodeState``: the per-code state (entries, counters, the
+  Python-side ``record``); the code stays marked while its state is referenced
+  (by a Wrapper, or a record). ``state_of(code)``, ``all_states()``,
+  ``reset(code)``, ``set_state(code, s)``, ``get_state(code)``,
   ``add_entry(code, sources, checks, fn)``, ``entry_count(code)``,
   ``entries(code)``, ``counters(code)``: the per-code cache.
 * States ``NEVER_COMPILE``, ``CANDIDATE``, ``BUILDING``, ``CALLABLE``, ``FROZEN``.
-* ``Wrapper(fn)``: a C callable that installs the hook for the duration of
-  each call; ``set_enabled``/``is_enabled`` switch that off.
-* ``install()``, ``uninstall()``, ``is_installed()``, ``depth()``,
-  ``set_compiling(flag)``, ``set_array_type(numpy.ndarray)``.
+* ``Wrapper(fn)``: a C callable that runs ``fn`` with the hook active on the
+  calling thread; it owns the CodeState of ``fn.__code__`` and follows a
+  replaced ``__code__`` (``set_code_changed_callback``); ``__reduce__`` calls
+  ``set_reduce_callback``'s function. ``set_enabled``/``is_enabled`` switch jit off.
+* ``install()``, ``uninstall()`` (this thread enters / leaves a jitted call),
+  ``is_installed()``, ``depth()`` (this thread's), ``active_threads()``,
+  ``set_compiling(flag)``, ``after_fork_child()``, ``set_array_type(numpy.ndarray)``.
 * The kernels' buffer pool (``csrc/pool.c``): ``pool_handler()``,
   ``set_pool_limit(bytes)``, ``release_pool()``, ``pool_stats()``.
 * ``kernel_support()``: the capsule of routines fused-kernel modules call
@@ -33,9 +39,10 @@ if _lib.pijit_init_module() != 0:  # pragma: no cover
 
 from pijit._eval_frame import *  # noqa: E402,F401,F403
 from pijit._eval_frame import (  # noqa: E402,F401
-    BUILDING, CALLABLE, CANDIDATE, FROZEN, NEVER_COMPILE, Wrapper,
-    add_entry, counters, depth, entries, entry_count, get_state, install,
-    is_enabled, is_installed, kernel_support, mark, pool_handler, pool_stats, release_pool, reset,
-    set_array_type, set_callback, set_compiling, set_enabled, set_pool_limit, set_state,
-    uninstall,
+    BUILDING, CALLABLE, CANDIDATE, FROZEN, NEVER_COMPILE, CodeState, Wrapper,
+    active_threads, add_entry, after_fork_child, all_states, counters, depth, entries,
+    entry_count, get_state, install, is_enabled, is_installed, kernel_support, mark,
+    pool_handler, pool_stats, release_pool, reset, set_array_type, set_callback,
+    set_code_changed_callback, set_compiling, set_enabled, set_pool_limit, set_reduce_callback,
+    set_state, state_of, uninstall,
 )

@@ -99,8 +99,7 @@ def _jit_callee(rec, callee):
     caller's options, so its own graphs (and breaks) are captured when residual code calls it."""
     code = callee.__code__
     if cache.record(code) is None:
-        cache.register(code, rec.config, None, None)
-        eval_frame.mark(code)
+        rec.children.append(cache.register(code, rec.config, None, None))
     rec.callees[id(code)] = code
 
 
@@ -111,8 +110,9 @@ def _resume_makers(func, rec):
         code = rec.resumes.get(key)
         if code is None:
             code = build()
-            cache.register(code, rec.config, None, rec.hash_args).dynamic = dynamic or {}
-            eval_frame.mark(code)
+            child = cache.register(code, rec.config, None, rec.hash_args)
+            child.dynamic = dynamic or {}
+            rec.children.append(child)
             rec.resumes[key] = code
         return code
 

@@ -17,12 +17,24 @@ import pijit.eval_frame as ef
 C_CONTIGUOUS, F_CONTIGUOUS = 0x1, 0x2
 
 
+# A code stays marked while its CodeState is referenced (pijit.jit's Wrapper holds it);
+# the states a test marks by hand are held here until the test ends.
+_held = []
+
+
+def mark(code):
+    state = ef.mark(code)
+    _held.append(state)
+    return state
+
+
 @pytest.fixture(autouse=True)
 def clean_state():
     ef.set_callback(None)
     ef.set_enabled(True)
     ef.set_array_type(np.ndarray)
     yield
+    _held.clear()
     from pijit import runtime    # give the callback back to pijit for the other test files
     ef.set_callback(runtime.on_miss)
     ef.set_enabled(True)
@@ -32,7 +44,7 @@ def clean_state():
 
 def jitted(fn):
     """Mark fn's code and wrap it, like pijit.jit will."""
-    ef.mark(fn.__code__)
+    mark(fn.__code__)
     return ef.Wrapper(fn)
 
 
@@ -221,7 +233,7 @@ def guard_result(sources, checks, *args, fn=None):
     def f(x, y=None):
         return "miss"
     fn = fn or f
-    ef.mark(fn.__code__)
+    mark(fn.__code__)
     ef.add_entry(fn.__code__, sources, checks, lambda *a: "hit")
     out = ef.Wrapper(fn)(*args)
     ef.reset(fn.__code__)
@@ -371,6 +383,7 @@ def test_sources_evaluated_once_per_check():
 def test_malformed_guards_raise(sources, checks, exc):
     def f(x):
         return x
+    mark(f.__code__)
     with pytest.raises(exc):
         ef.add_entry(f.__code__, sources, checks, None)
     assert ef.entry_count(f.__code__) == 0
@@ -379,6 +392,7 @@ def test_malformed_guards_raise(sources, checks, exc):
 def test_add_entry_rejects_non_callable_fn():
     def f(x):
         return x
+    mark(f.__code__)
     with pytest.raises(TypeError):
         ef.add_entry(f.__code__, (), (), 3)
 
@@ -410,7 +424,7 @@ def test_shared_code_closures_get_their_own_cells():
             return ("t", x + n)
         return t
     a, b = make(1), make(100)
-    ef.mark(a.__code__)
+    mark(a.__code__)
     ef.add_entry(a.__code__, X, (("type", 0, int),), make_t(-1))
     wa, wb = ef.Wrapper(a), ef.Wrapper(b)
     assert wa(1) == ("t", 2)
@@ -428,7 +442,7 @@ def test_entry_fn_with_matching_closure_is_used_as_is():
 
     def t(x):
         return ("t", x + n)
-    ef.mark(f.__code__)
+    mark(f.__code__)
     ef.add_entry(f.__code__, (), (), t)
     assert ef.Wrapper(f)(1) == ("t", 5)
     assert ef.entries(f.__code__)[0][2] is t
@@ -441,7 +455,7 @@ def test_shared_code_with_other_globals():
     f2 = type(ns1["f"])(ns1["f"].__code__, ns2, "f")
     tsrc = "def t(x):\n    return ('t', G)\n"
     exec(tsrc, ns1)
-    ef.mark(ns1["f"].__code__)
+    mark(ns1["f"].__code__)
     ef.add_entry(ns1["f"].__code__, (), (), ns1["t"])
     assert ef.Wrapper(ns1["f"])(0) == ("t", 1)
     assert ef.Wrapper(f2)(0) == ("t", 2)
@@ -455,7 +469,7 @@ def test_entry_fn_with_wrong_free_variables_raises():
 
     def t(x):
         return a
-    ef.mark(f.__code__)
+    mark(f.__code__)
     ef.add_entry(f.__code__, (), (), t)
     with pytest.raises(RuntimeError, match="free variables"):
         ef.Wrapper(f)(0)
@@ -478,7 +492,7 @@ def test_generators_and_coroutines_are_not_intercepted():
             yield i
 
     for fn in (gen, coro, agen):
-        ef.mark(fn.__code__)
+        mark(fn.__code__)
         ef.add_entry(fn.__code__, (), (), lambda *a: "intercepted")
 
     def run_all():
@@ -529,7 +543,7 @@ def fact_plain(n):
 
 
 def test_deep_recursion_through_hits():
-    ef.mark(fact_plain.__code__)
+    mark(fact_plain.__code__)
     ef.add_entry(fact_plain.__code__, X, (("type", 0, int),), fact_hit)
     w = ef.Wrapper(fact_plain)
     assert w(300) == 300
@@ -561,8 +575,8 @@ def test_states_and_counters():
         return "plain"
     code = f.__code__
     assert ef.get_state(code) is None and ef.counters(code) is None
-    ef.mark(code)
-    ef.mark(code)                                 # idempotent
+    mark(code)
+    mark(code)                                 # idempotent
     assert ef.get_state(code) == ef.CANDIDATE
     rec = Recorder()
     ef.set_callback(rec)
@@ -686,7 +700,7 @@ def test_wrapper_is_collected_in_cycles():
     assert ref() is None
 
 
-def test_code_death_releases_entries():
+def test_state_death_releases_entries():
     import weakref
 
     class Payload:
@@ -695,9 +709,9 @@ def test_code_death_releases_entries():
     ref = weakref.ref(p)
     ns = {}
     exec("def f(x):\n    return x\n", ns)
-    ef.mark(ns["f"].__code__)
+    state = ef.mark(ns["f"].__code__)
     ef.add_entry(ns["f"].__code__, X, (("id", 0, p),), lambda x: x)
-    del p, ns
+    del p, ns, state
     gc.collect()
     assert ref() is None
 
@@ -753,7 +767,7 @@ def test_refcounts_stable_over_hits_and_misses():
 
     a, b, s = np.zeros((4, 4)), np.ones(3, np.float32), "key"
     f64, f32 = np.dtype(np.float64).num, np.dtype(np.float32).num
-    ef.mark(f.__code__)
+    mark(f.__code__)
     srcs = (("local", 0), ("local", 1), ("local", 2), ("attr", 0, "T"), ("global", "GLOBAL_VALUE"))
     checks = (("array", 0, f64, 2, (4, -1), 0, 0), ("array", 1, f32, 1, (3,), 0, 0),
               ("eq", 2, "key"), ("type", 3, np.ndarray), ("eq", 4, 5))
@@ -787,7 +801,7 @@ def test_rss_stable_over_1m_hits():
 
     def t(x, y):
         return y
-    ef.mark(f.__code__)
+    mark(f.__code__)
     ef.add_entry(f.__code__, (("local", 0), ("local", 1)),
                  (("type", 0, int), ("array", 1, np.dtype(np.float64).num, 1, (-1,), 0, 0)), t)
     w = ef.Wrapper(f)
@@ -809,7 +823,7 @@ def test_report_overhead(capsys):
 
     def tiny_t(x):
         return x
-    ef.mark(tiny.__code__)
+    mark(tiny.__code__)
     ef.add_entry(tiny.__code__, X, (("type", 0, int),), tiny_t)
     w = ef.Wrapper(tiny)
 

@@ -1,0 +1,175 @@
+/* compat.h -- the CPython-version facts of pijit's C hook, and nothing else.
+ *
+ * Supported: CPython 3.11, 3.12 and 3.13 with the GIL.  Every difference between them
+ * that the hook depends on is named here once (the frame layout, who releases a frame
+ * the hook answers without evaluating it, the code-extra API, recursion counters and how
+ * a tracer announces itself); the rest of csrc/ uses only these names.  pijit/_compat.py
+ * is the Python side of the same facts.
+ */
+#ifndef PIJIT_COMPAT_H
+#define PIJIT_COMPAT_H
+
+#include <Python.h>
+
+#if PY_VERSION_HEX < 0x030B0000 || PY_VERSION_HEX >= 0x030E0000
+#error "pijit's frame hook supports CPython 3.11, 3.12 and 3.13"
+#endif
+#ifdef Py_GIL_DISABLED
+#error "pijit's frame hook does not support the free-threaded build"
+#endif
+
+#define PJ_PY312 (PY_VERSION_HEX >= 0x030C0000)
+#define PJ_PY313 (PY_VERSION_HEX >= 0x030D0000)
+
+#define Py_BUILD_CORE 1
+/* Python.h defines the pre-3.9 spelling of _PyGC_FINALIZED that pycore_gc.h redefines. */
+#undef _PyGC_FINALIZED
+#include <internal/pycore_frame.h>
+#if PJ_PY312
+#include <internal/pycore_interp.h>     /* interp->monitors: sys.monitoring's global events */
+#endif
+#undef Py_BUILD_CORE
+
+/* ---- the frame ----------------------------------------------------------------------- */
+
+/* 3.13 replaced f_code by f_executable (a code object for every frame the hook sees). */
+#if PJ_PY313
+#define PJ_FRAME_CODE(f) ((PyCodeObject *)(f)->f_executable)
+#else
+#define PJ_FRAME_CODE(f) ((f)->f_code)
+#endif
+
+/* The frame's function, or NULL.  3.12 renamed f_func to f_funcobj (a PyObject*). */
+static inline PyFunctionObject *
+pj_frame_func(_PyInterpreterFrame *f)
+{
+#if PJ_PY312
+    PyObject *fn = f->f_funcobj;
+    return fn != NULL && PyFunction_Check(fn) ? (PyFunctionObject *)fn : NULL;
+#else
+    return f->f_func;
+#endif
+}
+
+/* Has the frame not run a single instruction yet?  3.11 and 3.12 keep the instruction
+ * before the next one (prev_instr, one before the first at the start); 3.13 keeps the
+ * next one (instr_ptr). */
+static inline int
+pj_frame_at_start(_PyInterpreterFrame *f, PyCodeObject *code)
+{
+#if PJ_PY313
+    return f->instr_ptr == _PyCode_CODE(code);
+#else
+    return f->prev_instr == _PyCode_CODE(code) - 1;
+#endif
+}
+
+#if PJ_PY312 && !PJ_PY313
+/* 3.12's _PyThreadState_PopFrame (Python/pystate.c), which 3.12 does not export. */
+static inline void
+pj_pop_frame(PyThreadState *ts, _PyInterpreterFrame *f)
+{
+    PyObject **base = (PyObject **)f;
+    _PyStackChunk *chunk = ts->datastack_chunk;
+    if (base == &chunk->data[0]) {
+        _PyStackChunk *previous = chunk->previous;
+        PyObjectArenaAllocator arena;
+        ts->datastack_top = &previous->data[previous->top];
+        ts->datastack_chunk = previous;
+        PyObject_GetArenaAllocator(&arena);
+        arena.free(arena.ctx, chunk, chunk->size);
+        ts->datastack_limit = (PyObject **)((char *)previous + previous->size);
+    }
+    else {
+        ts->datastack_top = base;
+    }
+}
+#elif PJ_PY313
+#define pj_pop_frame _PyThreadState_PopFrame
+#endif
+
+/* Release a frame that the hook answered without evaluating it.  On 3.11 the caller
+ * (_PyEval_Vector) clears and pops the frame after the eval function returns.  From 3.12
+ * the evaluator does it (ceval.c's clear_thread_frame), so the hook must: the frame never
+ * ran and was never linked into the thread's frame chain (the evaluator links it), so it
+ * has no frame object, and its stack holds only its locals. */
+static inline void
+pj_frame_release(PyThreadState *ts, _PyInterpreterFrame *f)
+{
+#if PJ_PY312
+    PyObject *code = (PyObject *)PJ_FRAME_CODE(f);
+    for (int i = 0; i < f->stacktop; i++)
+        Py_CLEAR(f->localsplus[i]);
+    f->stacktop = 0;
+    Py_CLEAR(f->f_locals);
+    Py_DECREF(f->f_funcobj);
+    Py_DECREF(code);
+    pj_pop_frame(ts, f);
+#else
+    (void)ts;
+    (void)f;
+#endif
+}
+
+/* Only a frame without a frame object can be released by pj_frame_release. */
+#define PJ_FRAME_RELEASABLE(f) ((f)->frame_obj == NULL)
+
+/* ---- code extras ---------------------------------------------------------------------- */
+
+#if PJ_PY312
+#define pj_request_extra_index PyUnstable_Eval_RequestCodeExtraIndex
+#define pj_set_code_extra PyUnstable_Code_SetExtra
+#else
+#define pj_request_extra_index _PyEval_RequestCodeExtraIndex
+#define pj_set_code_extra _PyCode_SetExtra
+#endif
+
+/* Mirror of CPython's private _PyCodeObjectExtra (Objects/codeobject.c, the same in 3.11,
+ * 3.12 and 3.13), read directly so the hot path does not pay for _PyCode_GetExtra's
+ * checks. */
+typedef struct {
+    Py_ssize_t ce_size;
+    void *ce_extras[1];
+} PjCodeExtraArray;
+
+/* ---- recursion and tracing ----------------------------------------------------------- */
+
+/* Python frames this thread may still push before RecursionError.  3.11 counts Python
+ * and C recursion together; 3.12 split them. */
+static inline int
+pj_py_recursion_remaining(PyThreadState *ts)
+{
+#if PJ_PY312
+    return ts->py_recursion_remaining;
+#else
+    return ts->recursion_remaining;
+#endif
+}
+
+/* Is a line tracer or debugger watching `code`?  sys.settrace sets c_tracefunc on every
+ * version; from 3.12 sys.monitoring can ask for line, instruction, jump and branch
+ * events globally or for one code (coverage's sysmon core, debuggers).  Profilers
+ * (sys.setprofile, cProfile) ask only for call and return events and are not tracers. */
+static inline int
+pj_traced(PyThreadState *ts, PyCodeObject *code)
+{
+    if (ts->c_tracefunc != NULL)
+        return 1;
+#if PJ_PY312
+    static const int events[] = {PY_MONITORING_EVENT_LINE, PY_MONITORING_EVENT_INSTRUCTION,
+                                 PY_MONITORING_EVENT_JUMP, PY_MONITORING_EVENT_BRANCH};
+    const _Py_GlobalMonitors *g = &ts->interp->monitors;
+    const _PyCoMonitoringData *local = code->_co_monitoring;
+    for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+        if (g->tools[events[i]])
+            return 1;
+        if (local != NULL && local->local_monitors.tools[events[i]])
+            return 1;
+    }
+#else
+    (void)code;
+#endif
+    return 0;
+}
+
+#endif /* PIJIT_COMPAT_H */

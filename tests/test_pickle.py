@@ -1,0 +1,93 @@
+"""Jitted functions pickle, copy and are weakly referenced like the functions they wrap:
+by reference, so process pools, concurrent.futures, joblib and cloudpickle can send them to
+other processes, where they run jitted with the same options."""
+import concurrent.futures
+import copy
+import multiprocessing
+import pickle
+import weakref
+
+import numpy as np
+import pytest
+
+import pijit
+import pickled_functions as pf
+
+
+def test_a_decorated_function_pickles_to_itself():
+    for fn in (pf.decorated, pf.Model.construct):
+        assert pickle.loads(pickle.dumps(fn)) is fn
+        for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+            assert pickle.loads(pickle.dumps(fn, protocol)) is fn
+
+
+def test_jit_of_a_module_function_pickles_with_its_options():
+    clone = pickle.loads(pickle.dumps(pf.transformed))
+    assert clone is not pf.transformed and clone.fn is pf.plain
+    x = np.arange(4.0)
+    assert np.array_equal(clone(x), pf.plain(x))
+    info = pijit.explain(clone, x)
+    assert info.graph_count == 1 and info.fallback is None
+    assert pijit.cache.record(pf.plain.__code__).config.limit_graph_count == 3
+
+
+def test_a_bound_jitted_method_pickles():
+    model = pf.Model(np.eye(3))
+    bound = pickle.loads(pickle.dumps(model.construct))
+    x = np.ones((2, 3))
+    assert np.array_equal(bound(x), x @ np.eye(3) + 1)
+
+
+def test_what_cannot_be_pickled_raises_what_plain_pickling_raises():
+    with pytest.raises(pickle.PicklingError) as plain_error:
+        pickle.dumps(pf.lambda_jitted.fn)
+    with pytest.raises(pickle.PicklingError) as jit_error:
+        pickle.dumps(pf.lambda_jitted)
+    assert str(jit_error.value) == str(plain_error.value)
+
+
+def test_copies_are_the_function_and_weak_references_work():
+    assert copy.copy(pf.decorated) is pf.decorated
+    assert copy.deepcopy(pf.decorated) is pf.decorated
+    assert copy.deepcopy({"f": pf.Model.construct})["f"] is pf.Model.construct
+    ref = weakref.ref(pf.decorated)
+    assert ref() is pf.decorated
+
+
+@pytest.mark.parametrize("method", multiprocessing.get_all_start_methods())
+def test_a_process_pool_maps_jitted_functions(method):
+    chunks = [np.linspace(-1, 1, 5) * k for k in range(4)]
+    with multiprocessing.get_context(method).Pool(2) as pool:
+        for fn, plain in ((pf.decorated, pf.decorated.fn), (pf.transformed, pf.plain)):
+            got = pool.map(fn, chunks)
+            for g, chunk in zip(got, chunks):
+                assert np.array_equal(g, plain(chunk))
+        infos = pool.map(_ran_jitted, [pf.decorated] * 2)
+    assert infos == [True, True]
+
+
+def _ran_jitted(fn):
+    """In the worker: the unpickled function runs jitted (it compiles an entry)."""
+    fn(np.ones(3))
+    return pijit.stats(fn)["compile_count"] >= 1
+
+
+def test_concurrent_futures_process_pool():
+    x = np.linspace(0, 1, 6)
+    with concurrent.futures.ProcessPoolExecutor(2, mp_context=multiprocessing.get_context(
+            "spawn")) as ex:
+        assert np.array_equal(ex.submit(pf.decorated, x).result(), pf.decorated.fn(x))
+
+
+def test_joblib_and_cloudpickle():
+    cloudpickle = pytest.importorskip("cloudpickle")
+    x = np.linspace(0, 1, 6)
+    for fn in (pf.decorated, pf.transformed):
+        assert np.array_equal(cloudpickle.loads(cloudpickle.dumps(fn))(x), fn(x))
+    local = pijit.jit(lambda x: x * 3)           # by value, as cloudpickle does lambdas
+    assert np.array_equal(cloudpickle.loads(cloudpickle.dumps(local))(x), x * 3)
+    joblib = pytest.importorskip("joblib")
+    got = joblib.Parallel(n_jobs=2, backend="loky")(joblib.delayed(pf.decorated)(x * k)
+                                                      for k in range(3))
+    for k, g in enumerate(got):
+        assert np.array_equal(g, pf.decorated.fn(x * k))

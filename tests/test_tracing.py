@@ -1,0 +1,153 @@
+"""Tracers and debuggers see the user's code: while a line tracer is active (sys.settrace:
+coverage, pdb/bdb, IDEs; sys.monitoring's line events on 3.12+), a jitted function runs its
+original bytecode. Profilers are not tracers: under cProfile the function stays jitted."""
+import bdb
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pijit
+
+
+def softish(x):
+    m = x.max()
+    e = np.exp(x - m)
+    s = e.sum()
+    return e / s
+
+
+def line_events(fn, *args):
+    """[(relative line, local names)] of the 'line' events in fn's own code."""
+    code = getattr(fn, "fn", fn).__code__
+    seen = []
+
+    def tracer(frame, event, arg):
+        if frame.f_code is code and event == "line":
+            seen.append((frame.f_lineno - code.co_firstlineno, sorted(frame.f_locals)))
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        result = fn(*args)
+    finally:
+        sys.settrace(None)
+    return seen, result
+
+
+def test_settrace_sees_every_line_with_the_users_locals():
+    x = np.linspace(-1, 1, 7)
+    jitted = pijit.jit(softish)
+    jitted(x)                                  # compiled before the tracer starts
+    plain_events, plain_result = line_events(softish, x)
+    jit_events, jit_result = line_events(jitted, x)
+    assert jit_events == plain_events and len(plain_events) == 4
+    assert np.array_equal(jit_result, plain_result)
+    hits = pijit.stats(jitted)["cache_hits"]
+    jitted(x)                                   # jitted again once the tracer is gone
+    assert pijit.stats(jitted)["cache_hits"] == hits + 1
+
+
+class Stops(bdb.Bdb):
+    def __init__(self):
+        super().__init__()
+        self.stops = []
+
+    def user_line(self, frame):
+        if frame.f_code.co_filename == __file__:
+            self.stops.append((frame.f_code.co_name, frame.f_lineno, sorted(frame.f_locals)))
+        self.set_continue()
+
+
+def test_a_breakpoint_inside_a_jitted_function_fires():
+    x = np.linspace(-1, 1, 7)
+    jitted = pijit.jit(softish)
+    jitted(x)
+    line = softish.__code__.co_firstlineno + 2          # e = np.exp(x - m)
+    stops = []
+    for fn in (softish, jitted):
+        debugger = Stops()
+        debugger.set_break(__file__, line)
+        debugger.runcall(fn, x)
+        debugger.clear_all_breaks()
+        stops.append(debugger.stops)
+    assert stops[0] == stops[1]
+    assert ("softish", line, ["m", "x"]) in stops[1]
+
+
+COVERED = """
+    import numpy as np, pijit
+
+    @pijit.jit
+    def f(x):
+        y = x * 2
+        if y.sum() > 0:
+            z = np.tanh(y)
+        else:
+            z = y
+        return z + 1
+
+    for _ in range(3):
+        f(np.ones(4))
+"""
+
+
+@pytest.mark.parametrize("core", ["ctrace", "sysmon"])
+def test_coverage_reports_the_body_of_a_jitted_function_as_run(tmp_path, core):
+    """Under `coverage run` the body used to be reported as not executed (67%)."""
+    pytest.importorskip("coverage")
+    if core == "sysmon" and sys.version_info < (3, 12):
+        pytest.skip("sys.monitoring (coverage's sysmon core) is new in 3.12")
+    script = tmp_path / "covered.py"
+    script.write_text(textwrap.dedent(COVERED))
+    reports = []
+    for env in ({"PIJIT_DISABLE": "1"}, {}):
+        env = dict(os.environ, COVERAGE_CORE=core, COVERAGE_FILE=str(tmp_path / ".coverage"),
+                   **env)
+        for cmd in (["run", str(script)], ["json", "-o", str(tmp_path / "cov.json")]):
+            proc = subprocess.run([sys.executable, "-m", "coverage", *cmd], cwd=tmp_path,
+                                  capture_output=True, text=True, timeout=300, env=env)
+            assert proc.returncode == 0, proc.stderr
+        data = json.loads((tmp_path / "cov.json").read_text())
+        reports.append(data["files"]["covered.py"]["missing_lines"])
+    assert reports[0] == reports[1] == [10]        # only the else branch
+
+
+def test_a_profiler_does_not_stop_jitting():
+    import cProfile
+    x = np.linspace(-1, 1, 7)
+    jitted = pijit.jit(softish)
+    jitted(x)
+    hits = pijit.stats(jitted)["cache_hits"]
+    profiler = cProfile.Profile()
+    profiler.runcall(jitted, x)
+    assert pijit.stats(jitted)["cache_hits"] == hits + 1
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring is new in 3.12")
+def test_sys_monitoring_line_events_see_the_users_lines():
+    mon = sys.monitoring
+    tool = mon.DEBUGGER_ID
+    x = np.linspace(-1, 1, 7)
+    jitted = pijit.jit(softish)
+    jitted(x)
+    lines = []
+
+    def on_line(code, line):
+        if code is softish.__code__:
+            lines.append(line - code.co_firstlineno)
+
+    mon.use_tool_id(tool, "pijit-test")
+    try:
+        mon.register_callback(tool, mon.events.LINE, on_line)
+        mon.set_events(tool, mon.events.LINE)
+        jitted(x)
+        mon.set_events(tool, 0)
+    finally:
+        mon.register_callback(tool, mon.events.LINE, None)
+        mon.free_tool_id(tool)
+    assert lines == [1, 2, 3, 4]

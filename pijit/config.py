@@ -43,8 +43,9 @@ OPTIONS = (
            "Cache entries per code object. Past it, inputs that match an existing entry still "
            "use it; others run as plain Python.", minimum=1),
     Option("enable_dynamic_shape", bool, True,
-           "When a recompile is caused by changed dimensions of an array, or a changed value "
-           "of an int/float argument, the new entry treats those dimensions (that value) as "
+           "When a recompile meets an array of the dtype and ndim of some entry (any entry, "
+           "not only the newest) with other dimensions, or an int/float argument of another "
+           "value than an entry's, the new entry treats those dimensions (that value) as "
            "dynamic, so further sizes (values) reuse it."),
     Option("loop_unrolling", bool, True,
            "Unroll loops over iterables known at capture time (range with guarded bounds, "

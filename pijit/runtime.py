@@ -41,7 +41,7 @@ def on_miss(func, args):
         rec.recompile_reasons.append(reason)
         explain.log("recompiles", f"{_where(code)}: recompiling {code.co_name}: {reason}")
         if config.enable_dynamic_shape:
-            _merge(dynamic, changed_dims(rec.entries[0], func, args))
+            _merge(dynamic, changed_dims(rec.entries, func, args))
     if len(rec.entries) >= config.limit_graph_count:
         eval_frame.set_state(code, eval_frame.FROZEN)
         if not rec.limit_logged:
@@ -175,33 +175,41 @@ def _signature_slots(signature, code):
     return [(first + i, spec) for i, spec in enumerate(signature)]
 
 
-def changed_dims(entry: EntryInfo, func, args) -> dict:
-    """What changed since `entry` in a way the next entry can leave dynamic: {source: dims
-    that changed} for arrays that kept their dtype and ndim, {source: {DYNAMIC_VALUE}} for
-    int and float scalars whose value changed (loop indices, step counts)."""
-    changed = {}
-    for guard in entry.guards:
-        if guard.kind == "eq" and type(guard.params[0]) in (int, float):
-            try:
-                value = guard.source.read(func, args)
-            except Exception:
+def changed_dims(entries, func, args) -> dict:
+    """What changed since the entries in a way the next entry can leave dynamic: {source:
+    dims} for arrays of the dtype and ndim an entry saw with other sizes (and the dims that
+    entry left dynamic already), {source: {DYNAMIC_VALUE}} for int and float scalars of
+    another value than an entry saw (loop indices, step counts). Every entry counts, not
+    only the newest: calls alternating between ndims or dtypes would otherwise never compare
+    two sizes of one kind, and compile a static entry per call."""
+    changed, values = {}, {}
+    for entry in entries:
+        for guard in entry.guards:
+            if not (guard.kind == "array"
+                    or guard.kind == "eq" and type(guard.params[0]) in (int, float)):
                 continue
-            if type(value) is type(guard.params[0]) and value != guard.params[0]:
-                changed[guard.source] = {DYNAMIC_VALUE}
-            continue
-        if guard.kind != "array":
-            continue
-        try:
-            value = guard.source.read(func, args)
-        except Exception:
-            continue
-        dtype, shape, flags = guard.params
-        if type(value) is not np.ndarray or value.dtype != dtype or value.ndim != len(shape):
-            continue
-        dims = {i for i, (d, s) in enumerate(zip(shape, value.shape)) if d is not None and d != s}
-        if dims:
-            changed[guard.source] = dims | entry.dynamic_dims.get(guard.source, set())
+            if guard.source not in values:
+                try:
+                    values[guard.source] = guard.source.read(func, args)
+                except Exception:
+                    values[guard.source] = _UNREADABLE
+            value = values[guard.source]
+            if guard.kind == "eq":
+                old = guard.params[0]
+                if type(value) is type(old) and value != old:
+                    changed[guard.source] = {DYNAMIC_VALUE}
+                continue
+            dtype, shape, flags = guard.params
+            if type(value) is not np.ndarray or value.dtype != dtype or value.ndim != len(shape):
+                continue
+            dims = {i for i, (d, s) in enumerate(zip(shape, value.shape))
+                    if d is not None and d != s}
+            if dims:
+                _merge(changed, {guard.source: dims | entry.dynamic_dims.get(guard.source, set())})
     return changed
+
+
+_UNREADABLE = object()
 
 
 def _merge(into: dict, more: dict):

@@ -1,0 +1,94 @@
+"""The miss policy of pijit.runtime: automatic dynamic dims decided against every entry.
+
+Each test checks results against plain Python AND how the calls ran (stats, code_info), so
+a silent fallback cannot pass."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import pijit
+from pijit import eval_frame
+
+from differential import assert_equal_values
+
+O0 = {"jit_level": "O0"}
+
+
+@pytest.fixture(autouse=True)
+def _graph_mode():
+    pijit.set_context(mode=pijit.GRAPH_MODE)
+    yield
+    pijit.set_context(mode=pijit.GRAPH_MODE)
+    assert not eval_frame.is_installed()
+
+
+def _affine(x):
+    return x * 2.0 + 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# 14.9: dynamic dims are decided against every entry of the same dtype and ndim.
+
+def _counts(fn):
+    s = pijit.stats(fn)
+    return s["compile_count"], s["cache_hits"]
+
+
+def test_alternating_ndims_make_one_dynamic_entry_each():
+    f = pijit.jit(_affine, jit_config=O0)
+    pijit.reset(f)
+    for k in range(1, 101):
+        for x in (np.ones(k), np.ones((k, 3))):
+            assert_equal_values(f(x), _affine(x))
+    s = pijit.stats(f)
+    # (1,) and (1, 3) static; (2,) and (2, 3) dynamic in their changed dim; then all hit
+    # (was: 8 static entries, the limit, 0 hits).
+    assert _counts(f) == (4, 196), s
+    assert s["state"] == "callable" and s["eager_fallbacks"] == []
+    guards = sorted(g for e in s["entries"] for g in e["guards"])
+    assert guards == ["x: ndarray float64[1,3] C/F", "x: ndarray float64[1] C/F",
+                      "x: ndarray float64[?,3] C", "x: ndarray float64[?] C/F"], guards
+
+
+def test_alternating_dtypes_make_one_dynamic_entry_each():
+    f = pijit.jit(_affine, jit_config=O0)
+    pijit.reset(f)
+    dtypes = (np.float64, np.float32, np.int64)
+    for k in range(1, 51):
+        for dtype in dtypes:
+            x = np.arange(k, dtype=dtype)
+            assert_equal_values(f(x), _affine(x))
+    assert _counts(f) == (6, 150 - 6)
+    assert pijit.stats(f)["recompile_reasons"][2:] == [
+        "x: expected int64[1] C/F, got float64[2] C/F",
+        "x: expected float64[?] C/F, got float32[2] C/F",
+        "x: expected float32[?] C/F, got int64[2] C/F"]
+
+
+def test_scalar_values_are_decided_against_every_entry():
+    def scale(x, s):
+        return x * s
+    f = pijit.jit(scale, jit_config=O0)
+    pijit.reset(f)
+    x = np.arange(3.0)
+    for k in range(20):
+        for s in (float(k), k):                      # a float and an int argument, alternating
+            assert_equal_values(f(x, s), scale(x, s))
+    # 0.0 and 0 specialized; 1.0 and 1 dynamic values; every later call hits.
+    assert _counts(f) == (4, 36)
+
+
+def test_mixed_ndims_use_the_entries_they_have():
+    f = pijit.jit(_affine, jit_config=O0)
+    pijit.reset(f)
+    rng = random.Random(0)
+    for _ in range(2000):
+        shape = tuple(rng.randint(1, 4) for _ in range(rng.randint(1, 6)))
+        x = np.ones(shape)
+        assert_equal_values(f(x), _affine(x))
+    compiles, hits = _counts(f)
+    # 6 ndims need 12 entries, 8 are allowed: ndims that reached their dynamic entry hit.
+    assert compiles == 8 and hits > 600, (compiles, hits)

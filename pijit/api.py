@@ -219,10 +219,7 @@ def _code_of(fn):
 def _reset_code(code):
     """Empty the cache of a code and of the resume codes made for it."""
     for member in cache.family(code):
-        eval_frame.reset(member)
-        rec = cache.record(member)
-        if rec is not None:
-            rec.clear()
+        cache.clear(member)
 
 
 def reset(fn=None):

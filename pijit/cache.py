@@ -1,14 +1,20 @@
-"""Per-code bookkeeping on the Python side: config, entries (for reports), counts, reasons.
+"""Per-code bookkeeping on the Python side: config, entries (for reports), counts, reasons,
+and who is compiling the code right now.
 
 The C hook owns the entries it walks; this mirror keeps what reports need: each entry's
 guards, graph and bytecode text, the recompile reasons and whole-function fallbacks.
 A record hangs off its code's CodeState (pijit._eval_frame), which the jitted function's
 Wrapper owns; a record owns the records of the resume functions, loop bodies and callees
 made for its code. So everything lives as long as the jitted function, and is freed with
-it by the garbage collector (no global table keeps a user's objects alive).
+it by the garbage collector (no global table keeps a user's objects alive). Threads miss on
+one code concurrently and `pijit.reset` may empty it meanwhile, so the C entries and this
+mirror change together under the record's lock, and a compile started before a reset
+installs nothing (`generation`).
 """
 from __future__ import annotations
 
+import os
+import threading
 from dataclasses import dataclass, field
 
 from pijit import eval_frame
@@ -38,12 +44,12 @@ class BreakInfo:
         return f"{self.reason} ({self.filename}:{self.lineno})"
 
 
-@dataclass
+@dataclass(eq=False)
 class CodeRecord:
     config: object
     input_signature: object = None
     hash_args: object = None
-    entries: list = field(default_factory=list)
+    entries: list = field(default_factory=list)   # newest first
     compile_count: int = 0
     recompile_reasons: list = field(default_factory=list)
     eager_fallbacks: list = field(default_factory=list)
@@ -53,6 +59,11 @@ class CodeRecord:
     dynamic: dict = field(default_factory=dict)   # source -> dims (or value) dynamic from the start
     state: object = None            # the code's CodeState (keeps the code marked)
     children: list = field(default_factory=list)  # records of the resume codes and callees
+    # Held only for short reads and writes of the fields above, never across a compile or
+    # user code; reentrant because releasing a C entry may run finalizers that reset.
+    lock: object = field(default_factory=threading.RLock, repr=False)
+    builder: int | None = None      # threading.get_ident() of the thread compiling this code
+    generation: int = 0             # bumped by clear()
 
     def clear(self):
         self.entries.clear()
@@ -60,6 +71,7 @@ class CodeRecord:
         self.recompile_reasons.clear()
         self.eager_fallbacks.clear()
         self.limit_logged = False
+        self.generation += 1
 
 
 def record(code) -> CodeRecord | None:
@@ -77,6 +89,18 @@ def register(code, config, input_signature=None, hash_args=None) -> CodeRecord:
     else:
         rec.config, rec.input_signature, rec.hash_args = config, input_signature, hash_args
     return rec
+
+
+def clear(code):
+    """Drop the C entries, counters and the record of one code, as one step for threads that
+    compile or install entries meanwhile."""
+    rec = record(code)
+    if rec is None:
+        eval_frame.reset(code)
+        return
+    with rec.lock:
+        rec.clear()
+        eval_frame.reset(code)
 
 
 def all_codes() -> list:
@@ -97,3 +121,19 @@ def family(code) -> list:
             todo.extend(rec.resumes.values())
             todo.extend(rec.callees.values())
     return out
+
+
+def _after_fork_in_child():
+    """A thread that held a record's lock, or was compiling, does not exist in a forked
+    child: give every record a fresh lock, and let the child compile what it was building
+    (the C hook likewise forgets the BUILDING state of a compile begun before the fork)."""
+    me = threading.get_ident()
+    for state in eval_frame.all_states():
+        rec = state.record
+        if rec is not None:
+            rec.lock = threading.RLock()
+            if rec.builder != me:
+                rec.builder = None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,9 +1,12 @@
 """The C hook's callback: a cache miss -> compile a new entry, or decide to run plain Python.
 
 Policy lives here: the input_signature check, recompile reasons, the entry limit, automatic
-dynamic dimensions, strict mode (GraphBreakError), and what a failure to compile does.
+dynamic dimensions, strict mode (GraphBreakError), one compile per code at a time, and what
+a failure to compile does.
 """
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 
@@ -17,77 +20,128 @@ from pijit.compile_frame import compile_frame
 from pijit.guards import first_failure, hash_args_guard, to_program
 
 
-
 class GraphBreakError(RuntimeError):
     """Raised in strict mode (mode="PSJit", fullgraph, jit_syntax_level="STRICT") when the
     function cannot be captured as one graph; names the reason and the user's file:line."""
 
 
 def on_miss(func, args):
-    """Called by the C hook when no entry of func's code accepts this call."""
+    """Called by the C hook when no entry of func's code accepts this call: returns the
+    function to run it with (a new entry's), or None to run it as plain Python."""
     code = func.__code__
     rec = cache.record(code)
     if rec is None:
         return None
-    config = rec.config
     if rec.input_signature is not None:
         check_signature(rec.input_signature, code, args)
+    entries = None
+    try:
+        with rec.lock:
+            if rec.builder is not None:
+                # Another thread is compiling this code: run plain meanwhile, and miss again
+                # (then hit its entry, or compile) on a later call. See README, Threads.
+                return None
+            # One consistent view for the whole decision, however other threads reset.
+            entries, generation = list(rec.entries), rec.generation
+            rec.builder = threading.get_ident()
+        return _compile_miss(func, args, rec, entries, generation)
+    finally:
+        if entries is not None:             # claimed, even if an exception came since
+            with rec.lock:
+                rec.builder = None
+
+
+def _compile_miss(func, args, rec, entries, generation):
+    """The miss of the thread that holds the code's compile claim: which guard failed, the
+    limit, the dynamic dims, then compile and install (unless a reset came meanwhile)."""
+    code = func.__code__
+    config = rec.config
     # Dims and values dynamic from the start (input_signature, a loop body's item); more are
     # added when a recompile is caused by them changing.
     declared = dict(rec.dynamic) or signature_dims(rec.input_signature, code)
     dynamic = dict(declared)
-    if rec.entries:
-        reason = first_failure(rec.entries[0].guards, func, args) or "no entry matched"
-        rec.recompile_reasons.append(reason)
+    reason = None
+    if entries:
+        reason = first_failure(entries[0].guards, func, args) or "no entry matched"
+        if len(entries) >= config.limit_graph_count:
+            return _freeze(rec, code, generation)
         explain.log("recompiles", f"{_where(code)}: recompiling {code.co_name}: {reason}")
         if config.enable_dynamic_shape:
-            _merge(dynamic, changed_dims(rec.entries, func, args))
-    if len(rec.entries) >= config.limit_graph_count:
-        eval_frame.set_state(code, eval_frame.FROZEN)
-        if not rec.limit_logged:
-            rec.limit_logged = True
-            explain.log("recompiles", f"{_where(code)}: limit_graph_count="
-                        f"{config.limit_graph_count} reached for {code.co_name}; "
-                        "other inputs run as plain Python", warn=True)
-        return None
+            _merge(dynamic, changed_dims(entries, func, args))
     extra = [hash_args_guard(rec.hash_args)] if rec.hash_args is not None else []
-    makers = _resume_makers(func, rec)
-    known_breaks = {b.reason for e in rec.entries for b in e.breaks}
+    known_breaks = {b.reason for e in entries for b in e.breaks}
     try:
-        try:
-            info, fn = compile_frame(func, args, config, dynamic, extra, *makers)
-            if dynamic != declared and any(b.reason not in known_breaks for b in info.breaks):
-                raise _Specialize
-        except (GraphBreak, _Specialize):
-            if dynamic == declared:
-                raise
-            # Some op needs the automatic dynamic dims or values to be constants (a shape,
-            # a branch on a recursion depth): specialize this entry instead.
-            info, fn = compile_frame(func, args, config, declared, extra, *makers)
+        info, fn = _compile(func, args, rec, declared, dynamic, extra, known_breaks)
     except GraphBreak as e:
-        return _fallback(rec, code, e, extra)
+        return _fallback(rec, code, generation, e, extra, reason)
     except Exception as e:
         if not config.compile_with_try:
             raise
-        rec.eager_fallbacks.append(BreakInfo(f"internal error: {type(e).__name__}: {e}",
-                                             code.co_filename, code.co_firstlineno))
-        explain.log("graph_breaks", f"{_where(code)}: pijit failed to compile "
-                    f"{code.co_name} ({type(e).__name__}: {e}); running plain Python", warn=True)
-        eval_frame.set_state(code, eval_frame.NEVER_COMPILE)
-        return None
-    rec.compile_count += 1
-    rec.entries.insert(0, info)
+        return _failed(rec, code, generation, e)
+    program = to_program(info.guards)
+    with rec.lock:
+        if rec.generation != generation:
+            return fn           # reset meanwhile: run what was compiled for this call, once
+        rec.entries.insert(0, info)
+        rec.compile_count += 1
+        if reason is not None:
+            rec.recompile_reasons.append(reason)
+        eval_frame.add_entry(code, *program, fn)
     if info.callee is not None:
         _jit_callee(rec, info.callee)
     for brk in info.breaks:
         explain.log("graph_breaks", f"{brk.filename}:{brk.lineno}: graph break in "
                     f"{code.co_name}: {brk.reason}", warn=config.LOG_GRAPH_BREAK)
-    eval_frame.add_entry(code, *to_program(info.guards), fn)
     explain.log("guards", f"{_where(code)}: new entry for {code.co_name}:\n" +
                 "\n".join(f"  {g}" for g in info.guards))
     explain.log("graph", f"{_where(code)}: graph of {code.co_name}:\n{info.graph}")
     explain.log("bytecode", f"{_where(code)}: transformed {code.co_name}:\n{info.bytecode}")
     return fn
+
+
+def _freeze(rec, code, generation):
+    """Past limit_graph_count: inputs that match an entry keep using it (the C hook still
+    walks them); the others run as plain Python."""
+    with rec.lock:
+        if rec.generation != generation:
+            return None
+        eval_frame.set_state(code, eval_frame.FROZEN)
+        if rec.limit_logged:
+            return None
+        rec.limit_logged = True
+    explain.log("recompiles", f"{_where(code)}: limit_graph_count={rec.config.limit_graph_count} "
+                f"reached for {code.co_name}; other inputs run as plain Python", warn=True)
+    return None
+
+
+def _failed(rec, code, generation, e):
+    """An exception inside pijit (a bug): plain Python for this code from now on, logged."""
+    with rec.lock:
+        if rec.generation != generation:
+            return None
+        rec.eager_fallbacks.append(BreakInfo(f"internal error: {type(e).__name__}: {e}",
+                                             code.co_filename, code.co_firstlineno))
+        eval_frame.set_state(code, eval_frame.NEVER_COMPILE)
+    explain.log("graph_breaks", f"{_where(code)}: pijit failed to compile "
+                f"{code.co_name} ({type(e).__name__}: {e}); running plain Python", warn=True)
+    return None
+
+
+def _compile(func, args, rec, declared, dynamic, extra, known_breaks):
+    """compile_frame with the automatic dynamic dims and values, or without them when they
+    make capture break where the entries compiled so far did not."""
+    makers = _resume_makers(func, rec)
+    try:
+        info, fn = compile_frame(func, args, rec.config, dynamic, extra, *makers)
+        if dynamic != declared and any(b.reason not in known_breaks for b in info.breaks):
+            raise _Specialize
+    except (GraphBreak, _Specialize):
+        if dynamic == declared:
+            raise
+        # Some op needs the automatic dynamic dims or values to be constants (a shape,
+        # a branch on a recursion depth): specialize this entry instead.
+        info, fn = compile_frame(func, args, rec.config, declared, extra, *makers)
+    return info, fn
 
 
 class _Specialize(Exception):
@@ -128,20 +182,28 @@ def _resume_makers(func, rec):
     return resume_code_for, body_code_for
 
 
-def _fallback(rec, code, e: GraphBreak, extra):
+def _fallback(rec, code, generation, e: GraphBreak, extra, reason):
+    """The function cannot be split: strict mode raises; otherwise this call runs plain, and
+    so do later calls, always (a static reason: frame introspection) or while e's guards hold."""
     where = BreakInfo(e.detail and f"{e.reason.value}: {e.detail}" or e.reason.value,
                       code.co_filename, e.lineno)
     if rec.config.strict:
         raise GraphBreakError(f"{code.co_name}: {where.reason} at {where.filename}:{where.lineno}")
     explain.log("graph_breaks", f"{where.filename}:{where.lineno}: {code.co_name} runs as "
                 f"plain Python: {where.reason}", warn=rec.config.LOG_GRAPH_BREAK)
-    if e.reason in STATIC_REASONS:
-        rec.entries.insert(0, EntryInfo(guards=[], fallback=where))
-        eval_frame.set_state(code, eval_frame.NEVER_COMPILE)
-        return None
-    guards = list(getattr(e, "guards", [])) + list(extra)
-    rec.entries.insert(0, EntryInfo(guards=guards, fallback=where))
-    eval_frame.add_entry(code, *to_program(guards), None)
+    static = e.reason in STATIC_REASONS
+    guards = [] if static else list(getattr(e, "guards", [])) + list(extra)
+    program = None if static else to_program(guards)
+    with rec.lock:
+        if rec.generation != generation:
+            return None
+        rec.entries.insert(0, EntryInfo(guards=guards, fallback=where))
+        if reason is not None:
+            rec.recompile_reasons.append(reason)
+        if static:
+            eval_frame.set_state(code, eval_frame.NEVER_COMPILE)
+        else:
+            eval_frame.add_entry(code, *program, None)
     return None
 
 

@@ -1,7 +1,8 @@
-"""The miss policy of pijit.runtime: automatic dynamic dims decided against every entry.
+"""The miss policy of pijit.runtime: the per-code record under reset, and automatic dynamic
+dims decided against every entry.
 
 Each test checks results against plain Python AND how the calls ran (stats, code_info), so
-a silent fallback cannot pass."""
+a silent fallback cannot pass. Threads are in test_concurrency.py."""
 from __future__ import annotations
 
 import random
@@ -25,8 +26,58 @@ def _graph_mode():
     assert not eval_frame.is_installed()
 
 
+def _code(fn):
+    return fn.fn.__code__
+
+
 def _affine(x):
     return x * 2.0 + 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# 14.5: the record stays consistent when a reset lands inside a miss.
+
+class ResetKnob:
+    """A hash_args object whose repr (how an unhashable object is fingerprinted) resets the
+    jitted function when `armed` reaches zero: the reset then lands inside a guard check."""
+
+    __hash__ = None
+
+    def __init__(self):
+        self.version, self.countdown, self.target = 0, None, None
+
+    def __eq__(self, other):
+        return self is other
+
+    def __repr__(self):
+        if self.countdown is not None:
+            self.countdown -= 1
+            if self.countdown == 0:
+                self.countdown = None
+                pijit.reset(self.target)
+        return f"ResetKnob({self.version})"
+
+
+def test_reset_inside_a_miss_keeps_the_record_consistent():
+    knob = ResetKnob()
+    f = pijit.jit(_affine, hash_args=[knob], jit_config=O0)
+    knob.target = f
+    pijit.reset(f)
+    x = np.arange(3.0)
+    assert_equal_values(f(x), _affine(x))
+    knob.version = 1
+    # repr 1: the C guard walk fails on the new version (a miss); repr 2: on_miss asks which
+    # guard failed, and the reset lands there, after on_miss saw one entry.
+    knob.countdown = 2
+    assert_equal_values(f(x), _affine(x))          # was: IndexError from runtime.on_miss
+    # The entry compiled across the reset is not installed: the record and the C cache
+    # agree, and the next call compiles afresh.
+    assert pijit.stats(f)["entries"] == [] and eval_frame.entry_count(_code(f)) == 0
+    assert_equal_values(f(x), _affine(x))
+    assert_equal_values(f(x), _affine(x))
+    s = pijit.stats(f)
+    assert (s["compile_count"], s["cache_hits"], s["cache_misses"]) == (1, 1, 1), s
+    assert len(s["entries"]) == eval_frame.entry_count(_code(f)) == 1
 
 
 # ---------------------------------------------------------------------------------------------

@@ -64,6 +64,8 @@ class CodeRecord:
     lock: object = field(default_factory=threading.RLock, repr=False)
     builder: int | None = None      # threading.get_ident() of the thread compiling this code
     generation: int = 0             # bumped by clear()
+    transient_failures: int = 0     # RecursionError/MemoryError while compiling, since reset
+    retry_in: int = 0               # misses left to run plain before compiling is tried again
 
     def clear(self):
         self.entries.clear()
@@ -71,6 +73,7 @@ class CodeRecord:
         self.recompile_reasons.clear()
         self.eager_fallbacks.clear()
         self.limit_logged = False
+        self.transient_failures = self.retry_in = 0
         self.generation += 1
 
 

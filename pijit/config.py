@@ -35,7 +35,8 @@ OPTIONS = (
            "logger, even when PIJIT_LOG does not name that channel."),
     Option("compile_with_try", bool, True,
            "An internal error while compiling runs the function as plain Python (logged) "
-           "instead of raising."),
+           "instead of raising; a RecursionError or MemoryError runs that call plain and is "
+           "retried at later misses."),
     Option("specialize_scalar", bool, True,
            "Python int/float/complex arguments are constants guarded by value. When False "
            "they are typed graph inputs (guarded by type only), so new values do not recompile."),

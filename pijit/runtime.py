@@ -2,10 +2,12 @@
 
 Policy lives here: the input_signature check, recompile reasons, the entry limit, automatic
 dynamic dimensions, strict mode (GraphBreakError), one compile per code at a time, and what
-a failure to compile does.
+a failure to compile does (plain Python; retried later when transient; raised when a signal
+handler raised it).
 """
 from __future__ import annotations
 
+import signal
 import threading
 
 import numpy as np
@@ -41,12 +43,21 @@ def on_miss(func, args):
                 # Another thread is compiling this code: run plain meanwhile, and miss again
                 # (then hit its entry, or compile) on a later call. See README, Threads.
                 return None
+            if rec.retry_in:
+                rec.retry_in -= 1           # backing off after a transient failure
+                return None
             # One consistent view for the whole decision, however other threads reset.
             entries, generation = list(rec.entries), rec.generation
             rec.builder = threading.get_ident()
         return _compile_miss(func, args, rec, entries, generation)
+    except TRANSIENT:
+        # Raised by pijit's work around the compile (which guard failed, logging) near the
+        # recursion limit or short of memory: not the user's, this call runs plain.
+        if not rec.config.compile_with_try:
+            raise
+        return None
     finally:
-        if entries is not None:             # claimed, even if an exception came since
+        if entries is not None:             # claimed, even if a signal handler raised since
             with rec.lock:
                 rec.builder = None
 
@@ -72,12 +83,20 @@ def _compile_miss(func, args, rec, entries, generation):
     known_breaks = {b.reason for e in entries for b in e.breaks}
     try:
         info, fn = _compile(func, args, rec, declared, dynamic, extra, known_breaks)
-    except GraphBreak as e:
-        return _fallback(rec, code, generation, e, extra, reason)
-    except Exception as e:
+        failure = None
+    except Exception as e:      # KeyboardInterrupt, SystemExit...: not ours, they propagate
+        failure = e
+    if failure is not None:
+        # Raised out of the except clause, so that the user's exception does not show as
+        # raised while handling pijit's.
+        signalled = _signal_exception(failure)
+        if signalled is not None:
+            raise signalled
+        if isinstance(failure, GraphBreak):
+            return _fallback(rec, code, generation, failure, extra, reason)
         if not config.compile_with_try:
-            raise
-        return _failed(rec, code, generation, e)
+            raise failure
+        return _failed(rec, code, generation, failure)
     program = to_program(info.guards)
     with rec.lock:
         if rec.generation != generation:
@@ -114,16 +133,60 @@ def _freeze(rec, code, generation):
     return None
 
 
+# Failures that say nothing about the function: the same compile may succeed on a later call
+# (memory short for a moment; a capture deeper than the room the C hook leaves it: the hook
+# runs a frame within 200 frames of the recursion limit plain instead of compiling it).
+TRANSIENT = (RecursionError, MemoryError)
+# Attempts after the first transient failure, at the 2nd, 4th, 8th... miss since; a failure
+# that is not transient after all leaves the code to plain Python at the 64th.
+TRANSIENT_RETRIES = 6
+
+
 def _failed(rec, code, generation, e):
-    """An exception inside pijit (a bug): plain Python for this code from now on, logged."""
+    """An exception inside pijit: this call runs plain; a transient one is retried later,
+    any other (a bug) leaves the code to plain Python for good (logged)."""
+    text = f"{type(e).__name__}: {e}"
     with rec.lock:
         if rec.generation != generation:
             return None
-        rec.eager_fallbacks.append(BreakInfo(f"internal error: {type(e).__name__}: {e}",
-                                             code.co_filename, code.co_firstlineno))
-        eval_frame.set_state(code, eval_frame.NEVER_COMPILE)
-    explain.log("graph_breaks", f"{_where(code)}: pijit failed to compile "
-                f"{code.co_name} ({type(e).__name__}: {e}); running plain Python", warn=True)
+        transient = isinstance(e, TRANSIENT) and rec.transient_failures < TRANSIENT_RETRIES
+        if transient:
+            rec.transient_failures += 1
+            rec.retry_in = 2 ** (rec.transient_failures - 1) - 1
+            when = (f"after {rec.retry_in} more misses" if rec.retry_in else "at the next miss")
+            why = f"transient error: {text}; compiled again {when}"
+        else:
+            why = f"internal error: {text}"
+            eval_frame.set_state(code, eval_frame.NEVER_COMPILE)
+        rec.eager_fallbacks.append(BreakInfo(why, code.co_filename, code.co_firstlineno))
+    explain.log("graph_breaks", f"{_where(code)}: pijit failed to compile {code.co_name} "
+                f"({why}); running plain Python", warn=True)
+    return None
+
+
+def _signal_exception(e):
+    """The exception a Python signal handler raised during the compile (an alarm-based
+    timeout, say), found in e's chain however capture wrapped it, or None. It is the
+    user's, not a failure of pijit: plain Python would have raised it from this call too."""
+    handlers = set()
+    for sig in signal.valid_signals():
+        try:
+            handler = signal.getsignal(sig)
+        except (OSError, ValueError):
+            continue
+        handler = getattr(handler, "__func__", handler)
+        handler = getattr(handler, "func", handler)             # functools.partial
+        if hasattr(handler, "__code__"):
+            handlers.add(id(handler.__code__))
+    seen = set()
+    while handlers and e is not None and id(e) not in seen:
+        seen.add(id(e))
+        tb = e.__traceback__
+        while tb is not None:
+            if id(tb.tb_frame.f_code) in handlers:
+                return e
+            tb = tb.tb_next
+        e = e.__cause__ or e.__context__
     return None
 
 

@@ -1,17 +1,19 @@
-"""The miss policy of pijit.runtime: the per-code record under reset, and automatic dynamic
-dims decided against every entry.
+"""The miss policy of pijit.runtime: the per-code record under reset, transient and foreign
+failures during a compile, and automatic dynamic dims decided against every entry.
 
 Each test checks results against plain Python AND how the calls ran (stats, code_info), so
 a silent fallback cannot pass. Threads are in test_concurrency.py."""
 from __future__ import annotations
 
+import os
 import random
+import signal
 
 import numpy as np
 import pytest
 
 import pijit
-from pijit import eval_frame
+from pijit import cache, eval_frame, runtime
 
 from differential import assert_equal_values
 
@@ -78,6 +80,140 @@ def test_reset_inside_a_miss_keeps_the_record_consistent():
     s = pijit.stats(f)
     assert (s["compile_count"], s["cache_hits"], s["cache_misses"]) == (1, 1, 1), s
     assert len(s["entries"]) == eval_frame.entry_count(_code(f)) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# 14.8 and 16.4: transient failures are retried; what a signal handler raises propagates.
+
+def _failing_affine(monkeypatch, exc_type, times):
+    """A jitted _affine on a fresh cache whose first `times` compiles raise exc_type in
+    runtime.compile_frame; returns it, an input, and the log of compile attempts."""
+    attempts = []
+    real = runtime.compile_frame
+
+    def compile_frame(*a, **kw):
+        attempts.append(len(attempts))
+        if len(attempts) <= times:
+            raise exc_type("pijit ran out of something")
+        return real(*a, **kw)
+    monkeypatch.setattr(runtime, "compile_frame", compile_frame)
+    f = pijit.jit(_affine, jit_config=O0)
+    pijit.reset(f)
+    return f, np.arange(4.0), attempts
+
+
+def test_transient_failure_is_retried_at_the_next_miss(monkeypatch):
+    f, x, attempts = _failing_affine(monkeypatch, MemoryError, 1)
+    for _ in range(3):
+        assert_equal_values(f(x), _affine(x))
+    s = pijit.stats(f)
+    assert len(attempts) == 2
+    assert (s["compile_count"], s["cache_hits"], s["cache_misses"]) == (1, 1, 2), s
+    assert s["eager_fallbacks"] == [
+        f"transient error: MemoryError: pijit ran out of something; compiled again at the "
+        f"next miss ({__file__}:{_affine.__code__.co_firstlineno})"]
+
+
+def test_a_transient_failure_that_persists_ends_in_plain_python(monkeypatch):
+    f, x, attempts = _failing_affine(monkeypatch, RecursionError, 10 ** 6)
+    for _ in range(100):
+        assert_equal_values(f(x), _affine(x))
+    s = pijit.stats(f)
+    # Attempts at the 1st, 2nd, 4th, ... 64th miss, then never again.
+    assert len(attempts) == runtime.TRANSIENT_RETRIES + 1 == 7
+    assert s["state"] == "never_compile" and s["compile_count"] == 0
+    assert s["cache_misses"] == 64 and s["call_count"] == 100
+    assert s["eager_fallbacks"][-1].startswith("internal error: RecursionError")
+    assert sum(r.startswith("transient error") for r in s["eager_fallbacks"]) == 6
+    pijit.reset(f)                                  # a reset starts the count again
+    assert_equal_values(f(x), _affine(x))
+    assert len(attempts) == 8 and pijit.stats(f)["state"] != "never_compile"
+
+
+def test_an_internal_error_still_leaves_the_code_to_plain_python(monkeypatch):
+    f, x, attempts = _failing_affine(monkeypatch, ValueError, 10 ** 6)
+    for _ in range(3):
+        assert_equal_values(f(x), _affine(x))
+    s = pijit.stats(f)
+    assert len(attempts) == 1 and s["state"] == "never_compile"
+    assert s["eager_fallbacks"][0].startswith("internal error: ValueError")
+    strict = pijit.jit(_affine, jit_config=dict(O0, compile_with_try=False))
+    pijit.reset(strict)
+    with pytest.raises(ValueError, match="ran out"):
+        strict(x)
+
+
+class Timeout(Exception):
+    """What an alarm-based timeout's signal handler raises."""
+
+
+def _raise_timeout(signum, frame):
+    raise Timeout("time is up")
+
+
+@pytest.fixture
+def usr1_handler():
+    if not hasattr(signal, "SIGUSR1"):
+        pytest.skip("no SIGUSR1 here")
+    old = signal.signal(signal.SIGUSR1, _raise_timeout)
+    yield
+    signal.signal(signal.SIGUSR1, old)
+
+
+def test_exception_of_a_signal_handler_during_capture_propagates(monkeypatch, usr1_handler):
+    from pijit import compile_frame as spine
+    real = spine.capture_frame
+    signals = []
+
+    def capture_frame(*a, **kw):
+        if not signals:
+            signals.append(1)
+            os.kill(os.getpid(), signal.SIGUSR1)   # the handler runs at the next bytecode
+        return real(*a, **kw)
+    monkeypatch.setattr(spine, "capture_frame", capture_frame)
+    f = pijit.jit(_affine, jit_config=O0)
+    pijit.reset(f)
+    x = np.arange(4.0)
+    with pytest.raises(Timeout, match="time is up"):    # was: swallowed, never_compile
+        f(x)
+    s = pijit.stats(f)
+    assert s["state"] == "candidate" and s["eager_fallbacks"] == [] and s["entries"] == []
+    assert_equal_values(f(x), _affine(x))
+    assert_equal_values(f(x), _affine(x))
+    s = pijit.stats(f)
+    assert (s["compile_count"], s["cache_hits"]) == (1, 1), s
+
+
+def test_exception_of_a_signal_handler_wrapped_by_capture_propagates(monkeypatch, usr1_handler):
+    """Capture turns an exception of a call it makes into a graph break ("plain Python will
+    raise it"); one a signal handler raised meanwhile is still the user's."""
+    from pijit import compile_frame as spine
+    from pijit.capture.graph_break import GraphBreak, Reason
+    real = spine.capture_frame
+
+    def capture_frame(*a, **kw):
+        try:
+            os.kill(os.getpid(), signal.SIGUSR1)
+            real(*a, **kw)
+        except Exception:
+            raise GraphBreak(Reason.UNSUPPORTED_CALL, "a call raised")
+    monkeypatch.setattr(spine, "capture_frame", capture_frame)
+    f = pijit.jit(_affine, jit_config=O0)
+    pijit.reset(f)
+    with pytest.raises(Timeout):
+        f(np.arange(4.0))
+    assert pijit.stats(f)["entries"] == []
+
+
+def test_keyboard_interrupt_during_compile_propagates_and_the_next_call_compiles(monkeypatch):
+    f, x, attempts = _failing_affine(monkeypatch, KeyboardInterrupt, 1)
+    with pytest.raises(KeyboardInterrupt):
+        f(x)
+    s = pijit.stats(f)
+    assert s["state"] == "candidate" and s["eager_fallbacks"] == [] and s["entries"] == []
+    assert cache.record(_code(f)).builder is None
+    assert_equal_values(f(x), _affine(x))
+    assert len(attempts) == 2 and pijit.stats(f)["compile_count"] == 1
 
 
 # ---------------------------------------------------------------------------------------------

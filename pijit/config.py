@@ -41,8 +41,10 @@ OPTIONS = (
            "Python int/float/complex arguments are constants guarded by value. When False "
            "they are typed graph inputs (guarded by type only), so new values do not recompile."),
     Option("limit_graph_count", int, 8,
-           "Cache entries per code object. Past it, inputs that match an existing entry still "
-           "use it; others run as plain Python.", minimum=1),
+           "Cache entries per code object (resume functions and outlined loop bodies have "
+           "their own). Past it, inputs that match an existing entry still use it; others run "
+           "as plain Python, said once per code (stats' eager_fallbacks, PIJIT_LOG=recompiles).",
+           minimum=1),
     Option("enable_dynamic_shape", bool, True,
            "When a recompile meets an array of the dtype and ndim of some entry (any entry, "
            "not only the newest) with other dimensions, or an int/float argument of another "

@@ -149,11 +149,13 @@ def code_info(code) -> dict:
 
 
 def stats(code) -> dict:
-    """code_info plus cache hits and misses, recompile reasons and eager fallbacks."""
+    """code_info plus cache hits and misses, recompile reasons and eager fallbacks (why calls
+    of the code, or of the resume functions made for it, ran as plain Python)."""
     info = code_info(code)
     rec = cache.record(code)
     counters = eval_frame.counters(code)
+    members = [cache.record(member) for member in cache.family(code)]
     info.update(cache_hits=counters["hits"], cache_misses=counters["misses"],
                 recompile_reasons=list(rec.recompile_reasons) if rec else [],
-                eager_fallbacks=[str(f) for f in rec.eager_fallbacks] if rec else [])
+                eager_fallbacks=[str(f) for m in members if m for f in list(m.eager_fallbacks)])
     return info

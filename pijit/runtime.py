@@ -75,7 +75,7 @@ def _compile_miss(func, args, rec, entries, generation):
     if entries:
         reason = first_failure(entries[0].guards, func, args) or "no entry matched"
         if len(entries) >= config.limit_graph_count:
-            return _freeze(rec, code, generation)
+            return _freeze(rec, code, generation, reason)
         explain.log("recompiles", f"{_where(code)}: recompiling {code.co_name}: {reason}")
         if config.enable_dynamic_shape:
             _merge(dynamic, changed_dims(entries, func, args))
@@ -118,9 +118,12 @@ def _compile_miss(func, args, rec, entries, generation):
     return fn
 
 
-def _freeze(rec, code, generation):
+def _freeze(rec, code, generation, reason):
     """Past limit_graph_count: inputs that match an entry keep using it (the C hook still
-    walks them); the others run as plain Python."""
+    walks them); the others run as plain Python, reported once per code."""
+    limit = rec.config.limit_graph_count
+    what = (f"limit_graph_count={limit} reached for {code.co_qualname}: inputs matching none "
+            f"of its entries run as plain Python (first: {reason})")
     with rec.lock:
         if rec.generation != generation:
             return None
@@ -128,8 +131,8 @@ def _freeze(rec, code, generation):
         if rec.limit_logged:
             return None
         rec.limit_logged = True
-    explain.log("recompiles", f"{_where(code)}: limit_graph_count={rec.config.limit_graph_count} "
-                f"reached for {code.co_name}; other inputs run as plain Python", warn=True)
+        rec.eager_fallbacks.append(BreakInfo(what, code.co_filename, code.co_firstlineno))
+    explain.log("recompiles", f"{_where(code)}: {what}", warn=True)
     return None
 
 

@@ -1,10 +1,12 @@
 """The miss policy of pijit.runtime: the per-code record under reset, transient and foreign
-failures during a compile, and automatic dynamic dims decided against every entry.
+failures during a compile, automatic dynamic dims decided against every entry, and what the
+entry limit keeps (resume functions and outlined loop bodies included).
 
 Each test checks results against plain Python AND how the calls ran (stats, code_info), so
 a silent fallback cannot pass. Threads are in test_concurrency.py."""
 from __future__ import annotations
 
+import logging
 import os
 import random
 import signal
@@ -279,3 +281,79 @@ def test_mixed_ndims_use_the_entries_they_have():
     compiles, hits = _counts(f)
     # 6 ndims need 12 entries, 8 are allowed: ndims that reached their dynamic entry hit.
     assert compiles == 8 and hits > 600, (compiles, hits)
+
+
+# ---------------------------------------------------------------------------------------------
+# 18.4: past limit_graph_count, matching inputs keep their entries; the rest is said once.
+
+def _breaks_once(x):
+    y = x + 1
+    print("between graphs")
+    return y * 2
+
+
+def _breaking_loop(x):
+    total = x * 0
+    for i in range(3):
+        total = total + x * i
+        print("in the loop", i)
+    return total
+
+
+def _resumes(fn):
+    return [c for c in cache.family(_code(fn))[1:]]
+
+
+@pytest.mark.parametrize("plain", [_breaks_once, _breaking_loop])
+def test_past_the_limit_resume_functions_keep_their_entries(plain, caplog):
+    f = pijit.jit(plain, jit_config=dict(O0, limit_graph_count=2))
+    pijit.reset(f)
+    a, b, c = np.arange(3.0), np.arange(3, dtype=np.float32), np.arange(3, dtype=np.int32)
+    for x in (a, b):
+        assert_equal_values(f(x), plain(x))
+    resumes = _resumes(f)
+    assert resumes and all(eval_frame.entry_count(r) == 2 for r in resumes), resumes
+    with caplog.at_level(logging.WARNING, logger="pijit.recompiles"):
+        for _ in range(3):
+            assert_equal_values(f(c), plain(c))       # a third dtype: plain Python
+    before = {id(r): eval_frame.counters(r) for r in resumes}
+    for x in (a, b, a, b):                            # the others still hit, resumes too
+        assert_equal_values(f(x), plain(x))
+    s = pijit.stats(f)
+    assert s["compile_count"] == 2 and s["cache_hits"] == 4, s
+    for r in resumes:
+        now, then = eval_frame.counters(r), before[id(r)]
+        assert now["hits"] - then["hits"] == now["calls"] - then["calls"] >= 4, (r, now, then)
+        assert eval_frame.entry_count(r) == 2
+    # Said once per code, with the reason, in stats and on PIJIT_LOG=recompiles.
+    limit = [r for r in s["eager_fallbacks"] if "limit_graph_count=2 reached" in r]
+    assert len(limit) == 1 and f"for {plain.__qualname__}:" in limit[0], s["eager_fallbacks"]
+    assert "got int32[3]" in limit[0]
+    logged = [r.getMessage() for r in caplog.records if "limit_graph_count" in r.getMessage()]
+    assert len(logged) == 1 and "got int32[3]" in logged[0], logged
+
+
+def test_past_the_limit_a_resume_function_of_its_own_is_reported_once(caplog):
+    """The function's own entries are few; a resume function sees a new value each call
+    (a global read after the break) and reaches the limit alone."""
+    def body(x):
+        y = x + 1
+        print("between graphs")
+        return y * _SCALE
+    f = pijit.jit(body, jit_config=dict(O0, limit_graph_count=2, enable_dynamic_shape=False))
+    pijit.reset(f)
+    x = np.arange(3.0)
+    global _SCALE
+    with caplog.at_level(logging.WARNING, logger="pijit.recompiles"):
+        for k in range(6):
+            _SCALE = float(k)
+            assert_equal_values(f(x), (x + 1) * float(k))
+    _SCALE = 1.0
+    s = pijit.stats(f)
+    assert s["compile_count"] == 1 and s["cache_hits"] == 5, s
+    (limit,) = [r for r in s["eager_fallbacks"] if "limit_graph_count" in r]
+    assert "<resume at line" in limit and "_SCALE" in limit, limit
+    assert len([r for r in caplog.records if "limit_graph_count" in r.getMessage()]) == 1
+
+
+_SCALE = 1.0

@@ -22,17 +22,10 @@ import pijit
 from pijit import cache, eval_frame, runtime
 
 from differential import assert_equal_values
+from test_hook import _graph_mode  # noqa: F401 - autouse: GRAPH_MODE, hook left uninstalled
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 O0 = {"jit_level": "O0"}
-
-
-@pytest.fixture(autouse=True)
-def _graph_mode():
-    pijit.set_context(mode=pijit.GRAPH_MODE)
-    yield
-    pijit.set_context(mode=pijit.GRAPH_MODE)
-    assert not eval_frame.is_installed()
 
 
 @pytest.fixture

@@ -18,16 +18,9 @@ import pijit
 from pijit import cache, eval_frame, runtime
 
 from differential import assert_equal_values
+from test_hook import _graph_mode  # noqa: F401 - autouse: GRAPH_MODE, hook left uninstalled
 
 O0 = {"jit_level": "O0"}
-
-
-@pytest.fixture(autouse=True)
-def _graph_mode():
-    pijit.set_context(mode=pijit.GRAPH_MODE)
-    yield
-    pijit.set_context(mode=pijit.GRAPH_MODE)
-    assert not eval_frame.is_installed()
 
 
 def _code(fn):

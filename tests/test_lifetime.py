@@ -12,6 +12,7 @@ import numpy as np
 
 import pijit
 from pijit import eval_frame
+from memory import rss_allowance, rss_bytes
 
 O0 = {"jit_level": "O0"}      # capture only: these tests are about lifetimes, not kernels
 
@@ -54,16 +55,11 @@ def test_memory_of_exec_made_functions_does_not_grow():
         gc.collect()
 
     one_round()                 # warm-up: what capture and NumPy keep once
-    states, rss = len(eval_frame.all_states()), _rss()
+    states, rss = len(eval_frame.all_states()), rss_bytes()
     for _ in range(4):
         one_round()
     assert len(eval_frame.all_states()) == states
-    assert _rss() - rss < 8 << 20
-
-
-def _rss():
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    assert rss_bytes() - rss < rss_allowance(8 << 20)
 
 
 def test_a_dropped_jitted_closure_frees_what_it_captured():

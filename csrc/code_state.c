@@ -71,6 +71,11 @@ code_state_mark(PyCodeObject *code)
     st->nentries = st->capacity = 0;
     st->entries = NULL;
     st->build_epoch = 0;
+    st->threshold = 1;
+    st->compiled = 0;
+    st->deferred = 0;
+    memset(st->sig_key, 0, sizeof(st->sig_key));
+    memset(st->sig_count, 0, sizeof(st->sig_count));
     if (pj_set_code_extra((PyObject *)code, extra_index, st) < 0) {
         st->live_prev = st->live_next = st;
         Py_DECREF(st);
@@ -114,6 +119,7 @@ code_state_add_entry(CodeState *st, Entry *e)
     }
     st->entries[st->nentries++] = e;
     st->version++;
+    st->compiled = 1;
     return 0;
 }
 
@@ -197,6 +203,27 @@ static PyTypeObject CodeStateType = {
     .tp_members = code_state_members,
     .tp_getset = code_state_getset,
 };
+
+/* Accept a code object or a function (its __code__); borrowed result. */
+static PyCodeObject *
+as_code(PyObject *o)
+{
+    if (PyCode_Check(o))
+        return (PyCodeObject *)o;
+    if (PyFunction_Check(o))
+        return (PyCodeObject *)PyFunction_GET_CODE(o);
+    PyErr_Format(PyExc_TypeError, "expected a code object, got %.100s", Py_TYPE(o)->tp_name);
+    return NULL;
+}
+
+/* The state of a code or function (borrowed), NULL without an exception if it has none,
+ * NULL with one if `o` is neither. */
+static CodeState *
+state_of(PyObject *o)
+{
+    PyCodeObject *code = as_code(o);
+    return code ? code_state(code) : NULL;
+}
 
 /* Every live state (new list). */
 static PyObject *

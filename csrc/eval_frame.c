@@ -323,22 +323,24 @@ dispatch(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st)
         }
         /* fn NULL: "run plain when these guards pass".  A hit is counted (and its entry
          * moved first) only once what it runs is ready. */
+        if (maybe_promote(st, e) < 0) {
+            entry_decref(e);
+            return answer(ts, frame, NULL);
+        }
         PyObject *fn = e->fn == NULL ? NULL : fn_for_frame(e, pj_frame_func(frame));
         if (fn == NULL && e->fn != NULL) {
             entry_decref(e);
             return answer(ts, frame, NULL);
         }
         st->hits++;
+        e->hits++;
         move_to_front(st, e, i);
+        PyObject *res = run_hit(ts, frame, st, e, fn);
         entry_decref(e);
-        if (fn == NULL)
-            return eval_plain(ts, frame, 0);
-        PyObject *res = call_with_slots(fn, frame, n);
-        Py_DECREF(fn);
-        return answer(ts, frame, res);
+        return res;
     }
     st->misses++;
-    if (st->state == ST_FROZEN)
+    if (st->state == ST_FROZEN || !signature_is_hot(st, frame))
         return eval_plain(ts, frame, 0);
     return on_miss(ts, frame, st, n);
 }

@@ -5,38 +5,6 @@
  */
 #include "pijit.h"
 
-/* Accept a code object or a function (its __code__); borrowed result. */
-static PyCodeObject *
-as_code(PyObject *o)
-{
-    if (PyCode_Check(o))
-        return (PyCodeObject *)o;
-    if (PyFunction_Check(o))
-        return (PyCodeObject *)PyFunction_GET_CODE(o);
-    PyErr_Format(PyExc_TypeError, "expected a code object, got %.100s", Py_TYPE(o)->tp_name);
-    return NULL;
-}
-
-/* The state of a code or function (borrowed), NULL without an exception if it has none,
- * NULL with one if `o` is neither. */
-static CodeState *
-state_of(PyObject *o)
-{
-    PyCodeObject *code = as_code(o);
-    return code ? code_state(code) : NULL;
-}
-
-static int
-set_callable(PyObject **slot, PyObject *cb, const char *what)
-{
-    if (cb != Py_None && !PyCallable_Check(cb)) {
-        PyErr_Format(PyExc_TypeError, "%s must be callable or None", what);
-        return -1;
-    }
-    Py_XSETREF(*slot, cb == Py_None ? NULL : Py_NewRef(cb));
-    return 0;
-}
-
 static PyObject *
 m_set_callback(PyObject *m, PyObject *cb)
 {
@@ -98,7 +66,9 @@ m_reset(PyObject *m, PyObject *o)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     Py_INCREF(st);
     code_state_clear_entries(st);
-    st->calls = st->hits = st->misses = 0;
+    st->calls = st->hits = st->misses = st->deferred = 0;
+    st->compiled = 0;
+    memset(st->sig_count, 0, sizeof(st->sig_count));
     st->state = ST_CANDIDATE;
     Py_DECREF(st);
     Py_RETURN_NONE;
@@ -136,11 +106,19 @@ m_get_state(PyObject *m, PyObject *o)
 }
 
 static PyObject *
-m_add_entry(PyObject *m, PyObject *args)
+m_add_entry(PyObject *m, PyObject *args, PyObject *kwargs)
 {
+    static char *kwlist[] = {"code", "sources", "checks", "fn", "promote_at", "trial", NULL};
     PyObject *o, *sources, *checks, *fn;
-    if (!PyArg_ParseTuple(args, "OOOO:add_entry", &o, &sources, &checks, &fn))
+    Py_ssize_t promote_at = 0;
+    int trial = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|$ni:add_entry", kwlist, &o, &sources,
+                                     &checks, &fn, &promote_at, &trial))
         return NULL;
+    if (promote_at < 0 || trial < 0) {
+        PyErr_SetString(PyExc_ValueError, "add_entry: promote_at and trial must be >= 0");
+        return NULL;
+    }
     CodeState *st = state_of(o);
     if (st == NULL) {
         if (!PyErr_Occurred())
@@ -149,6 +127,10 @@ m_add_entry(PyObject *m, PyObject *args)
     }
     Py_INCREF(st);
     Entry *e = entry_new(st->code, st->nargs, sources, checks, fn);
+    if (e != NULL) {
+        e->promote_at = promote_at;
+        e->trial_left = e->fn != NULL ? trial : 0;
+    }
     int rc = e == NULL ? -1 : code_state_add_entry(st, e);
     if (e != NULL && rc < 0)
         entry_decref(e);
@@ -202,8 +184,8 @@ m_counters(PyObject *m, PyObject *o)
     CodeState *st = state_of(o);
     if (st == NULL)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    return Py_BuildValue("{s:n,s:n,s:n,s:i}", "calls", st->calls, "hits", st->hits,
-                         "misses", st->misses, "state", st->state);
+    return Py_BuildValue("{s:n,s:n,s:n,s:i,s:n}", "calls", st->calls, "hits", st->hits,
+                         "misses", st->misses, "state", st->state, "deferred", st->deferred);
 }
 
 static PyObject *
@@ -291,7 +273,10 @@ static PyMethodDef module_methods[] = {
     {"reset", m_reset, METH_O, "reset(code): drop entries and counters"},
     {"set_state", m_set_state, METH_VARARGS, "set_state(code, state)"},
     {"get_state", m_get_state, METH_O, "get_state(code) -> int, or None if unmarked"},
-    {"add_entry", m_add_entry, METH_VARARGS, "add_entry(code, sources, checks, fn)"},
+    {"add_entry", (PyCFunction)(void (*)(void))m_add_entry, METH_VARARGS | METH_KEYWORDS,
+     "add_entry(code, sources, checks, fn, *, promote_at=0, trial=0): promote_at: the hit at "
+     "which the adapt callback may replace fn; trial: timed runs comparing fn with plain "
+     "Python"},
     {"entry_count", m_entry_count, METH_O, "entry_count(code) -> int"},
     {"entries", m_entries, METH_O, "entries(code) -> [(sources, checks, fn)], MRU first"},
     {"counters", m_counters, METH_O, "counters(code) -> dict, or None if unmarked"},
@@ -309,6 +294,7 @@ static PyMethodDef module_methods[] = {
      "after_fork_child(): reset the hook's state in a forked child (os.register_at_fork)"},
     POOL_METHODS
     KERNEL_SUPPORT_METHODS
+    ADAPT_METHODS
     {NULL},
 };
 

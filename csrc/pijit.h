@@ -67,7 +67,16 @@ typedef struct {
     PyObject *fn;        /* strong, or NULL = run plain on hit */
     PyObject *orig_sources; /* as passed to add_entry, for introspection */
     PyObject *orig_checks;
+    /* What the entry learned since it was added (adapt.c). */
+    Py_ssize_t hits;
+    Py_ssize_t promote_at;  /* at this hit, ask the promote callback for a better fn (0: never) */
+    int trial_left;         /* timed runs left, alternately plain Python and fn */
+    int plain;              /* the trial found plain Python faster: hits run plain */
+    int n_fn, n_plain;      /* timed runs of each */
+    double best_fn, best_plain;     /* the fastest of each, in seconds */
 } Entry;
+
+#define PJ_SIGNATURES 8
 
 typedef struct CodeState {
     PyObject_HEAD
@@ -81,6 +90,12 @@ typedef struct CodeState {
     Py_ssize_t nentries, capacity;
     Entry **entries;     /* entries[0] is the most recently hit */
     uint64_t build_epoch; /* fork epoch in which state became ST_BUILDING */
+    /* New signatures of a code that compiled before wait until they are hot (adapt.c). */
+    int threshold;       /* calls of a new signature before it compiles (1: at once) */
+    int compiled;        /* an entry was added once */
+    Py_ssize_t deferred; /* misses that ran plain because their signature was not hot yet */
+    uint64_t sig_key[PJ_SIGNATURES];
+    uint32_t sig_count[PJ_SIGNATURES];
     struct CodeState *live_prev, *live_next;   /* every live state, for reset() of all */
 } CodeState;
 
@@ -97,6 +112,25 @@ static Py_ssize_t extra_index;
 static CodeState *code_state(PyCodeObject *code);
 static CodeState *code_state_mark(PyCodeObject *code);
 static void code_state_clear_entries(CodeState *st);
+static CodeState *state_of(PyObject *o);
+
+/* adapt.c */
+static int signature_is_hot(CodeState *st, _PyInterpreterFrame *frame);
+static int maybe_promote(CodeState *st, Entry *e);
+static PyObject *run_hit(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st,
+                         Entry *e, PyObject *fn);
+
+/* Set a callback slot from a module function's argument: a callable, or None for none. */
+static int
+set_callable(PyObject **slot, PyObject *cb, const char *what)
+{
+    if (cb != Py_None && !PyCallable_Check(cb)) {
+        PyErr_Format(PyExc_TypeError, "%s must be callable or None", what);
+        return -1;
+    }
+    Py_XSETREF(*slot, cb == Py_None ? NULL : Py_NewRef(cb));
+    return 0;
+}
 
 /* eval_frame.c */
 static uint64_t fork_epoch;

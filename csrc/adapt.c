@@ -1,0 +1,280 @@
+/* adapt.c -- adaptive execution: compile what pays, keep what is faster.
+ *
+ * Three decisions, each made with counters the hook keeps anyway (so a call pays a few
+ * compares for them):
+ *
+ *   hot signatures  A code that has compiled before compiles a new input signature (the
+ *                   arguments' types, and dtype and ndim of arrays: not shapes or values,
+ *                   which automatic dynamic dims absorb) only at its `threshold`-th call;
+ *                   until then it runs plain.  Library code called with hundreds of small
+ *                   signatures a few times each then pays for capture only where it is hot.
+ *   promotion       An entry may ask to be rebuilt at its `promote_at`-th hit: the runtime
+ *                   first compiles a cheap version (no C compiler) and promotes hot entries
+ *                   to fused kernels (the adapt callback returns the new function).
+ *   trials          An entry may ask for a timed trial: its next hits alternate plain Python
+ *                   and the entry's function, and the faster one (the fastest run of each
+ *                   side, plain only when clearly faster) runs from then on (MindSpore's
+ *                   perf_statistics, made to compare the graph with plain Python).
+ *
+ * The adapt callback hears of promotions and of trial results (for stats and logs); a
+ * test may replace the clock (set_perf_clock) to make trials deterministic.
+ */
+#include "pijit.h"
+
+#include <time.h>
+
+static PyObject *adapt_callback = NULL;       /* strong or NULL */
+static PyObject *perf_clock = NULL;           /* strong or NULL: time.monotonic's stand-in */
+
+/* Plain Python wins a trial only when clearly faster. */
+#define PLAIN_MARGIN 0.97
+
+/* ---- hot signatures ----------------------------------------------------------------------- */
+
+static inline uint64_t
+mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+}
+
+/* The input signature of a frame: types of its argument slots, dtype and ndim of arrays. */
+static uint64_t
+frame_signature(_PyInterpreterFrame *frame, Py_ssize_t nargs)
+{
+    uint64_t h = (uint64_t)nargs;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *v = frame->localsplus[i];
+        PyTypeObject *t = v ? Py_TYPE(v) : NULL;
+        h = mix(h, (uint64_t)(uintptr_t)t);
+        if (t != NULL && t == pijit_array_type) {
+            PyArrayObject_fields *a = (PyArrayObject_fields *)v;
+            h = mix(h, ((uint64_t)(a->descr ? a->descr->type_num : -1) << 8) | (uint64_t)a->nd);
+        }
+    }
+    return h;
+}
+
+/* Should this miss compile now?  Counts the frame's signature; the least seen of the
+ * remembered signatures makes room for a new one. */
+static int
+signature_is_hot(CodeState *st, _PyInterpreterFrame *frame)
+{
+    if (st->threshold <= 1 || !st->compiled)
+        return 1;
+    uint64_t key = frame_signature(frame, st->nargs);
+    int slot = 0;
+    for (int i = 0; i < PJ_SIGNATURES; i++) {
+        if (st->sig_count[i] && st->sig_key[i] == key) {
+            slot = i;
+            goto found;
+        }
+        if (st->sig_count[i] < st->sig_count[slot])
+            slot = i;
+    }
+    st->sig_key[slot] = key;
+    st->sig_count[slot] = 0;
+found:
+    if (++st->sig_count[slot] < (uint32_t)st->threshold) {
+        st->deferred++;
+        return 0;
+    }
+    st->sig_count[slot] = 0;
+    return 1;
+}
+
+/* ---- the clock and the callback ---------------------------------------------------------- */
+
+/* Seconds, or -1 with an exception (a failing stand-in clock). */
+static double
+perf_now(void)
+{
+    if (perf_clock == NULL) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    }
+    PyObject *r = PyObject_CallNoArgs(perf_clock);
+    double t = r ? PyFloat_AsDouble(r) : -1.0;
+    Py_XDECREF(r);
+    return t;
+}
+
+/* adapt_callback(event, code, fn, *details) -> its result (new reference), or None when no
+ * callback is set; NULL with an exception. */
+static PyObject *
+tell(const char *event, CodeState *st, Entry *e, const char *fmt, ...)
+{
+    PyObject *cb = adapt_callback;
+    if (cb == NULL)
+        return Py_NewRef(Py_None);
+    va_list va;
+    va_start(va, fmt);
+    PyObject *details = Py_VaBuildValue(fmt, va);
+    va_end(va);
+    if (details == NULL)
+        return NULL;
+    Py_INCREF(cb);
+    PyObject *res = PyObject_CallFunction(cb, "sOOO", event, (PyObject *)st->code,
+                                          e->fn ? e->fn : Py_None, details);
+    Py_DECREF(cb);
+    Py_DECREF(details);
+    return res;
+}
+
+/* ---- promotion ------------------------------------------------------------------------------ */
+
+/* Before the entry's promote_at-th hit: ask for a better function and put it in the entry.
+ * The callback compiles (the hook stays off for this thread meanwhile).  -1 with an
+ * exception to propagate. */
+static int
+maybe_promote(CodeState *st, Entry *e)
+{
+    if (e->promote_at <= 0 || e->hits + 1 != e->promote_at || e->fn == NULL)
+        return 0;
+    int was = tls.compiling;
+    tls.compiling = 1;
+    PyObject *fn = tell("promote", st, e, "()");
+    tls.compiling = was;
+    if (fn == NULL)
+        return PyErr_ExceptionMatches(PyExc_Exception) ? (PyErr_WriteUnraisable(
+            (PyObject *)st->code), 0) : -1;
+    if (fn != Py_None && PyCallable_Check(fn) && e->fn != NULL)
+        Py_SETREF(e->fn, Py_NewRef(fn));
+    Py_DECREF(fn);
+    return 0;
+}
+
+/* ---- trials --------------------------------------------------------------------------------- */
+
+/* The trial is over: keep the faster, and say so. */
+static void
+end_trial(CodeState *st, Entry *e)
+{
+    e->plain = e->best_plain < PLAIN_MARGIN * e->best_fn;
+    PyObject *r = tell("trial", st, e, "(ddO)", e->best_fn, e->best_plain,
+                       e->plain ? Py_True : Py_False);
+    if (r == NULL)
+        PyErr_WriteUnraisable((PyObject *)st->code);
+    Py_XDECREF(r);
+}
+
+/* One timed run of a trial: plain Python or fn, whichever has had fewer runs. */
+static PyObject *
+trial_run(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Entry *e, PyObject *fn)
+{
+    int plain = e->n_plain <= e->n_fn;
+    double t0 = perf_now();
+    if (t0 < 0) {
+        Py_DECREF(fn);
+        return answer(ts, frame, NULL);
+    }
+    PyObject *res;
+    if (plain) {
+        Py_DECREF(fn);
+        res = eval_plain(ts, frame, 0);
+    }
+    else {
+        res = call_with_slots(fn, frame, st->nargs);
+        Py_DECREF(fn);
+        res = answer(ts, frame, res);
+    }
+    if (res == NULL)
+        return NULL;            /* a raising run says nothing about speed */
+    double dt = perf_now() - t0;
+    if (dt < 0) {
+        Py_DECREF(res);
+        return NULL;
+    }
+    if (plain) {
+        e->best_plain = e->n_plain++ ? (dt < e->best_plain ? dt : e->best_plain) : dt;
+    }
+    else {
+        e->best_fn = e->n_fn++ ? (dt < e->best_fn ? dt : e->best_fn) : dt;
+    }
+    if (--e->trial_left == 0)
+        end_trial(st, e);
+    return res;
+}
+
+/* Run the hit of entry `e` (held by the caller) whose function for this frame is `fn`
+ * (a new reference, or NULL for an entry that runs plain). */
+static PyObject *
+run_hit(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Entry *e, PyObject *fn)
+{
+    if (fn == NULL || e->plain) {
+        Py_XDECREF(fn);
+        return eval_plain(ts, frame, 0);
+    }
+    if (e->trial_left > 0)
+        return trial_run(ts, frame, st, e, fn);
+    PyObject *res = call_with_slots(fn, frame, st->nargs);
+    Py_DECREF(fn);
+    return answer(ts, frame, res);
+}
+
+/* ---- module functions ------------------------------------------------------------------------- */
+
+static PyObject *
+m_set_adapt_callback(PyObject *m, PyObject *cb)
+{
+    return set_callable(&adapt_callback, cb, "adapt callback") ? NULL : Py_NewRef(Py_None);
+}
+
+static PyObject *
+m_set_perf_clock(PyObject *m, PyObject *cb)
+{
+    return set_callable(&perf_clock, cb, "perf clock") ? NULL : Py_NewRef(Py_None);
+}
+
+static PyObject *
+m_set_compile_threshold(PyObject *m, PyObject *args)
+{
+    PyObject *o;
+    int n;
+    if (!PyArg_ParseTuple(args, "Oi:set_compile_threshold", &o, &n))
+        return NULL;
+    if (n < 1) {
+        PyErr_Format(PyExc_ValueError, "compile threshold must be >= 1, got %d", n);
+        return NULL;
+    }
+    CodeState *st = state_of(o);
+    if (st == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "set_compile_threshold: %R is not marked", o);
+        return NULL;
+    }
+    st->threshold = n;
+    Py_RETURN_NONE;
+}
+
+/* [{hits, plain, trial_left, best_fn, best_plain}] per entry, most recently hit first. */
+static PyObject *
+m_entry_stats(PyObject *m, PyObject *o)
+{
+    CodeState *st = state_of(o);
+    if (st == NULL)
+        return PyErr_Occurred() ? NULL : PyList_New(0);
+    PyObject *out = PyList_New(st->nentries);
+    for (Py_ssize_t i = 0; out && i < st->nentries; i++) {
+        Entry *e = st->entries[i];
+        PyObject *d = Py_BuildValue(
+            "{s:n,s:O,s:i,s:N,s:N}", "hits", e->hits, "plain", e->plain ? Py_True : Py_False,
+            "trial_left", e->trial_left,
+            "best_fn", e->n_fn ? PyFloat_FromDouble(e->best_fn) : Py_NewRef(Py_None),
+            "best_plain", e->n_plain ? PyFloat_FromDouble(e->best_plain) : Py_NewRef(Py_None));
+        if (d == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, d);
+    }
+    return out;
+}
+
+#define ADAPT_METHODS \
+    {"set_adapt_callback", m_set_adapt_callback, METH_O, \
+     "set_adapt_callback(cb): cb(event, code, fn, details); 'promote' returns a new fn"}, \
+    {"set_perf_clock", m_set_perf_clock, METH_O, "set_perf_clock(clock or None): trials' clock"}, \
+    {"set_compile_threshold", m_set_compile_threshold, METH_VARARGS, \
+     "set_compile_threshold(code, n): calls of a new signature before it compiles"}, \
+    {"entry_stats", m_entry_stats, METH_O, "entry_stats(code) -> [dict] per entry, MRU first"},

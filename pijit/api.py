@@ -140,8 +140,11 @@ def _wrap(fn, signature, hash_args, config):
     if rec is not None and (rec.config, rec.input_signature, rec.hash_args) != \
             (config, signature, hash_args):
         _reset_code(code)
-    cache.register(code, config, signature, hash_args)
+    # The record (and through it the code's state) is held until the Wrapper owns the state:
+    # between the two, the state and its record are a cycle the garbage collector may free.
+    rec = cache.register(code, config, signature, hash_args)
     wrapper = eval_frame.Wrapper(fn)
+    assert wrapper.code_state is rec.state
     functools.update_wrapper(wrapper, fn)
     return wrapper
 

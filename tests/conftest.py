@@ -3,6 +3,7 @@ user's (PIJIT_CACHE_DIR is read at each build)."""
 import os
 
 import pytest
+from hypothesis import Phase, settings
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -14,3 +15,10 @@ def kernel_cache_dir(tmp_path_factory):
         os.environ.pop("PIJIT_CACHE_DIR", None)
     else:
         os.environ["PIJIT_CACHE_DIR"] = old
+
+
+# Hypothesis replays a failing example under sys.settrace to explain it (its explain phase);
+# a traced thread runs jitted functions as plain Python, so such a replay would not test
+# pijit at all and a real failure would be reported as flaky.
+settings.register_profile("pijit", phases=[p for p in Phase if p is not Phase.explain])
+settings.load_profile("pijit")

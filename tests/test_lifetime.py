@@ -161,3 +161,22 @@ def test_a_finalizer_during_a_hit_cannot_free_what_the_hit_uses():
                           env=dict(os.environ, PYTHONMALLOC="debug"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout == "ok\n"
+
+
+def test_a_garbage_collection_between_marking_and_wrapping_keeps_the_function_jitted():
+    """jit marks the code (a state and its record: a cycle nothing else held yet), then makes
+    the Wrapper; a collection in between (the Wrapper's own allocation can run one) freed
+    the state, and the function ran plain, 0 graphs (1 random program in 100 or so). Many
+    collection thresholds put a collection at every allocation of jit in turn."""
+    old = gc.get_threshold()
+    try:
+        for threshold in range(1, 40):
+            gc.collect()
+            gc.set_threshold(threshold, 1, 1)
+            for i in range(8):
+                ns = {}
+                exec(f"def f(x):\n    return x * {i} + 1\n", ns)
+                f = pijit.jit(ns["f"], jit_config=O0)
+                assert f.code_state is not None, f"threshold {threshold}"
+    finally:
+        gc.set_threshold(*old)

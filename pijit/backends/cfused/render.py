@@ -1022,7 +1022,7 @@ class GroupKernel:
         L = ["static PyObject *",
              "pj_body(int gk, PyObject *const *args, Py_ssize_t nargs)",
              "{",
-             f"    PyObject *out[{len(g.outputs)}] = {{NULL}};",
+             f"    PyObject *out[{len(g.outputs)}] = {{NULL}}, *result = NULL;",
              "    int fperr = 0, oom = 0;"]
         cols = [r for r in g.reductions if self.cols_axes(r) is not None]
         for red in cols:
@@ -1332,14 +1332,12 @@ class GroupKernel:
         return L
 
     def epilogue(self, cols) -> list:
+        """Back to the GIL, then the result: the outputs, NumPy's (on a floating-point flag),
+        or NULL with the error set. Every path leaves through `done:`, where the buffers the
+        function allocated are freed, once."""
         g, nout = self.grp, len(self.grp.outputs)
-        free = [f"    PyMem_RawFree(ac{red.out});" for red in cols] + [
-            f"    PyMem_RawFree(tsum{red.out});" for red in self.tree] + (
-            ["    PyMem_RawFree(tb);"] if self.tree else []) + (
-            ["    PyMem_RawFree(rb);"] if self.exact_rows else [])
         L = ["    if (ts != NULL)",
              "        PyEval_RestoreThread(ts);",
-             *free,
              "    if (oom) {",
              "        PyErr_NoMemory();",
              "        goto fail;",
@@ -1347,25 +1345,30 @@ class GroupKernel:
              "    if ((fperr & 1) || ((fperr & 2) && pj_underflow_reported())) {",
              f"        for (int j = 0; j < {nout}; j++)",
              "            Py_CLEAR(out[j]);",
-             "        return pj_fallback(gk, args, nargs);",
+             "        result = pj_fallback(gk, args, nargs);",
+             "        goto done;",
              "    }"]
         for j, ref in enumerate(g.outputs):
             if not self.graph.meta(ref).is_array:
                 L.append(f"    out[{j}] = PyArray_Return((PyArrayObject *)out[{j}]);")
                 L.append(f"    if (out[{j}] == NULL) goto fail;")
         if nout == 1 and not self.tuple_result:
-            L.append("    return out[0];")
+            L.append("    result = out[0];")
         else:
-            L.append(f"    PyObject *tuple = PyTuple_New({nout});")
-            L.append("    if (tuple == NULL) goto fail;")
+            L.append(f"    result = PyTuple_New({nout});")
+            L.append("    if (result == NULL) goto fail;")
             for j in range(nout):
-                L.append(f"    PyTuple_SET_ITEM(tuple, {j}, out[{j}]);")
-            L.append("    return tuple;")
-        return L + ["fail:",
-                    *free,
+                L.append(f"    PyTuple_SET_ITEM(result, {j}, out[{j}]);")
+        return L + ["    goto done;",
+                    "fail:",
                     f"    for (int j = 0; j < {nout}; j++)",
                     "        Py_XDECREF(out[j]);",
-                    "    return NULL;",
+                    "done:",
+                    *[f"    PyMem_RawFree(ac{red.out});" for red in cols],
+                    *[f"    PyMem_RawFree(tsum{red.out});" for red in self.tree],
+                    *(["    PyMem_RawFree(tb);"] if self.tree else []),
+                    *(["    PyMem_RawFree(rb);"] if self.exact_rows else []),
+                    "    return result;",
                     "}"]
 
 

@@ -84,3 +84,24 @@ def test_kernel_out_of_memory_raises_memory_error(tmp_path):
     """, tmp_path, timeout=120)
     assert res.returncode == 0, (res.returncode, res.stderr)
     assert res.stdout == "jitted: MemoryError()\nplain: MemoryError\n" * 2
+
+
+# -- 8. a forked child runs kernels on one thread, no hang (issue 16.8) --------------------------
+
+def test_fork_pool_with_threads_does_not_hang(tmp_path):
+    res = run_script("""
+        import multiprocessing as mp
+        f = pijit.jit(lambda x: np.sqrt(x * 2.0 + 1.0))
+        x = np.linspace(0, 1, 1 << 18)      # big enough for two threads
+        assert np.array_equal(f(x), np.sqrt(x * 2.0 + 1.0))
+        assert fused(), RECORDS
+        def work(k):
+            got = f(x + k)
+            return bool(np.array_equal(got, np.sqrt((x + k) * 2.0 + 1.0)))
+        with mp.get_context("fork").Pool(2) as pool:
+            print(pool.map(work, range(4)))
+        assert np.array_equal(f(x), np.sqrt(x * 2.0 + 1.0))    # the parent keeps its threads
+        print("ok")
+    """, tmp_path, env={"PIJIT_NUM_THREADS": "2"}, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "[True, True, True, True]\nok\n"

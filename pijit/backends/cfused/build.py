@@ -34,6 +34,7 @@ CFLAGS = toolchain.CFLAGS
 LDFLAGS = toolchain.LDFLAGS
 
 _loaded: dict = {}          # key -> kernel module (one load per process)
+_forked = False             # this process was made by fork (see _in_forked_child)
 
 
 class BuildError(Exception):
@@ -163,6 +164,19 @@ def forget_loaded():
     _loaded.clear()
 
 
+def _in_forked_child():
+    """GNU OpenMP is not fork-safe: a child forked after its parent ran a parallel region
+    waits forever on the parent's thread pool, which the child does not have. Kernels of a
+    forked child (multiprocessing's default start method on Linux) run on one thread."""
+    global _forked
+    _forked = True
+    for mod in _loaded.values():
+        mod.single_thread()
+
+
+os.register_at_fork(after_in_child=_in_forked_child)
+
+
 def _build(source: str, name: str, target: str, openmp: bool) -> str:
     from cffi import FFI
     final = os.path.join(target, name + ".so")
@@ -245,4 +259,7 @@ def _load(path: str, name: str):
     spec.loader.exec_module(cffi_mod)
     if cffi_mod.lib.pijit_kernels_init(name.encode()) != 0:
         raise BuildError(f"{path}: kernel module init failed")
-    return sys.modules.pop(name)
+    mod = sys.modules.pop(name)
+    if _forked:
+        mod.single_thread()
+    return mod

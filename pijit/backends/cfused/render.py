@@ -1443,7 +1443,7 @@ def module_source(renderers: list, contract: bool, threads: int, jobs: int = 1) 
     units = [text + "".join(wrappers) for _, text, wrappers in bodies.values()]
     split = split_parts(units, jobs)
     parts = [CONTRACT if contract else "", PRELUDE, VECTOR_DECLS,
-             f"#define PJ_THREADS {threads}\n#define PJ_PAR_MIN {PAR_MIN}\n"
+             f"#define PJ_THREADS (pj_one_thread ? 1 : {threads})\n#define PJ_PAR_MIN {PAR_MIN}\n"
              f"#define PJ_CHUNK {CHUNK}\n#define PJ_SUM_CHUNK {SUM_CHUNK}\n"
              f"#define PJ_AHEAD_ROWS {AHEAD_ROWS}\n#define PJ_PF_ROW {PF_ROW}\n"
              f"#define PJ_PF_ALL ((npy_intp)1 << 40)\n#define PJ_PF_AHEAD {PF_AHEAD}\n"
@@ -1451,6 +1451,8 @@ def module_source(renderers: list, contract: bool, threads: int, jobs: int = 1) 
     if split:
         parts.append(f"#define PJ_PARTS {len(split)}\n")
     parts.append(HELPERS)
+    # set by single_thread() in a forked child (build.py): GNU OpenMP is not fork-safe
+    parts.append("PJ_SHARED int pj_one_thread;\n")
     parts.append(NUMPY_LOOPS.replace("@NSLOTS@", str(max(len(slots), 1))))
     parts.append(f"PJ_SHARED PyObject *pj_fallbacks[{max(len(renderers), 1)}];\n")
     parts.append(FALLBACK)
@@ -1651,10 +1653,19 @@ static PyObject *pj_set_ufunc(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static PyObject *pj_single_thread(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    pj_one_thread = 1;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef pj_methods[] = {
 @METHODS@    {"set_fallback", pj_set_fallback, METH_VARARGS, "set_fallback(k, fn)"},
     {"set_ufunc", pj_set_ufunc, METH_VARARGS, "set_ufunc(k, call_info): NumPy loop of slot k"},
     {"set_pool", pj_set_pool, METH_O, "set_pool(handler or None): NumPy mem handler of big outputs"},
+    {"single_thread", pj_single_thread, METH_NOARGS, "single_thread(): no OpenMP threads from now on"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -7,7 +7,9 @@ against it by the tests. Environment variables are read here and nowhere else.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
+import shlex
 from dataclasses import dataclass
 
 
@@ -241,6 +243,37 @@ def _env_megabytes(name: str, default: int) -> int:
     if not raw.isdigit():
         raise ValueError(f"{name} must be an integer >= 0 (megabytes), got {raw!r}")
     return int(raw) << 20
+
+
+def env_build_timeout() -> float:
+    """PIJIT_BUILD_TIMEOUT (seconds, a number > 0; default 300): the longest one kernel
+    module's build may take (gcc runs included). Past it gcc is killed and the graph runs on
+    NumPy (logged). Generous: a module of many kernels takes seconds on a loaded machine."""
+    raw = os.environ.get("PIJIT_BUILD_TIMEOUT", "").strip()
+    if not raw:
+        return 300.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"PIJIT_BUILD_TIMEOUT must be a number of seconds > 0, got {raw!r}")
+    return value
+
+
+def env_cc() -> list:
+    """CC (default gcc): the command that compiles fused kernels, with any arguments of its
+    own (`CC="ccache gcc"`); it must take gcc's flags."""
+    raw = os.environ.get("CC", "").strip()
+    if not raw:
+        return ["gcc"]
+    try:
+        words = shlex.split(raw)
+    except ValueError:
+        words = []
+    if not words or not words[0]:
+        raise ValueError(f"CC must be a command (words split as by a shell), got {raw!r}")
+    return words
 
 
 def cache_dir() -> str:

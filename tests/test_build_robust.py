@@ -7,10 +7,21 @@ which tells how the last call ran (a kernel module built or loaded, no NumPy fal
 """
 from __future__ import annotations
 
+import glob
+import logging
 import os
+import signal
 import subprocess
 import sys
 import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import pijit
+from pijit import config
+from pijit.backends.cfused import build
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -40,6 +51,236 @@ def run_script(body: str, cache, timeout=120, env=None, **kw):
     return subprocess.run([sys.executable, "-c", SCRIPT_HEAD + textwrap.dedent(body)],
                           env=full, capture_output=True, text=True, timeout=timeout,
                           cwd=ROOT, **kw)
+
+
+def start_script(body: str, cache, env=None):
+    full = dict(os.environ, PIJIT_CACHE_DIR=str(cache), **(env or {}))
+    return subprocess.Popen([sys.executable, "-c", SCRIPT_HEAD + textwrap.dedent(body)],
+                            env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT)
+
+
+def alive(pid: int) -> bool:
+    """Whether process pid runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[0] not in "ZX"
+    except OSError:
+        return False
+
+
+def wait_for(predicate, timeout=30.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def slow_compiler(tmp_path):
+    """(CC, pid file, switch) of a compiler that answers --version at once and, while the
+    switch file exists, never finishes: it records its pid and that of a child it starts (as
+    gcc starts cc1), then waits for the child. Without the switch it is gcc."""
+    pids, switch = tmp_path / "cc.pids", tmp_path / "cc.slow"
+    switch.write_text("")
+    cc = tmp_path / "slowcc"
+    cc.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        case "$1" in --version) echo "slowcc 1.0"; exit 0;; esac
+        [ -e {switch} ] || exec gcc "$@"
+        echo $$ >> {pids}
+        echo "$TMPDIR" > {pids}.tmpdir
+        sleep 300 &
+        echo $! >> {pids}
+        wait
+    """))
+    cc.chmod(0o755)
+    return str(cc), pids, switch
+
+
+def recorded_pids(pids) -> list:
+    return [int(p) for p in pids.read_text().split()] if pids.exists() else []
+
+
+# one kernel built or loaded, its result checked; K (environment) makes it another module
+_CACHE_SCRIPT = """
+    K = float(os.environ.get("K", "0.25"))
+    f = pijit.jit(lambda a, b: np.exp(a * b) + K * a - b)
+    a = np.linspace(0, 1, 50); b = a[::-1].copy()
+    assert np.array_equal(f(a, b), np.exp(a * b) + K * a - b)
+    assert fused(), RECORDS
+    print("ok")
+"""
+
+
+# -- 1. no process-global state changed by a build (issue 14.1) -----------------------------
+
+def test_concurrent_first_calls_leave_stdout_alone(tmp_path):
+    """8 threads each make the first call of a different jitted function (8 builds at once).
+    cffi's 'generating' line is not printed, and sys.stdout is never replaced: the build
+    used to wrap cffi's code emission in contextlib.redirect_stdout (process-global, not
+    thread-safe), which could leave a StringIO in place for good and lose every later print."""
+    res = run_script("""
+        import threading
+        stdout = sys.stdout
+        fns = [pijit.jit(eval(f"lambda x: np.tanh(x * {k}.5) + x * x - {k}")) for k in range(8)]
+        x = np.linspace(-1, 1, 33)
+        results = [None] * 8
+        barrier = threading.Barrier(8)
+        def first_call(k):
+            barrier.wait()
+            results[k] = fns[k](x)
+        threads = [threading.Thread(target=first_call, args=(k,)) for k in range(8)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        assert sys.stdout is stdout, sys.stdout
+        for k in range(8):
+            assert np.array_equal(results[k], np.tanh(x * (k + 0.5)) + x * x - k)
+        assert sum("compiling" in m for m in RECORDS) == 8, RECORDS
+        print("printed after the builds")
+    """, tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "printed after the builds\n"
+
+
+# -- 4. the compiler: a timeout, CC, interrupts, leftovers (issue 14.7) -------------------------
+
+def test_build_timeout_kills_the_compiler_and_runs_numpy(tmp_path):
+    cc, pids, _ = slow_compiler(tmp_path)
+    start = time.monotonic()
+    res = run_script("""
+        f = pijit.jit(lambda a: np.sqrt(a) * 2.0 + 1.0)
+        a = np.linspace(0, 1, 40)
+        assert np.array_equal(f(a), np.sqrt(a) * 2.0 + 1.0)
+        assert not fused()
+        print("ok")
+    """, tmp_path / "cache", env={"CC": cc, "PIJIT_BUILD_TIMEOUT": "1.5"}, timeout=100)
+    assert res.returncode == 0 and res.stdout == "ok\n", res.stderr
+    assert time.monotonic() - start < 60        # not the compiler's 300 s
+    assert "did not finish within PIJIT_BUILD_TIMEOUT=1.5 s" in res.stderr
+    assert "using the NumPy backend" in res.stderr
+    recorded = recorded_pids(pids)
+    assert len(recorded) == 2 and not any(alive(p) for p in recorded)
+    # its temporary files went to the build folder, which is gone
+    assert (tmp_path / "cc.pids.tmpdir").read_text().startswith(str(tmp_path / "cache" / ".build-"))
+    assert not glob.glob(str(tmp_path / "cache" / ".build-*"))
+
+
+def test_cc_is_used_and_is_part_of_the_cache_key(tmp_path):
+    log = tmp_path / "cc.log"
+    cc = tmp_path / "mycc"
+    cc.write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec gcc "$@"\n')
+    cc.chmod(0o755)
+    cache = tmp_path / "cache"
+    assert run_script(_CACHE_SCRIPT, cache).returncode == 0
+    before = set(cache.glob("_pijit_k_*.so"))
+    res = run_script(_CACHE_SCRIPT, cache, env={"CC": f"{cc} -DPIJIT_TEST_CC=1"})
+    assert res.returncode == 0 and res.stdout == "ok\n", res.stderr
+    assert "compiling" in res.stderr                   # not gcc's module from the cache
+    assert len(set(cache.glob("_pijit_k_*.so")) - before) == 1
+    calls = log.read_text().splitlines()
+    assert calls[0] == "-DPIJIT_TEST_CC=1 --version"
+    assert any(c.startswith("-DPIJIT_TEST_CC=1 ") and " -o " in c for c in calls[1:])
+
+
+def test_build_settings_are_checked(monkeypatch, caplog):
+    monkeypatch.delenv("PIJIT_BUILD_TIMEOUT", raising=False)
+    assert config.env_build_timeout() == 300.0
+    monkeypatch.setenv("PIJIT_BUILD_TIMEOUT", "2.5")
+    assert config.env_build_timeout() == 2.5
+    for bad in ("0", "-1", "soon", "inf", "nan"):
+        monkeypatch.setenv("PIJIT_BUILD_TIMEOUT", bad)
+        with pytest.raises(ValueError, match=f"PIJIT_BUILD_TIMEOUT must be a number of "
+                                             f"seconds > 0, got '{bad}'"):
+            config.env_build_timeout()
+    monkeypatch.delenv("PIJIT_BUILD_TIMEOUT")
+    monkeypatch.delenv("CC", raising=False)
+    assert config.env_cc() == ["gcc"]
+    monkeypatch.setenv("CC", "ccache gcc -m64")
+    assert config.env_cc() == ["ccache", "gcc", "-m64"]
+    monkeypatch.setenv("CC", "'gcc")
+    with pytest.raises(ValueError, match="CC must be a command"):
+        config.env_cc()
+    # in a call: the graph runs on NumPy, and the warning names the setting
+    monkeypatch.setattr(build, "_loaded", {})
+    f = lambda a: a * 5.5 - 0.75          # noqa: E731
+    a = np.linspace(0, 1, 9)
+    with caplog.at_level(logging.WARNING, logger="pijit.kernels"):
+        assert np.array_equal(pijit.jit(f)(a), f(a))
+    assert any("CC must be a command" in r.getMessage() for r in caplog.records)
+
+
+def test_interrupted_build_kills_the_compiler_then_builds_again(tmp_path):
+    """SIGINT while the compiler runs: KeyboardInterrupt in the caller, the compiler and its
+    child killed, the build folder removed; the same function then compiles and runs fused."""
+    cc, pids, switch = slow_compiler(tmp_path)
+    cache = tmp_path / "cache"
+    proc = start_script("""
+        f = pijit.jit(lambda a: np.sqrt(a) * 3.0 - 1.0)
+        a = np.linspace(0, 1, 40)
+        try:
+            f(a)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+        os.unlink(os.environ["SWITCH"])     # the compiler is gcc again
+        RECORDS.clear()
+        assert np.array_equal(f(a), np.sqrt(a) * 3.0 - 1.0)
+        assert fused(), RECORDS
+        print("ok")
+    """, cache, env={"CC": cc, "SWITCH": str(switch)})
+    try:
+        assert wait_for(lambda: len(recorded_pids(pids)) == 2), proc.communicate(timeout=5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and out == "interrupted\nok\n", err
+    assert not any(alive(p) for p in recorded_pids(pids))
+    assert not glob.glob(str(cache / ".build-*"))
+
+
+# -- 6. interrupted first calls leave nothing half-built (issue 23.3) ---------------------------
+
+@pytest.mark.parametrize("where", [
+    "pycparser/c_lexer.py:<module>", "pycparser/ast_transforms.py:<module>",
+    "pycparser/c_ast.py:<module>", "cffi/recompiler.py:<module>", "cffi/cparser.py:_get_parser",
+    "cfused/render.py:module_source", "cfused/build.py:_compile", "cfused/build.py:_load",
+    "capture/interpreter.py:capture_frame",
+])
+def test_interrupt_during_first_call_then_it_compiles(tmp_path, where):
+    """A KeyboardInterrupt raised (by a profile hook, as a signal handler would) at the first
+    call into `where` during a first call: the next call compiles and runs fused. An
+    interrupted import of pycparser used to leave it half-initialized for good ("module
+    'pycparser' has no attribute 'c_ast'"), and every later graph ran on NumPy."""
+    res = run_script(f"""
+        where_file, where_name = {where!r}.split(":")
+        fired = []
+        def interrupt(frame, event, arg):
+            code = frame.f_code
+            if (event == "call" and not fired and code.co_name == where_name
+                    and code.co_filename.endswith(where_file)):
+                fired.append(True)
+                raise KeyboardInterrupt
+        f = pijit.jit(lambda x: np.tanh(x * 2.0) + x)
+        x = np.linspace(-1, 1, 10)
+        sys.setprofile(interrupt)
+        try:
+            f(x)
+        except KeyboardInterrupt:
+            pass
+        sys.setprofile(None)
+        RECORDS.clear()
+        for _ in range(2):
+            assert np.array_equal(f(x), np.tanh(x * 2.0) + x)
+        assert fused(), RECORDS
+        g = pijit.jit(lambda x: np.sqrt(x * x + 1.0))           # and a new graph too
+        assert np.array_equal(g(x), np.sqrt(x * x + 1.0))
+        assert fused(), RECORDS
+        print("fired" if fired else "not reached")
+    """, tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "fired\n"
 
 
 # -- 7. out of memory in a kernel: MemoryError, no double free (issue 16.7) ----------------------

@@ -1014,7 +1014,7 @@ def test_module_in_parts_runs_like_one(monkeypatch, tmp_path, caplog, capsys):
 
 
 def test_build_failure_falls_back_to_numpy(monkeypatch):
-    monkeypatch.setattr(build, "CC", "/nonexistent/gcc")
+    monkeypatch.setenv("CC", "/nonexistent/gcc")
     monkeypatch.setattr(build, "_loaded", {})
     monkeypatch.setenv("PIJIT_CACHE_DIR", os.path.join(os.environ["PIJIT_CACHE_DIR"], "fresh"))
 

@@ -1,26 +1,32 @@
 """C source -> loaded kernel module, through a disk cache of compiled shared objects.
 
-The source is wrapped by cffi (`emit_c_code`), compiled with gcc (a module in parts, see
-render.split_parts, by one gcc process per part side by side, then linked) and cached under
-the cache dir by a hash of source (and kernel_support.h, which it includes), flags, compiler
-version, CPU flags and Python/NumPy versions; writes are atomic (temp file in the same dir +
-os.replace) so processes can share the cache. The .so is loaded with importlib; its cffi
-entry point creates the real extension module of METH_FASTCALL kernel functions, so calls
-never cross cffi.
+The source is wrapped by cffi (`emit_c_code`), compiled by the C compiler (CC, default gcc; a
+module in parts, see render.split_parts, by one compiler process per part side by side, then
+linked) and cached under the cache dir by a hash of source (and kernel_support.h, which it
+includes), flags, compiler identity, CPU flags and Python/NumPy versions; writes are atomic
+(temp file in the same dir + os.replace) so processes can share the cache. The .so is loaded
+with importlib; its cffi entry point creates the real extension module of METH_FASTCALL kernel
+functions, so calls never cross cffi.
+
+A build never leaves a compiler running: each runs in a process group of its own, killed at
+PIJIT_BUILD_TIMEOUT or when the call is interrupted (KeyboardInterrupt or any other
+BaseException).
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import importlib.util
-import io
 import logging
 import os
 import re
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 import numpy
 
@@ -28,10 +34,6 @@ from pijit import config
 from pijit.backends.cfused import toolchain
 
 log = logging.getLogger("pijit.kernels")
-
-CC = toolchain.CC
-CFLAGS = toolchain.CFLAGS
-LDFLAGS = toolchain.LDFLAGS
 
 _loaded: dict = {}          # key -> kernel module (one load per process)
 _forked = False             # this process was made by fork (see _in_forked_child)
@@ -42,12 +44,24 @@ class BuildError(Exception):
 
 
 @functools.lru_cache(maxsize=None)
-def _toolchain_id() -> str:
+def _toolchain_id(cc: tuple) -> str:
+    """What the cache key knows of the compiler and the machine: the command, where it
+    resolves to and what it says its version is, the CPU flags (-march=native), Python,
+    NumPy and the support table's header."""
+    version = "unknown"
     try:
-        cc = subprocess.run([CC, "--version"], capture_output=True, text=True,
-                            timeout=30).stdout.splitlines()[0]
-    except (OSError, IndexError, subprocess.SubprocessError):
-        cc = "unknown"
+        p = subprocess.Popen([*cc, "--version"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, process_group=0)
+    except OSError:
+        pass
+    else:
+        try:
+            version = (p.communicate(timeout=30)[0].splitlines() or [version])[0]
+        except subprocess.TimeoutExpired:
+            pass
+        finally:
+            if p.returncode is None:
+                _kill(p)
     flags = ""
     try:
         with open("/proc/cpuinfo") as f:
@@ -59,12 +73,14 @@ def _toolchain_id() -> str:
         pass
     with open(toolchain.SUPPORT_HEADER) as f:     # kernels include it: part of their source
         support = f.read()
-    return "\n".join((cc, flags, sys.version, numpy.__version__, support))
+    return "\n".join((" ".join(cc), str(shutil.which(cc[0])), version, flags, sys.version,
+                      numpy.__version__, support))
 
 
-def cache_key(source: str) -> str:
+def cache_key(source: str, cc: list) -> str:
     h = hashlib.sha256()
-    for part in (source, " ".join(CFLAGS + LDFLAGS), _toolchain_id()):
+    flags = " ".join(toolchain.CFLAGS + toolchain.LDFLAGS)
+    for part in (source, flags, _toolchain_id(tuple(cc))):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:24]
@@ -84,8 +100,9 @@ def load_kernels(source: str, cache_dir: str | None = None, openmp: bool = False
     openmp: link OpenMP (the source uses threads); its threads sleep when idle
     (OMP_WAIT_POLICY=PASSIVE unless set: spinning threads collapse on a shared machine).
     """
-    limit = config.env_cache_bytes()       # a bad PIJIT_CACHE_MB says so before any build
-    key = cache_key(source + ("\n/* -fopenmp */" if openmp else ""))
+    # bad settings say so before any build
+    limit, timeout, cc = config.env_cache_bytes(), config.env_build_timeout(), config.env_cc()
+    key = cache_key(source + ("\n/* -fopenmp */" if openmp else ""), cc)
     if openmp:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     mod = _loaded.get(key)
@@ -112,9 +129,8 @@ def load_kernels(source: str, cache_dir: str | None = None, openmp: bool = False
             log.warning("kernel cache dir %s is not writable; using %s", cache, target)
         if target is None:
             raise BuildError("no writable directory for compiled kernels")
-        path = _build(source, name, target, openmp)
-        mod = _load(path, name)
-        evict(target, path, limit)
+        mod = _build(source, name, target, openmp, cc, time.monotonic() + timeout)
+        evict(target, os.path.join(target, name + ".so"), limit)
     _loaded[key] = mod
     return mod
 
@@ -177,30 +193,67 @@ def _in_forked_child():
 os.register_at_fork(after_in_child=_in_forked_child)
 
 
-def _build(source: str, name: str, target: str, openmp: bool) -> str:
-    from cffi import FFI
+_CDEF = "int pijit_kernels_init(const char *name);"
+_cffi_lock = threading.Lock()
+_cffi_ffi = None            # cffi.FFI, once _cffi() has prepared it
+
+
+def _cffi():
+    """cffi's FFI class, with the modules a build uses imported and the C parser built.
+
+    Done once, before the first build's own work: an interrupt (KeyboardInterrupt) landing in
+    an import leaves a module half-initialized in sys.modules (pycparser's, whose later users
+    then fail with "module 'pycparser' has no attribute 'c_ast'" for the life of the
+    process). So an interrupted preparation forgets the cffi and pycparser modules it
+    imported, and the next build imports them afresh. Not done at `import pijit`: a process
+    whose kernels all come from the disk cache never needs cffi's parser (~40 ms)."""
+    global _cffi_ffi
+    with _cffi_lock:
+        if _cffi_ffi is not None:
+            return _cffi_ffi
+        before = set(sys.modules)
+        try:
+            from cffi import FFI
+            import cffi.recompiler  # noqa: F401 - emit_c_code imports it on first use
+            FFI().cdef(_CDEF)       # builds and caches cffi's C parser
+        except BaseException:
+            for mod in set(sys.modules) - before:
+                if mod.partition(".")[0] in ("cffi", "pycparser"):
+                    del sys.modules[mod]
+            raise
+        _cffi_ffi = FFI
+        return FFI
+
+
+def _build(source: str, name: str, target: str, openmp: bool, cc: list, deadline: float):
+    """Builds module `name` in a build folder of `target`, loads it, and then publishes it
+    into the cache (a module that fails to load is never cached)."""
+    FFI = _cffi()
     final = os.path.join(target, name + ".so")
     with tempfile.TemporaryDirectory(dir=target, prefix=".build-") as tmp:
         ffi = FFI()
-        ffi.cdef("int pijit_kernels_init(const char *name);")
-        ffi.set_source(name, source)
+        ffi.cdef(_CDEF)
+        # compiler_verbose=False: cffi would print 'generating ...' to stdout, which a build
+        # must not touch (redirecting it is process-global: other threads' prints are lost)
+        ffi.set_source(name, source, compiler_verbose=False)
         c_path = os.path.join(tmp, name + ".c")
-        with contextlib.redirect_stdout(io.StringIO()):     # cffi prints 'generating'
-            ffi.emit_c_code(c_path)
+        ffi.emit_c_code(c_path)
         so_tmp = os.path.join(tmp, name + ".so")
         parts = source_parts(source)
         log.info("compiling %s%s", name, f" in {parts} parts" if parts > 1 else "")
-        pch = toolchain.pch_flags()
-        error = _compile(source, c_path, so_tmp, openmp, pch, parts)
+        # the precompiled header is gcc's: another CC reads the headers itself
+        pch = toolchain.pch_flags() if cc == [toolchain.CC] else []
+        error = _compile(cc, source, c_path, so_tmp, openmp, pch, parts, deadline)
         if error is not None and pch:
             # gcc ignores a .gch made for other flags, but stops at a damaged one
             log.warning("compiling %s with the precompiled header %s failed; compiling "
                         "without it", name, toolchain.HEADER + ".gch")
-            error = _compile(source, c_path, so_tmp, openmp, [], parts)
+            error = _compile(cc, source, c_path, so_tmp, openmp, [], parts, deadline)
         if error is not None:
             raise BuildError(error)
+        mod = _load(so_tmp, name)
         os.replace(so_tmp, final)       # atomic within the directory
-    return final
+    return mod
 
 
 def source_parts(source: str) -> int:
@@ -209,46 +262,64 @@ def source_parts(source: str) -> int:
     return int(m.group(1)) if m else 1
 
 
-def _compile(source: str, c_path: str, out: str, openmp: bool, pch: list,
-             parts: int) -> str | None:
-    """Compiles c_path (cffi's wrapping of source) into the shared object `out`: in one gcc
-    run, or, for a module in parts, part 0 from c_path and the others from source, each with
-    -DPJ_PART=k in a gcc process of its own, side by side, then linked. None when done, else
-    what gcc said."""
+def _compile(cc: list, source: str, c_path: str, out: str, openmp: bool, pch: list,
+             parts: int, deadline: float) -> str | None:
+    """Compiles c_path (cffi's wrapping of source) into the shared object `out`: in one
+    compiler run, or, for a module in parts, part 0 from c_path and the others from source,
+    each with -DPJ_PART=k in a process of its own, side by side, then linked. None when done,
+    else what the compiler said."""
     omp = ["-fopenmp"] if openmp else []
-    cc = [CC, *CFLAGS, *omp, *pch, *toolchain.include_dirs(numpy.get_include())]
+    compile_cmd = [*cc, *toolchain.CFLAGS, *omp, *pch, *toolchain.include_dirs(numpy.get_include())]
+    folder = os.path.dirname(out)
     if parts == 1:
-        return _run([[*cc, c_path, "-o", out, *LDFLAGS]])
-    raw = os.path.join(os.path.dirname(out), "parts.c")
+        return _run([[*compile_cmd, c_path, "-o", out, *toolchain.LDFLAGS]], deadline, folder)
+    raw = os.path.join(folder, "parts.c")
     with open(raw, "w") as f:
         f.write(source)
-    objs = [os.path.join(os.path.dirname(out), f"part{k}.o") for k in range(parts)]
-    error = _run([[*cc, f"-DPJ_PART={k}", "-c", c_path if k == 0 else raw, "-o", objs[k]]
-                  for k in range(parts)])
+    objs = [os.path.join(folder, f"part{k}.o") for k in range(parts)]
+    error = _run([[*compile_cmd, f"-DPJ_PART={k}", "-c", c_path if k == 0 else raw,
+                   "-o", objs[k]] for k in range(parts)], deadline, folder)
     if error is not None:
         return error
-    return _run([[CC, *omp, *objs, "-o", out, *LDFLAGS]])
+    return _run([[*cc, *omp, *objs, "-o", out, *toolchain.LDFLAGS]], deadline, folder)
 
 
-def _run(cmds: list) -> str | None:
+def _run(cmds: list, deadline: float, folder: str) -> str | None:
     """Runs the commands side by side: None when all succeeded, else the first failure's exit
-    code and stderr. A command that cannot start raises (after the others are stopped)."""
+    code and stderr. Raises BuildError at the deadline (time.monotonic()); a command that
+    cannot start raises OSError. Whatever ends the wait (the deadline, a KeyboardInterrupt),
+    the commands still running are killed with their children (cc1, as, ld: each command runs
+    in a process group of its own) before this returns. Their temporary files go to the
+    build folder (TMPDIR), which is removed with whatever a killed compiler left there."""
+    env = dict(os.environ, TMPDIR=folder)
     procs = []
     try:
         for cmd in cmds:
-            procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.PIPE, text=True))
-    except OSError:
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                          text=True, process_group=0, env=env))
+        errors = []
         for p in procs:
-            p.kill()
-            p.communicate()
-        raise
-    errors = []
-    for p in procs:
-        err = p.communicate()[1]
-        if p.returncode != 0:
-            errors.append(f"gcc failed ({p.returncode}):\n{err[-4000:]}")
-    return errors[0] if errors else None
+            try:
+                err = p.communicate(timeout=max(deadline - time.monotonic(), 0.0))[1]
+            except subprocess.TimeoutExpired:
+                raise BuildError(f"{cmds[0][0]} did not finish within PIJIT_BUILD_TIMEOUT="
+                                 f"{config.env_build_timeout():g} s; stopped it") from None
+            if p.returncode != 0:
+                errors.append(f"{cmds[0][0]} failed ({p.returncode}):\n{err[-4000:]}")
+        return errors[0] if errors else None
+    finally:
+        for p in procs:
+            if p.returncode is None:
+                _kill(p)
+
+
+def _kill(p: subprocess.Popen):
+    """Kills p's process group (p and its children) and reaps p."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.communicate()
 
 
 def _load(path: str, name: str):

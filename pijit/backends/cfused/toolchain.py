@@ -1,7 +1,9 @@
-"""The C compiler, its flags, and the precompiled header of the kernels' includes.
+"""The C compiler's flags, and the precompiled header of the kernels' includes.
 
 Kept free of pijit imports: setup.py loads this file by path to build the precompiled header
-at install time, with the very flags the kernels are compiled with at run time.
+at install time, with the very flags the kernels are compiled with at run time. Kernels are
+compiled by CC (config.env_cc, default gcc); the header is precompiled by gcc and used only
+when CC is gcc.
 
 Why a precompiled header: parsing Python.h and NumPy's headers was ~0.1 s of the ~0.3 s gcc
 spends on a one-kernel module (measured here); loaded from a .gch it is ~0.01 s. gcc checks that
@@ -14,7 +16,7 @@ from __future__ import annotations
 import os
 import sysconfig
 
-CC = "gcc"
+CC = "gcc"          # the compiler of the precompiled header (install time)
 # -ffp-contract=off: no FMA contraction, so a*b+c rounds twice exactly like NumPy.
 CFLAGS = ("-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-fopenmp-simd",
           "-fPIC", "-std=gnu11", "-w", "-D_CFFI_NO_LIMITED_API")

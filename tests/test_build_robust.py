@@ -8,12 +8,16 @@ which tells how the last call ran (a kernel module built or loaded, no NumPy fal
 from __future__ import annotations
 
 import glob
+import hashlib
 import logging
 import os
 import signal
+import socket
+import stat
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -21,7 +25,7 @@ import pytest
 
 import pijit
 from pijit import config
-from pijit.backends.cfused import build
+from pijit.backends.cfused import build, diskcache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -144,6 +148,123 @@ def test_concurrent_first_calls_leave_stdout_alone(tmp_path):
     assert res.stdout == "printed after the builds\n"
 
 
+# -- 2. a damaged cached module is rebuilt, never loaded (issue 14.3) --------------------------
+
+def _damage(so, how: str):
+    data = so.read_bytes()
+    if how == "truncated":          # SIGBUS in every process that loaded it
+        so.write_bytes(data[:len(data) // 2])
+    elif how == "flipped":          # 16 bytes of its code flipped: SIGSEGV
+        mid = len(data) // 2
+        so.write_bytes(data[:mid] + bytes(b ^ 0xFF for b in data[mid:mid + 16])
+                       + data[mid + 16:])
+    else:                           # its checksum lost
+        os.unlink(str(so) + ".sha256")
+
+
+@pytest.mark.parametrize("how", ["truncated", "flipped", "no checksum"])
+def test_damaged_cached_module_is_rebuilt(tmp_path, how):
+    first = run_script(_CACHE_SCRIPT, tmp_path)
+    assert first.returncode == 0 and first.stdout == "ok\n", first.stderr
+    (so,) = tmp_path.glob("_pijit_k_*.so")
+    good = so.read_bytes()
+    assert (tmp_path / (so.name + ".sha256")).read_text().strip() == hashlib.sha256(
+        good).hexdigest()
+    _damage(so, how)
+    again = run_script(_CACHE_SCRIPT, tmp_path, timeout=60)
+    assert again.returncode == 0 and again.stdout == "ok\n", (again.returncode, again.stderr)
+    problem = ("has no checksum file" if how == "no checksum"
+               else "does not match its checksum (damaged or replaced)")
+    assert f"kernel cache file {so} {problem}; rebuilding" in again.stderr
+    assert "compiling" in again.stderr
+    assert so.read_bytes()[:4] == b"\x7fELF" and diskcache.problem(str(so)) is None
+    third = run_script(_CACHE_SCRIPT, tmp_path)        # and the rebuilt one is reused
+    assert third.returncode == 0 and "cache hit" in third.stderr, third.stderr
+    assert "compiling" not in third.stderr
+
+
+# -- 3. no module loaded from a directory another user can write (issue 14.4) ------------------
+
+def test_new_cache_dir_is_private(tmp_path):
+    cache = tmp_path / "a" / "cache"
+    res = run_script(_CACHE_SCRIPT, cache)
+    assert res.returncode == 0 and res.stdout == "ok\n", res.stderr
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700
+
+
+def _foreign_module(tmp_path):
+    """(path, name, marker) of code another user could place in a cache dir: a shared object
+    whose constructor (run by dlopen, before Python looks for the module's init function)
+    creates `marker`, to go under `name`, the name of the kernel module _CACHE_SCRIPT needs."""
+    want = tmp_path / "want"
+    assert run_script(_CACHE_SCRIPT, want).returncode == 0
+    (name,) = [p.name for p in want.glob("_pijit_k_*.so")]
+    marker = tmp_path / "foreign code ran"
+    src, foreign = tmp_path / "foreign.c", tmp_path / "foreign.so"
+    src.write_text('#include <stdio.h>\n__attribute__((constructor)) static void ran(void)\n'
+                   f'{{ FILE *f = fopen("{marker}", "w"); if (f) fclose(f); }}\n')
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(foreign), str(src)], check=True)
+    return foreign, name, marker
+
+
+def _plant(directory, foreign, name):
+    """Puts `foreign` into directory as module `name`, with the checksum of its bytes."""
+    directory.mkdir(exist_ok=True)
+    data = foreign.read_bytes()
+    (directory / name).write_bytes(data)
+    (directory / (name + ".sha256")).write_text(hashlib.sha256(data).hexdigest() + "\n")
+
+
+@pytest.mark.parametrize("who", ["mode 777", "another owner"])
+def test_cache_dir_writable_by_others_is_not_trusted(tmp_path, who):
+    foreign, name, marker = _foreign_module(tmp_path)
+    shared = tmp_path / "shared"
+    _plant(shared, foreign, name)
+    if who == "mode 777":
+        shared.chmod(0o777)
+        expect = "is writable by group or others (mode 777)"
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("chown to another user needs root")
+        import pwd
+        os.chown(shared, pwd.getpwnam("nobody").pw_uid, -1)
+        shared.chmod(0o755)
+        expect = "is owned by another user"
+    before = sorted(os.listdir(shared))
+    tmpdir = tmp_path / "tmp"           # where the fallback dir goes
+    tmpdir.mkdir()
+    res = run_script(_CACHE_SCRIPT, shared, env={"TMPDIR": str(tmpdir)})
+    assert res.returncode == 0 and res.stdout == "ok\n", res.stderr
+    assert not marker.exists()
+    assert f"kernel cache dir {shared} {expect}" in res.stderr
+    assert "cache hit" not in res.stderr and "compiling" in res.stderr
+    assert sorted(os.listdir(shared)) == before
+    assert len(list((tmpdir / f"pijit-{os.geteuid()}").glob("_pijit_k_*.so"))) == 1
+
+
+def test_foreign_fallback_dir_is_not_trusted(tmp_path):
+    """The cache dir is not usable and <tmpdir>/pijit-<uid> (a predictable name) was made by
+    someone else: kernels go to a fresh private dir of the process, removed at exit."""
+    foreign, name, marker = _foreign_module(tmp_path)
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    fallback = tmpdir / f"pijit-{os.geteuid()}"
+    _plant(fallback, foreign, name)
+    fallback.chmod(0o777)
+    blocker = tmp_path / "file"
+    blocker.write_text("a file where the cache dir should be")
+    res = run_script(_CACHE_SCRIPT + """
+    tmp = os.environ["TMPDIR"]
+    (private,) = [d for d in os.listdir(tmp) if d.startswith("pijit-kernels-")]
+    print(oct(os.stat(os.path.join(tmp, private)).st_mode & 0o777))
+    """, blocker / "cache", env={"TMPDIR": str(tmpdir)})
+    assert res.returncode == 0 and res.stdout == "ok\n0o700\n", res.stderr
+    assert not marker.exists()
+    assert f"{fallback} is writable by group or others (mode 777)" in res.stderr
+    assert "cache hit" not in res.stderr
+    assert sorted(os.listdir(tmpdir)) == [fallback.name]       # the private dir went at exit
+
+
 # -- 4. the compiler: a timeout, CC, interrupts, leftovers (issue 14.7) -------------------------
 
 def test_build_timeout_kills_the_compiler_and_runs_numpy(tmp_path):
@@ -240,13 +361,144 @@ def test_interrupted_build_kills_the_compiler_then_builds_again(tmp_path):
     assert not glob.glob(str(cache / ".build-*"))
 
 
+def test_killed_builder_leaves_no_lock_and_its_folder_is_removed(tmp_path):
+    """SIGKILL during a build leaves its .build-* folder (and the module's lock file); the
+    next process building the same module neither waits for the dead builder's lock nor keeps
+    its folder."""
+    cc, pids, switch = slow_compiler(tmp_path)
+    cache = tmp_path / "cache"
+    proc = start_script(_CACHE_SCRIPT, cache, env={"CC": cc})
+    try:
+        assert wait_for(lambda: len(recorded_pids(pids)) == 2), proc.communicate(timeout=5)
+        proc.kill()
+        proc.communicate(timeout=30)
+    finally:
+        for pid in recorded_pids(pids):     # the dead builder's compiler, orphaned
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    (left,) = glob.glob(str(cache / ".build-*"))
+    assert glob.glob(str(cache / "_pijit_k_*.so.lock"))
+    switch.unlink()                             # the same CC (the same module), now fast
+    start = time.monotonic()
+    res = run_script(_CACHE_SCRIPT, cache, env={"CC": cc}, timeout=100)
+    assert res.returncode == 0 and res.stdout == "ok\n", res.stderr
+    assert time.monotonic() - start < 60        # not the lock's wait of 330 s
+    assert not os.path.exists(left)
+    assert f"removed the stale build folder {left}" in res.stderr
+
+
+def test_eviction_counts_live_build_folders_and_removes_stale_ones(tmp_path):
+    def module(name, size, age):
+        path = tmp_path / f"_pijit_k_{name}.so"
+        path.write_bytes(b"x" * size)
+        (tmp_path / f"_pijit_k_{name}.so.sha256").write_text("0\n")
+        (tmp_path / f"_pijit_k_{name}.so.lock").write_text("")
+        t = time.time() - age
+        os.utime(path, (t, t))
+        return path
+
+    def folder(prefix, size, age=0.0):
+        path = tmp_path / (prefix + "abcd1234")
+        path.mkdir()
+        (path / "part0.o").write_bytes(b"y" * size)
+        t = time.time() - age
+        os.utime(path, (t, t))
+        return path
+
+    old, new = module("old", 1000, 20), module("new", 1000, 10)
+    live = folder(diskcache.build_prefix(), 1500)                 # this process: building
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    host = socket.gethostname()
+    gone = folder(f".build-{host}-{dead.pid}-", 10_000)            # its process has ended
+    remote = folder(".build-elsewhere-1-", 10)                     # another host's: kept...
+    ancient = folder(".build-elsewhere-2-", 10, age=diskcache.STALE_AGE + 60)   # ...unless old
+    keep = module("keep", 10, 30)
+    very_old = time.time() - diskcache.STALE_AGE - 60
+    os.utime(tmp_path / "_pijit_k_new.so.lock", (very_old, very_old))   # its module is there
+    orphans = [tmp_path / "_pijit_k_gone.so.lock", tmp_path / "_pijit_k_gone.so.sha256"]
+    for orphan in orphans:
+        orphan.write_text("")
+        os.utime(orphan, (very_old, very_old))
+    young = tmp_path / "_pijit_k_going.so.sha256"          # being published, perhaps
+    young.write_text("")
+    diskcache.evict(str(tmp_path), str(keep), 2600, 300.0)
+    assert young.exists() and not any(p.exists() for p in orphans)
+    assert (tmp_path / "_pijit_k_new.so.lock").exists()
+    assert live.exists() and remote.exists()
+    assert not gone.exists() and not ancient.exists()
+    # 1000 + 1000 + 10 of modules and 1510 of live folders: the oldest module goes, with its
+    # checksum and lock files; the one to keep stays although it is older
+    assert not old.exists() and new.exists() and keep.exists()
+    assert sorted(p.name for p in tmp_path.glob("_pijit_k_old*")) == []
+    assert (tmp_path / "_pijit_k_new.so.sha256").exists()
+
+
+# -- 5. one build per module across processes (issue 14.10, issue 23) ---------------------------
+
+def test_processes_building_the_same_kernels_at_once_build_each_once(tmp_path):
+    cache = tmp_path / "cache"
+    go = tmp_path / "go"
+    # a compiler 0.5 s slower than gcc: without the lock every process would build each module
+    cc = tmp_path / "slowgcc"
+    cc.write_text('#!/bin/sh\ncase "$1" in --version) ;; *) sleep 0.5;; esac\nexec gcc "$@"\n')
+    cc.chmod(0o755)
+    body = f"""
+        import time
+        while not os.path.exists({str(go)!r}):
+            time.sleep(0.01)
+        f = pijit.jit(lambda a: np.tanh(a) * 2.0 + a)
+        g = pijit.jit(lambda a: np.sqrt(a) - a * 0.5)
+        a = np.linspace(0, 1, 64)
+        compiled = 0
+        for fn, want in ((f, np.tanh(a) * 2.0 + a), (g, np.sqrt(a) - a * 0.5)):
+            assert np.array_equal(fn(a), want)
+            compiled += sum(m.startswith("compiling") for m in RECORDS)
+            assert fused(), RECORDS
+        print(compiled, "compiled")
+    """
+    procs = [start_script(body, cache, env={"CC": str(cc)}) for _ in range(4)]
+    time.sleep(1.0)             # all four imported pijit and wait
+    go.write_text("")
+    outs = []
+    try:
+        for p in procs:
+            outs.append(p.communicate(timeout=180))
+    finally:
+        for p in procs:
+            p.kill()
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
+    compiled = [int(out.split()[0]) for out, _ in outs]
+    assert sum(compiled) == 2, (compiled, [err for _, err in outs])
+    assert len(list(cache.glob("_pijit_k_*.so"))) == 2
+
+
+def test_lock_held_too_long_is_given_up(tmp_path, caplog):
+    module = str(tmp_path / "_pijit_k_x.so")
+    with diskcache.locked(module, wait=5.0):
+        done = []
+
+        def other():
+            with diskcache.locked(module, wait=0.3):
+                done.append(time.monotonic())
+        t = threading.Thread(target=other)
+        with caplog.at_level(logging.WARNING, logger="pijit.kernels"):
+            start = time.monotonic()
+            t.start()
+            t.join(30)
+        assert done and done[0] - start >= 0.3
+    assert any("still held after" in r.getMessage() for r in caplog.records)
+
+
 # -- 6. interrupted first calls leave nothing half-built (issue 23.3) ---------------------------
 
 @pytest.mark.parametrize("where", [
     "pycparser/c_lexer.py:<module>", "pycparser/ast_transforms.py:<module>",
     "pycparser/c_ast.py:<module>", "cffi/recompiler.py:<module>", "cffi/cparser.py:_get_parser",
     "cfused/render.py:module_source", "cfused/build.py:_compile", "cfused/build.py:_load",
-    "capture/interpreter.py:capture_frame",
+    "cfused/diskcache.py:publish", "capture/interpreter.py:capture_frame",
 ])
 def test_interrupt_during_first_call_then_it_compiles(tmp_path, where):
     """A KeyboardInterrupt raised (by a profile hook, as a signal handler would) at the first

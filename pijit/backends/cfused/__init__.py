@@ -1,10 +1,10 @@
 """The fused C backend (O1/O2): Graph -> CompiledGraph whose fused groups run as C kernels.
 
 passes (dce, simplify, cse) -> fusion groups (pijit.graph.fuse) -> C source of all groups of
-the graph (render.py) -> one compiled module, disk-cached (build.py) -> a rewritten graph where
-each group is one call of its kernel, compiled by the NumPy backend into straight-line Python
-(so every node that is not fused runs exactly as in the NumPy backend, with the user's line
-numbers).
+the graph (render.py) -> one compiled module (build.py), disk-cached (diskcache.py) -> a
+rewritten graph where each group is one call of its kernel, compiled by the NumPy backend into
+straight-line Python (so every node that is not fused runs exactly as in the NumPy backend,
+with the user's line numbers).
 
 Anything not handled falls back to NumPy: unfusable nodes individually, the whole graph when
 the build fails (logged on `pijit.kernels`, never an error for the user).

@@ -2,11 +2,11 @@
 
 The source is wrapped by cffi (`emit_c_code`), compiled by the C compiler (CC, default gcc; a
 module in parts, see render.split_parts, by one compiler process per part side by side, then
-linked) and cached under the cache dir by a hash of source (and kernel_support.h, which it
-includes), flags, compiler identity, CPU flags and Python/NumPy versions; writes are atomic
-(temp file in the same dir + os.replace) so processes can share the cache. The .so is loaded
-with importlib; its cffi entry point creates the real extension module of METH_FASTCALL kernel
-functions, so calls never cross cffi.
+linked) and cached by a hash of source (and kernel_support.h, which it includes), flags,
+compiler identity, CPU flags and Python/NumPy versions. The disk cache's rules (a private
+directory, a checksum beside each module, one build per module across processes, its size)
+are in diskcache.py. The .so is loaded with importlib; its cffi entry point creates the real
+extension module of METH_FASTCALL kernel functions, so calls never cross cffi.
 
 A build never leaves a compiler running: each runs in a process group of its own, killed at
 PIJIT_BUILD_TIMEOUT or when the call is interrupted (KeyboardInterrupt or any other
@@ -31,9 +31,11 @@ import time
 import numpy
 
 from pijit import config
-from pijit.backends.cfused import toolchain
+from pijit.backends.cfused import diskcache, toolchain
 
 log = logging.getLogger("pijit.kernels")
+
+LOCK_MARGIN = 30.0          # seconds a process waits for another's build beyond its timeout
 
 _loaded: dict = {}          # key -> kernel module (one load per process)
 _forked = False             # this process was made by fork (see _in_forked_child)
@@ -86,14 +88,6 @@ def cache_key(source: str, cc: list) -> str:
     return h.hexdigest()[:24]
 
 
-def _writable_dir(path: str) -> str | None:
-    try:
-        os.makedirs(path, exist_ok=True)
-    except OSError:
-        return None
-    return path if os.access(path, os.W_OK | os.X_OK) else None
-
-
 def load_kernels(source: str, cache_dir: str | None = None, openmp: bool = False):
     """The kernel module of `source`: from this process, the disk cache, or a new build.
 
@@ -109,69 +103,38 @@ def load_kernels(source: str, cache_dir: str | None = None, openmp: bool = False
     if mod is not None:
         return mod
     name = f"_pijit_k_{key}"
-    cache = cache_dir or config.cache_dir()
+    cache = diskcache.directory(cache_dir or config.cache_dir())
     path = os.path.join(cache, name + ".so")
-    if os.path.exists(path):
-        try:
-            mod = _load(path, name)
-            log.debug("kernel cache hit %s", path)
-            _touch(path)
-        except Exception as e:      # corrupt or foreign file: rebuild it
-            if os.path.exists(path):
-                log.warning("kernel cache file %s is unusable (%s); rebuilding", path, e)
-            else:                   # evicted by another process meanwhile
-                log.debug("kernel cache file %s went away; rebuilding", path)
-            mod = None
+    mod = _from_disk(path, name, warn=True)
     if mod is None:
-        target = _writable_dir(cache)
-        if target is None:
-            target = _writable_dir(os.path.join(tempfile.gettempdir(), f"pijit-{os.getuid()}"))
-            log.warning("kernel cache dir %s is not writable; using %s", cache, target)
-        if target is None:
-            raise BuildError("no writable directory for compiled kernels")
-        mod = _build(source, name, target, openmp, cc, time.monotonic() + timeout)
-        evict(target, os.path.join(target, name + ".so"), limit)
+        with diskcache.locked(path, timeout + LOCK_MARGIN):
+            mod = _loaded.get(key) or _from_disk(path, name, warn=False)   # built meanwhile?
+            if mod is None:
+                mod = _build(source, name, cache, openmp, cc, time.monotonic() + timeout)
+            _loaded[key] = mod
+        diskcache.evict(cache, path, limit, timeout)
     _loaded[key] = mod
     return mod
 
 
-def _touch(path: str):
-    """Marks a cached module as just used (its mtime), for evict; a read-only cache stays as
-    it is."""
-    try:
-        os.utime(path)
-    except OSError:
-        pass
-
-
-def evict(cache: str, keep: str, limit: int):
-    """Deletes the least recently used kernel modules of `cache` (by mtime: set when built
-    or loaded) until they take at most `limit` bytes (0: no limit), never `keep`. A module
-    another process has loaded stays loaded there (the file is only unlinked); one it was
-    about to load is rebuilt."""
-    if not limit:
-        return
-    modules = []
-    try:
-        with os.scandir(cache) as entries:
-            for e in entries:
-                if e.name.startswith("_pijit_k_") and e.name.endswith(".so") and e.is_file():
-                    st = e.stat()
-                    modules.append((st.st_mtime_ns, st.st_size, e.path))
-    except OSError:
-        return
-    total = sum(size for _, size, _ in modules)
-    for _, size, path in sorted(modules):
-        if total <= limit:
-            break
-        if path == keep:
-            continue
+def _from_disk(path: str, name: str, warn: bool):
+    """The cached module at path when its bytes are the ones built (else None: rebuild it,
+    saying why when warn)."""
+    problem = diskcache.problem(path)
+    if problem is None:
         try:
-            os.unlink(path)
-            total -= size
-            log.debug("kernel cache: evicted %s", path)
-        except OSError:         # gone already (another process evicted it)
-            pass
+            mod = _load(path, name)
+        except Exception as e:      # noqa: BLE001 - intact but unloadable: rebuild it
+            problem = f"cannot be loaded ({e})"
+        else:
+            log.debug("kernel cache hit %s", path)
+            diskcache.touch(path)
+            return mod
+    if problem == "is missing":
+        log.debug("kernel cache: no %s; building it", path)
+    elif warn:
+        log.warning("kernel cache file %s %s; rebuilding", path, problem)
+    return None
 
 
 def forget_loaded():
@@ -230,7 +193,7 @@ def _build(source: str, name: str, target: str, openmp: bool, cc: list, deadline
     into the cache (a module that fails to load is never cached)."""
     FFI = _cffi()
     final = os.path.join(target, name + ".so")
-    with tempfile.TemporaryDirectory(dir=target, prefix=".build-") as tmp:
+    with tempfile.TemporaryDirectory(dir=target, prefix=diskcache.build_prefix()) as tmp:
         ffi = FFI()
         ffi.cdef(_CDEF)
         # compiler_verbose=False: cffi would print 'generating ...' to stdout, which a build
@@ -252,7 +215,7 @@ def _build(source: str, name: str, target: str, openmp: bool, cc: list, deadline
         if error is not None:
             raise BuildError(error)
         mod = _load(so_tmp, name)
-        os.replace(so_tmp, final)       # atomic within the directory
+        diskcache.publish(so_tmp, final)
     return mod
 
 

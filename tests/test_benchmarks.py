@@ -4,6 +4,7 @@ Speed is never asserted here (DESIGN.md section 7); only that every measurement 
 correctness check ran and passed for pijit and plain NumPy, and that the JSON is complete.
 """
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -41,7 +42,9 @@ def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     cmd = [sys.executable, "-m", "benchmarks", "--suite", "quick", "--tiny", "--repeat", "1",
            "--no-progress", "--json", str(out / "r.json"), "--markdown", str(out / "r.md")]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    # Under make asan the runner (which inherits LD_PRELOAD) runs many times slower.
+    timeout = 900 if "libasan" in os.environ.get("LD_PRELOAD", "") else 120
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc, json.loads((out / "r.json").read_text()), (out / "r.md").read_text()
 

@@ -290,6 +290,8 @@ def size_label(inputs):
     """'10M f64', '4096x512 f32', or '6 shapes, 1000..6000 f64' for changing shapes."""
     def one(args):
         arrays = [a for a in args if isinstance(a, np.ndarray)]
+        if not arrays:                  # plain Python: its int parameter
+            return "n=" + ",".join(str(a) for a in args if isinstance(a, int)), "py"
         big = max(arrays, key=lambda a: a.size)
         dims = "x".join(_short(d) for d in big.shape)
         return dims, f"{big.dtype.kind}{big.dtype.itemsize * 8}"

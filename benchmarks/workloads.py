@@ -15,6 +15,7 @@ shaped to suit pijit. A `Workload` gives:
 """
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Callable
@@ -206,6 +207,73 @@ def bce_loss(z, y):
 
 
 # -- input generators -----------------------------------------------------------------------
+# -- plain Python under jit: nothing for pijit to fuse; it must cost (almost) nothing ------
+def py_scalar_loop(n):
+    s = 0.0
+    for i in range(n):
+        s += math.sin(i) * 0.5
+    return s
+
+
+def py_list_build(n):
+    out = []
+    for i in range(n):
+        if i % 3:
+            out.append(i * i)
+    return out
+
+
+def py_print_loop(n):
+    sink = open(os.devnull, "w")
+    total = 0
+    for i in range(n):
+        total += i * i
+        if i % 100 == 0:
+            print("step", i, total, file=sink)
+    sink.close()
+    return total
+
+
+def py_element_branch(a):
+    pos = neg = 0.0
+    for i in range(a.shape[0]):
+        if a[i] > 0.5:
+            pos += a[i]
+        else:
+            neg -= a[i]
+    return pos, neg
+
+
+def _tree_sum(depth):
+    return 1 if depth == 0 else _tree_sum(depth - 1) + _tree_sum(depth - 1) + 1
+
+
+def py_recursive(depth):
+    return _tree_sum(depth)
+
+
+def many_signatures(x):
+    """A library-style function (standardize a sample), called in a run with a hundred
+    distinct small shapes and dtypes, a few times each: it pays when capture is cheap or
+    skipped for what is not hot."""
+    centered = x - x.mean()
+    return centered / (np.sqrt((centered * centered).mean()) + 1.0)
+
+
+def _make_py_n(size, rng):
+    return [(size,)]
+
+
+def _make_many_signatures(size, rng):
+    kinds, calls = size
+    shapes = [(n,) for n in range(3, 40)] + [(n, 3) for n in range(2, 30)] + \
+        [(2, n, 2) for n in range(2, 14)]
+    dtypes = (np.float64, np.float32, np.int64)
+    signatures = [(shapes[i % len(shapes)], dtypes[i % len(dtypes)]) for i in range(kinds)]
+    return [(_rand(rng, shape, np.float64, -8, 8).astype(dtype),)
+            for _ in range(calls) for shape, dtype in signatures]
+
+
 def _arrays(count, dtype=np.float64, lo=0.0, hi=1.0):
     def make(n, rng):
         shape = n if isinstance(n, tuple) else (n,)
@@ -349,6 +417,28 @@ WORKLOADS = [
       numexpr="((((0.5*x - 1.25)*x + 2.0)*x - 0.75)*x + 3.0)*x - 1.0", jax=True),
     W("bce_loss", bce_loss, _make_bce, {"tiny": 1000, "quick": 2_000_000, "full": 10_000_000},
       "mean binary cross-entropy from logits (logaddexp)", memory_bound=True, jax=True),
+]
+
+PLAIN_PYTHON = "plain Python under jit (the baseline column is the plain function)"
+WORKLOADS += [
+    W("py_scalar_loop", py_scalar_loop, _make_py_n,
+      {"tiny": 100, "quick": 200_000, "full": 1_000_000},
+      "pure-Python loop calling math.sin", tags=(PLAIN_PYTHON,)),
+    W("py_list_build", py_list_build, _make_py_n,
+      {"tiny": 100, "quick": 200_000, "full": 1_000_000},
+      "pure-Python loop appending to a list under a branch", tags=(PLAIN_PYTHON,)),
+    W("py_print_loop", py_print_loop, _make_py_n,
+      {"tiny": 100, "quick": 200_000, "full": 1_000_000},
+      "pure-Python loop with a print every 100 steps", tags=(PLAIN_PYTHON,)),
+    W("py_element_branch", py_element_branch, _arrays(1),
+      {"tiny": 100, "quick": 100_000, "full": 1_000_000},
+      "loop over array elements with a data-dependent branch", tags=(PLAIN_PYTHON,)),
+    W("py_recursive", py_recursive, _make_py_n, {"tiny": 6, "quick": 16, "full": 18},
+      "a recursive Python function (a full binary tree)", tags=(PLAIN_PYTHON,)),
+    W("many_signatures", many_signatures, _make_many_signatures,
+      {"tiny": (6, 2), "quick": (100, 4), "full": (300, 4)},
+      "library-style: 100 distinct small shapes and dtypes, 4 calls each per run "
+      "(compare the first call, cold and warm, with the plain run)"),
 ]
 
 SUITES = {"quick": "quick", "full": "full", "tiny": "tiny"}

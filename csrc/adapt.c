@@ -3,18 +3,26 @@
  * Three decisions, each made with counters the hook keeps anyway (so a call pays a few
  * compares for them):
  *
- *   hot signatures  A code that has compiled before compiles a new input signature (the
- *                   arguments' types, and dtype and ndim of arrays: not shapes or values,
- *                   which automatic dynamic dims absorb) only at its `threshold`-th call;
- *                   until then it runs plain.  Library code called with hundreds of small
- *                   signatures a few times each then pays for capture only where it is hot.
+ *   hot signatures  An input signature (the arguments' types, and dtype and ndim of arrays:
+ *                   not shapes or values, which automatic dynamic dims absorb) compiles once
+ *                   its calls have run plain for the code's `budget` of seconds, or at once
+ *                   for a call with big array arguments (8192 elements); until then it
+ *                   runs plain, timed.
+ *                   Library code called with hundreds of small signatures a few times each
+ *                   then pays for capture only where it is hot.
  *   promotion       An entry may ask to be rebuilt at its `promote_at`-th hit: the runtime
  *                   first compiles a cheap version (no C compiler) and promotes hot entries
  *                   to fused kernels (the adapt callback returns the new function).
- *   trials          An entry may ask for a timed trial: its next hits alternate plain Python
- *                   and the entry's function, and the faster one (the fastest run of each
- *                   side, plain only when clearly faster) runs from then on (MindSpore's
+ *   trials          An entry may ask for a timed trial (after its promotion, if it asked for
+ *                   one): its next hits alternate plain Python and the entry's function, and
+ *                   the faster one (the fastest run of each side, plain only when clearly
+ *                   faster: the entry's margin) runs from then on (MindSpore's
  *                   perf_statistics, made to compare the graph with plain Python).
+ *   plain calls     A signature whose calls run plain for good (it hit an entry that runs
+ *                   plain: nothing to compile, or capture gave up) is remembered; the Wrapper then calls the function without
+ *                   the hook at all for calls of that signature that pass exactly the
+ *                   positional parameters, so the calls inside it are inlined as in plain
+ *                   Python.  (Running plain is always right; this only saves the hook.)
  *
  * The adapt callback hears of promotions and of trial results (for stats and logs); a
  * test may replace the clock (set_perf_clock) to make trials deterministic.
@@ -25,63 +33,6 @@
 
 static PyObject *adapt_callback = NULL;       /* strong or NULL */
 static PyObject *perf_clock = NULL;           /* strong or NULL: time.monotonic's stand-in */
-
-/* Plain Python wins a trial only when clearly faster. */
-#define PLAIN_MARGIN 0.97
-
-/* ---- hot signatures ----------------------------------------------------------------------- */
-
-static inline uint64_t
-mix(uint64_t h, uint64_t v)
-{
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    return h;
-}
-
-/* The input signature of a frame: types of its argument slots, dtype and ndim of arrays. */
-static uint64_t
-frame_signature(_PyInterpreterFrame *frame, Py_ssize_t nargs)
-{
-    uint64_t h = (uint64_t)nargs;
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        PyObject *v = frame->localsplus[i];
-        PyTypeObject *t = v ? Py_TYPE(v) : NULL;
-        h = mix(h, (uint64_t)(uintptr_t)t);
-        if (t != NULL && t == pijit_array_type) {
-            PyArrayObject_fields *a = (PyArrayObject_fields *)v;
-            h = mix(h, ((uint64_t)(a->descr ? a->descr->type_num : -1) << 8) | (uint64_t)a->nd);
-        }
-    }
-    return h;
-}
-
-/* Should this miss compile now?  Counts the frame's signature; the least seen of the
- * remembered signatures makes room for a new one. */
-static int
-signature_is_hot(CodeState *st, _PyInterpreterFrame *frame)
-{
-    if (st->threshold <= 1 || !st->compiled)
-        return 1;
-    uint64_t key = frame_signature(frame, st->nargs);
-    int slot = 0;
-    for (int i = 0; i < PJ_SIGNATURES; i++) {
-        if (st->sig_count[i] && st->sig_key[i] == key) {
-            slot = i;
-            goto found;
-        }
-        if (st->sig_count[i] < st->sig_count[slot])
-            slot = i;
-    }
-    st->sig_key[slot] = key;
-    st->sig_count[slot] = 0;
-found:
-    if (++st->sig_count[slot] < (uint32_t)st->threshold) {
-        st->deferred++;
-        return 0;
-    }
-    st->sig_count[slot] = 0;
-    return 1;
-}
 
 /* ---- the clock and the callback ---------------------------------------------------------- */
 
@@ -122,6 +73,116 @@ tell(const char *event, CodeState *st, Entry *e, const char *fmt, ...)
     return res;
 }
 
+/* ---- hot signatures ----------------------------------------------------------------------- */
+
+static inline uint64_t
+mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+}
+
+static inline uint64_t
+mix_arg(uint64_t h, PyObject *v)
+{
+    PyTypeObject *t = v ? Py_TYPE(v) : NULL;
+    h = mix(h, (uint64_t)(uintptr_t)t);
+    if (t != NULL && t == pijit_array_type) {
+        PyArrayObject_fields *a = (PyArrayObject_fields *)v;
+        h = mix(h, ((uint64_t)(a->descr ? a->descr->type_num : -1) << 8) | (uint64_t)a->nd);
+    }
+    return h;
+}
+
+/* The input signature of a frame: types of its argument slots, dtype and ndim of arrays. */
+static uint64_t
+frame_signature(_PyInterpreterFrame *frame, Py_ssize_t nargs)
+{
+    uint64_t h = (uint64_t)nargs;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        h = mix_arg(h, frame->localsplus[i]);
+    return h;
+}
+
+/* Array elements (64 KiB of float64) from which one call is worth compiling for at once. */
+#define BIG_CALL_ELEMENTS ((Py_ssize_t)8 << 10)
+
+static int
+big_call(_PyInterpreterFrame *frame, Py_ssize_t nargs)
+{
+    Py_ssize_t elements = 0;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        PyObject *v = frame->localsplus[i];
+        if (v != NULL && Py_TYPE(v) == pijit_array_type) {
+            PyArrayObject_fields *a = (PyArrayObject_fields *)v;
+            Py_ssize_t n = 1;
+            for (int d = 0; d < a->nd; d++)
+                n *= a->dimensions[d];
+            elements += n;
+        }
+    }
+    return elements >= BIG_CALL_ELEMENTS;
+}
+
+/* A miss: NULL (without an exception) when it should compile now; else runs the frame plain,
+ * timed, and returns its result.  A signature compiles once its calls have run plain for
+ * the code's budget in all, or at once for a call with big array arguments; the least run
+ * of the remembered signatures makes room for a new one. */
+static PyObject *
+run_until_hot(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st)
+{
+    if (st->budget <= 0 || big_call(frame, st->nargs))
+        return NULL;
+    uint64_t key = frame_signature(frame, st->nargs);
+    int slot = 0;
+    for (int i = 0; i < PJ_SIGNATURES; i++) {
+        if (st->sig_time[i] >= 0 && st->sig_key[i] == key) {
+            slot = i;
+            goto found;
+        }
+        if (st->sig_time[i] < st->sig_time[slot])
+            slot = i;
+    }
+    st->sig_key[slot] = key;
+    st->sig_time[slot] = 0;
+found:
+    if (st->sig_time[slot] >= st->budget) {
+        st->sig_time[slot] = -1;
+        return NULL;
+    }
+    st->deferred++;
+    double t0 = perf_now();
+    PyObject *res = eval_plain(ts, frame, 0);
+    double t1 = perf_now();
+    if (t0 >= 0 && t1 >= t0)
+        st->sig_time[slot] += t1 - t0;
+    else if (PyErr_Occurred() && res != NULL)      /* a failing stand-in clock */
+        Py_CLEAR(res);
+    return res;
+}
+
+/* May the Wrapper call the function of `st` without the hook?  Only for a call passing
+ * exactly the code's positional parameters (then its argument slots are the arguments),
+ * whose signature runs plain for good. */
+static int
+wrapper_may_bypass(CodeState *st, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (st->nplain == 0 || kwnames != NULL)
+        return 0;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (n != st->nargs || n != st->code->co_argcount)
+        return 0;
+    uint64_t h = (uint64_t)n;
+    for (Py_ssize_t i = 0; i < n; i++)
+        h = mix_arg(h, args[i]);
+    for (int i = 0; i < st->nplain; i++)
+        if (st->plain_key[i] == h) {
+            st->bypassed++;
+            return 1;
+        }
+    return 0;
+}
+
 /* ---- promotion ------------------------------------------------------------------------------ */
 
 /* Before the entry's promote_at-th hit: ask for a better function and put it in the entry.
@@ -139,8 +200,11 @@ maybe_promote(CodeState *st, Entry *e)
     if (fn == NULL)
         return PyErr_ExceptionMatches(PyExc_Exception) ? (PyErr_WriteUnraisable(
             (PyObject *)st->code), 0) : -1;
-    if (fn != Py_None && PyCallable_Check(fn) && e->fn != NULL)
+    if (fn != Py_None && PyCallable_Check(fn) && e->fn != NULL) {
         Py_SETREF(e->fn, Py_NewRef(fn));
+        e->trial_left = e->trial_runs;      /* time the promoted function */
+        e->n_fn = e->n_plain = 0;
+    }
     Py_DECREF(fn);
     return 0;
 }
@@ -151,7 +215,7 @@ maybe_promote(CodeState *st, Entry *e)
 static void
 end_trial(CodeState *st, Entry *e)
 {
-    e->plain = e->best_plain < PLAIN_MARGIN * e->best_fn;
+    e->plain = e->best_plain < e->margin * e->best_fn;
     PyObject *r = tell("trial", st, e, "(ddO)", e->best_fn, e->best_plain,
                        e->plain ? Py_True : Py_False);
     if (r == NULL)
@@ -199,10 +263,42 @@ trial_run(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Entry *e
 
 /* Run the hit of entry `e` (held by the caller) whose function for this frame is `fn`
  * (a new reference, or NULL for an entry that runs plain). */
+/* Remember `key` as the signature of calls that run plain for good. */
+static void
+remember_plain_key(CodeState *st, uint64_t key)
+{
+    for (int i = 0; i < st->nplain; i++)
+        if (st->plain_key[i] == key)
+            return;
+    if (st->nplain < PJ_SIGNATURES)
+        st->plain_key[st->nplain++] = key;
+}
+
+static void
+remember_plain(CodeState *st, _PyInterpreterFrame *frame)
+{
+    remember_plain_key(st, frame_signature(frame, st->nargs));
+}
+
+/* The same for a call whose argument slots are the items of `slots` (a tuple). */
+static void
+remember_plain_slots(CodeState *st, PyObject *slots)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(slots);
+    if (n != st->nargs)
+        return;
+    uint64_t h = (uint64_t)n;
+    for (Py_ssize_t i = 0; i < n; i++)
+        h = mix_arg(h, PyTuple_GET_ITEM(slots, i));
+    remember_plain_key(st, h);
+}
+
 static PyObject *
 run_hit(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Entry *e, PyObject *fn)
 {
     if (fn == NULL || e->plain) {
+        if (fn == NULL)
+            remember_plain(st, frame);
         Py_XDECREF(fn);
         return eval_plain(ts, frame, 0);
     }
@@ -228,23 +324,24 @@ m_set_perf_clock(PyObject *m, PyObject *cb)
 }
 
 static PyObject *
-m_set_compile_threshold(PyObject *m, PyObject *args)
+m_set_compile_budget(PyObject *m, PyObject *args)
 {
     PyObject *o;
-    int n;
-    if (!PyArg_ParseTuple(args, "Oi:set_compile_threshold", &o, &n))
+    double seconds;
+    if (!PyArg_ParseTuple(args, "Od:set_compile_budget", &o, &seconds))
         return NULL;
-    if (n < 1) {
-        PyErr_Format(PyExc_ValueError, "compile threshold must be >= 1, got %d", n);
+    if (!(seconds >= 0)) {
+        PyErr_Format(PyExc_ValueError, "compile budget must be >= 0 seconds, got %R",
+                     PyTuple_GET_ITEM(args, 1));
         return NULL;
     }
     CodeState *st = state_of(o);
     if (st == NULL) {
         if (!PyErr_Occurred())
-            PyErr_Format(PyExc_ValueError, "set_compile_threshold: %R is not marked", o);
+            PyErr_Format(PyExc_ValueError, "set_compile_budget: %R is not marked", o);
         return NULL;
     }
-    st->threshold = n;
+    st->budget = seconds;
     Py_RETURN_NONE;
 }
 
@@ -275,6 +372,6 @@ m_entry_stats(PyObject *m, PyObject *o)
     {"set_adapt_callback", m_set_adapt_callback, METH_O, \
      "set_adapt_callback(cb): cb(event, code, fn, details); 'promote' returns a new fn"}, \
     {"set_perf_clock", m_set_perf_clock, METH_O, "set_perf_clock(clock or None): trials' clock"}, \
-    {"set_compile_threshold", m_set_compile_threshold, METH_VARARGS, \
-     "set_compile_threshold(code, n): calls of a new signature before it compiles"}, \
+    {"set_compile_budget", m_set_compile_budget, METH_VARARGS, \
+     "set_compile_budget(code, seconds): plain run time of a signature before it compiles"}, \
     {"entry_stats", m_entry_stats, METH_O, "entry_stats(code) -> [dict] per entry, MRU first"},

@@ -71,11 +71,12 @@ code_state_mark(PyCodeObject *code)
     st->nentries = st->capacity = 0;
     st->entries = NULL;
     st->build_epoch = 0;
-    st->threshold = 1;
-    st->compiled = 0;
+    st->budget = 0;
     st->deferred = 0;
-    memset(st->sig_key, 0, sizeof(st->sig_key));
-    memset(st->sig_count, 0, sizeof(st->sig_count));
+    for (int i = 0; i < PJ_SIGNATURES; i++)
+        st->sig_time[i] = -1;
+    st->nplain = 0;
+    st->bypassed = 0;
     if (pj_set_code_extra((PyObject *)code, extra_index, st) < 0) {
         st->live_prev = st->live_next = st;
         Py_DECREF(st);
@@ -119,7 +120,6 @@ code_state_add_entry(CodeState *st, Entry *e)
     }
     st->entries[st->nentries++] = e;
     st->version++;
-    st->compiled = 1;
     return 0;
 }
 

@@ -340,8 +340,11 @@ dispatch(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st)
         return res;
     }
     st->misses++;
-    if (st->state == ST_FROZEN || !signature_is_hot(st, frame))
+    if (st->state == ST_FROZEN)
         return eval_plain(ts, frame, 0);
+    PyObject *res = run_until_hot(ts, frame, st);
+    if (res != NULL || PyErr_Occurred())
+        return res;
     return on_miss(ts, frame, st, n);
 }
 

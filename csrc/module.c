@@ -66,9 +66,10 @@ m_reset(PyObject *m, PyObject *o)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     Py_INCREF(st);
     code_state_clear_entries(st);
-    st->calls = st->hits = st->misses = st->deferred = 0;
-    st->compiled = 0;
-    memset(st->sig_count, 0, sizeof(st->sig_count));
+    st->calls = st->hits = st->misses = st->deferred = st->bypassed = 0;
+    st->nplain = 0;
+    for (int i = 0; i < PJ_SIGNATURES; i++)
+        st->sig_time[i] = -1;
     st->state = ST_CANDIDATE;
     Py_DECREF(st);
     Py_RETURN_NONE;
@@ -108,15 +109,26 @@ m_get_state(PyObject *m, PyObject *o)
 static PyObject *
 m_add_entry(PyObject *m, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"code", "sources", "checks", "fn", "promote_at", "trial", NULL};
-    PyObject *o, *sources, *checks, *fn;
+    static char *kwlist[] = {"code", "sources", "checks", "fn", "promote_at", "trial",
+                             "margin", "plain_args", NULL};
+    PyObject *o, *sources, *checks, *fn, *plain_args = NULL;
     Py_ssize_t promote_at = 0;
     int trial = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|$ni:add_entry", kwlist, &o, &sources,
-                                     &checks, &fn, &promote_at, &trial))
+    double margin = 0.97;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|$nidO:add_entry", kwlist, &o,
+                                     &sources, &checks, &fn, &promote_at, &trial, &margin,
+                                     &plain_args))
         return NULL;
-    if (promote_at < 0 || trial < 0) {
-        PyErr_SetString(PyExc_ValueError, "add_entry: promote_at and trial must be >= 0");
+    if (plain_args == Py_None)
+        plain_args = NULL;
+    if (plain_args != NULL && !PyTuple_Check(plain_args)) {
+        PyErr_Format(PyExc_TypeError, "add_entry: plain_args must be a tuple or None, got %R",
+                     plain_args);
+        return NULL;
+    }
+    if (promote_at < 0 || trial < 0 || !(margin > 0)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "add_entry: promote_at and trial must be >= 0, margin > 0");
         return NULL;
     }
     CodeState *st = state_of(o);
@@ -129,9 +141,13 @@ m_add_entry(PyObject *m, PyObject *args, PyObject *kwargs)
     Entry *e = entry_new(st->code, st->nargs, sources, checks, fn);
     if (e != NULL) {
         e->promote_at = promote_at;
-        e->trial_left = e->fn != NULL ? trial : 0;
+        e->trial_runs = e->fn != NULL ? trial : 0;
+        e->trial_left = promote_at ? 0 : e->trial_runs;
+        e->margin = margin;
     }
     int rc = e == NULL ? -1 : code_state_add_entry(st, e);
+    if (rc == 0 && plain_args != NULL && fn == Py_None)
+        remember_plain_slots(st, plain_args);
     if (e != NULL && rc < 0)
         entry_decref(e);
     Py_DECREF(st);
@@ -184,8 +200,9 @@ m_counters(PyObject *m, PyObject *o)
     CodeState *st = state_of(o);
     if (st == NULL)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    return Py_BuildValue("{s:n,s:n,s:n,s:i,s:n}", "calls", st->calls, "hits", st->hits,
-                         "misses", st->misses, "state", st->state, "deferred", st->deferred);
+    return Py_BuildValue("{s:n,s:n,s:n,s:i,s:n,s:n}", "calls", st->calls, "hits", st->hits,
+                         "misses", st->misses, "state", st->state, "deferred", st->deferred,
+                         "bypassed", st->bypassed);
 }
 
 static PyObject *
@@ -274,9 +291,11 @@ static PyMethodDef module_methods[] = {
     {"set_state", m_set_state, METH_VARARGS, "set_state(code, state)"},
     {"get_state", m_get_state, METH_O, "get_state(code) -> int, or None if unmarked"},
     {"add_entry", (PyCFunction)(void (*)(void))m_add_entry, METH_VARARGS | METH_KEYWORDS,
-     "add_entry(code, sources, checks, fn, *, promote_at=0, trial=0): promote_at: the hit at "
-     "which the adapt callback may replace fn; trial: timed runs comparing fn with plain "
-     "Python"},
+     "add_entry(code, sources, checks, fn, *, promote_at=0, trial=0, margin=0.97): "
+     "promote_at: the hit at which the adapt callback may replace fn; trial: timed runs "
+     "comparing fn with plain Python (after the promotion, if any); plain wins when its "
+     "fastest run is under margin times fn's; plain_args (with fn None): the argument slots "
+     "of a call whose signature runs plain for good, so the Wrapper skips the hook for it"},
     {"entry_count", m_entry_count, METH_O, "entry_count(code) -> int"},
     {"entries", m_entries, METH_O, "entries(code) -> [(sources, checks, fn)], MRU first"},
     {"counters", m_counters, METH_O, "counters(code) -> dict, or None if unmarked"},

@@ -70,7 +70,9 @@ typedef struct {
     /* What the entry learned since it was added (adapt.c). */
     Py_ssize_t hits;
     Py_ssize_t promote_at;  /* at this hit, ask the promote callback for a better fn (0: never) */
+    int trial_runs;         /* timed runs of a trial (0: none); after promotion if promote_at */
     int trial_left;         /* timed runs left, alternately plain Python and fn */
+    double margin;          /* plain wins a trial when its best run < margin * fn's best */
     int plain;              /* the trial found plain Python faster: hits run plain */
     int n_fn, n_plain;      /* timed runs of each */
     double best_fn, best_plain;     /* the fastest of each, in seconds */
@@ -90,12 +92,16 @@ typedef struct CodeState {
     Py_ssize_t nentries, capacity;
     Entry **entries;     /* entries[0] is the most recently hit */
     uint64_t build_epoch; /* fork epoch in which state became ST_BUILDING */
-    /* New signatures of a code that compiled before wait until they are hot (adapt.c). */
-    int threshold;       /* calls of a new signature before it compiles (1: at once) */
-    int compiled;        /* an entry was added once */
+    /* A signature compiles once its calls ran plain for `budget` seconds (adapt.c). */
+    double budget;       /* 0: at its first call */
     Py_ssize_t deferred; /* misses that ran plain because their signature was not hot yet */
     uint64_t sig_key[PJ_SIGNATURES];
-    uint32_t sig_count[PJ_SIGNATURES];
+    double sig_time[PJ_SIGNATURES];     /* plain seconds so far, -1: slot free */
+    /* Signatures of calls that run plain for good: the Wrapper calls the function without
+     * the hook for them (calls passing exactly the positional parameters). */
+    int nplain;
+    uint64_t plain_key[PJ_SIGNATURES];
+    Py_ssize_t bypassed; /* calls the Wrapper made without the hook */
     struct CodeState *live_prev, *live_next;   /* every live state, for reset() of all */
 } CodeState;
 
@@ -115,7 +121,10 @@ static void code_state_clear_entries(CodeState *st);
 static CodeState *state_of(PyObject *o);
 
 /* adapt.c */
-static int signature_is_hot(CodeState *st, _PyInterpreterFrame *frame);
+static PyObject *run_until_hot(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st);
+static int wrapper_may_bypass(CodeState *st, PyObject *const *args, size_t nargsf,
+                              PyObject *kwnames);
+static void remember_plain_slots(CodeState *st, PyObject *slots);
 static int maybe_promote(CodeState *st, Entry *e);
 static PyObject *run_hit(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st,
                          Entry *e, PyObject *fn);

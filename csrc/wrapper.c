@@ -59,7 +59,8 @@ wrapper_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObjec
         PyErr_SetString(PyExc_RuntimeError, "pijit wrapper was cleared");
         return NULL;
     }
-    if (!jit_enabled)
+    if (!jit_enabled || (w->state != NULL && wrapper_may_bypass(w->state, args, nargsf, kwnames)
+                         && (PyCodeObject *)PyFunction_GET_CODE(fn) == w->state->code))
         return PyObject_Vectorcall(fn, args, nargsf, kwnames);
     if (w->state != NULL && (PyCodeObject *)PyFunction_GET_CODE(fn) != w->state->code
         && wrapper_follow_code(w) < 0)

@@ -9,7 +9,8 @@ import warnings
 
 import numpy as np
 
-from pijit import _compat, cache, config as config_mod, eval_frame, explain as explain_mod, runtime
+from pijit import (_compat, adaptive, cache, config as config_mod, eval_frame,
+                   explain as explain_mod, runtime)
 from pijit.config import JitConfig
 
 GRAPH_MODE = 0
@@ -187,6 +188,7 @@ def _code_changed(wrapper):
 
 eval_frame.set_reduce_callback(_reduce)
 eval_frame.set_code_changed_callback(_code_changed)
+eval_frame.set_adapt_callback(adaptive.on_adapt)
 
 
 def set_context(mode=None):

@@ -31,6 +31,10 @@ class EntryInfo:
     dynamic_dims: dict = field(default_factory=dict)
     breaks: list = field(default_factory=list)   # BreakInfo of the break ending the graph
     callee: object = None           # function whose call broke the graph: jitted on its own
+    level: str | None = None        # the jit_level its graph is compiled at (None: plain)
+    code: object = None             # the transformed function's code (adapt events find it)
+    promote: object = None          # level -> the transformed function rebuilt at that level
+    perf: dict | None = None        # the perf_statistics trial: both times and the choice
 
 
 @dataclass
@@ -91,6 +95,8 @@ def register(code, config, input_signature=None, hash_args=None) -> CodeRecord:
         state.record = rec
     else:
         rec.config, rec.input_signature, rec.hash_args = config, input_signature, hash_args
+    eval_frame.set_compile_budget(code, config.compile_after_ms / 1000 if config.is_adaptive
+                                  else 0.0)
     return rec
 
 

@@ -1,14 +1,15 @@
 """The spine: one frame's function and arguments -> a cache entry.
 
-capture (bytecode -> graph + guards, maybe a break point) -> backend (graph -> callable) ->
-bytecode_gen (transformed function, residual code, resume functions) -> guards (C program).
-Raises GraphBreak when the function cannot be split (strict mode, frame introspection).
+capture (bytecode -> graph + guards, maybe a break point) -> plan (adaptive.py: plain Python,
+or which backend) -> backend (graph -> callable) -> bytecode_gen (transformed function,
+residual code, resume functions) -> guards (C program). Raises GraphBreak when the function
+cannot be split (strict mode, frame introspection).
 """
 from __future__ import annotations
 
 import re
 
-from pijit import explain
+from pijit import adaptive, explain
 from pijit.backends import cfused, numpy_backend
 from pijit.bytecode_gen.reconstruct import graph_outputs
 from pijit.bytecode_gen.transform import build_transformed
@@ -19,7 +20,8 @@ from pijit.capture.interpreter import capture_frame
 
 def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_for,
                   body_code_for):
-    """Capture and compile one call; returns (EntryInfo, transformed function).
+    """Capture and compile one call; returns (EntryInfo, transformed function, Plan). The
+    function is None when the plan runs the call as plain Python.
 
     resume_code_for(instructions, position, depth, live) -> the resume code at a break exit.
     body_code_for(instructions, loop_body) -> the code of an outlined residual loop body.
@@ -35,26 +37,42 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
     roots = [capture.ret] if bp is None else list(bp.stack) + list(bp.locals.values())
     out_index = graph_outputs(roots)
     graph.outputs = list(out_index)
-    name = "__pijit_graph_" + re.sub(r"\W", "_", code.co_name)     # <lambda>, <genexpr>
-    compiled = (numpy_backend.compile_graph(graph, name, code.co_filename, code.co_firstlineno)
-                if config.jit_level == "O0" else
-                cfused.compile_graph(graph, name, code.co_filename, code.co_firstlineno,
-                                     level=config.jit_level, threads=config.threads))
-    fn = build_transformed(func, capture, compiled.fn, out_index,
-                           lambda *exit_: resume_code_for(capture.instructions, *exit_),
-                           lambda body: body_code_for(capture.instructions, body))
+    plan = adaptive.plan_entry(config, graph, None if bp is None else
+                               list(bp.stack) + list(bp.locals.values()))
     breaks = [BreakInfo(bp.where, code.co_filename, bp.lineno)] if bp is not None else []
     info = EntryInfo(guards=list(capture.guards) + list(extra_guards), graph=graph,
-                     graph_source=compiled.source, dynamic_dims=dict(dynamic_dims),
-                     bytecode=explain.bytecode_text(fn.__code__), breaks=breaks,
+                     dynamic_dims=dict(dynamic_dims), breaks=breaks,
                      callee=bp.callee if bp is not None else None)
+    if plan.plain is not None:
+        info.fallback = BreakInfo(plan.plain, code.co_filename, code.co_firstlineno)
+        return info, None, plan
+    name = "__pijit_graph_" + re.sub(r"\W", "_", code.co_name)     # <lambda>, <genexpr>
+
+    def build(level):
+        """The transformed function with the graph compiled at `level` (the entry's first
+        build, and its promotion)."""
+        compiled = (numpy_backend.compile_graph(graph, name, code.co_filename,
+                                                code.co_firstlineno)
+                    if level == "O0" else
+                    cfused.compile_graph(graph, name, code.co_filename, code.co_firstlineno,
+                                         level=level, threads=config.threads))
+        fn = build_transformed(func, capture, compiled.fn, out_index,
+                               lambda *exit_: resume_code_for(capture.instructions, *exit_),
+                               lambda body: body_code_for(capture.instructions, body))
+        info.level, info.code, info.graph_source = level, fn.__code__, compiled.source
+        info.bytecode = explain.bytecode_text(fn.__code__)
+        if config.print_after_all:
+            explain.dump(f"compiled graph ({compiled.backend} backend)", compiled.source)
+            if compiled.kernels:
+                explain.dump("fused kernels (C)", compiled.kernels)
+        return fn
+
+    info.promote = build
     if config.print_after_all or config.print_bb:
         explain.dump("original bytecode", explain.bytecode_text(code))
     if config.print_after_all:
         explain.dump("captured graph", str(graph))
-        explain.dump(f"compiled graph ({compiled.backend} backend)", compiled.source)
-        if compiled.kernels:
-            explain.dump("fused kernels (C)", compiled.kernels)
+    fn = build(plan.level)
     if config.print_after_all or config.print_guard:
         explain.dump("guards", "\n".join(f"  {g}" for g in info.guards))
     if config.print_after_all:
@@ -62,4 +80,4 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
     if bp is not None and config.print_last_frame_if_break_graph:
         explain.dump(f"frame at graph break ({code.co_filename}:{bp.lineno})",
                      explain.frame_text(bp))
-    return info, fn
+    return info, fn, plan

@@ -116,6 +116,33 @@ OPTIONS = (
            "layernorm; a division by a per-row value becomes a multiplication by its "
            "reciprocal, within 1.5 ulp), and a*b+c contracted into fused multiply-adds.",
            choices=("O0", "O1", "O2")),
+    Option("adaptive", bool, True,
+           "Compile where it pays (PIJIT_ADAPTIVE=0 turns this off for every function): an "
+           "input signature (argument types, dtypes and ndims of arrays) runs as plain Python "
+           "until its calls took compile_after_ms (at once for a call with 8192 array elements "
+           "or more among its arguments); a graph touching fewer than 65536 array elements per call "
+           "first runs on the NumPy backend and is compiled at jit_level at its "
+           "promote_after-th hit; a graph with no array work (and no array for the code after "
+           "a graph break) runs as plain Python, and calls of such a signature skip the hook; "
+           "perf_statistics. False: every signature compiles at its first call at jit_level "
+           "and always runs compiled (what explain and the tests use)."),
+    Option("compile_after_ms", int, 20,
+           "With adaptive: milliseconds an input signature's calls run as plain Python (timed) "
+           "before it is captured and compiled: capture costs a few ms an entry, so a "
+           "signature that is called rarely, or runs fast, is never worth it.", minimum=0),
+    Option("promote_after", int, 8,
+           "With adaptive: hits of an entry with a small graph on the NumPy backend before it "
+           "is compiled at jit_level (fused C kernels). 0: at once.", minimum=0),
+    Option("perf_statistics", bool, True,
+           "With adaptive: time each new compiled entry against plain Python over its next "
+           "2 * PERF_STATISTICS_COUNT hits (alternating; after its promotion, if any) and keep "
+           "the faster; pijit.stats and PIJIT_LOG=perf report both times and the choice."),
+    Option("PERF_STATISTICS_COUNT", int, 3,
+           "Timed runs of each side in a perf_statistics trial (the fastest of each counts).",
+           minimum=1),
+    Option("PERF_STATISTICS_SCALE_10000X", int, 10300,
+           "Plain Python replaces a compiled entry when the compiled run takes more than this "
+           "/ 10000 times the plain run (10300: 3% slower).", minimum=10000),
     Option("num_threads", int, 0,
            "OpenMP threads for fused kernels over at least 65536 elements, sharing rows or "
            "chunks (never a whole-array reduction), so results are the same for any count. "
@@ -165,6 +192,12 @@ class JitConfig:
     fullgraph: bool = False
     jit_syntax_level: str = "LAX"
     jit_level: str = "O1"
+    adaptive: bool = True
+    compile_after_ms: int = 20
+    promote_after: int = 8
+    perf_statistics: bool = True
+    PERF_STATISTICS_COUNT: int = 3
+    PERF_STATISTICS_SCALE_10000X: int = 10300
     num_threads: int = 0
 
     def __post_init__(self):
@@ -193,6 +226,10 @@ class JitConfig:
         return self.fullgraph or self.jit_syntax_level == "STRICT"
 
     @property
+    def is_adaptive(self) -> bool:
+        return self.adaptive and env_adaptive()
+
+    @property
     def threads(self) -> int:
         return self.num_threads or env_num_threads()
 
@@ -210,7 +247,7 @@ def env_disabled() -> bool:
     return os.environ.get("PIJIT_DISABLE", "").strip() not in ("", "0")
 
 
-LOG_CHANNELS = ("graph_breaks", "guards", "recompiles", "bytecode", "graph", "kernels")
+LOG_CHANNELS = ("graph_breaks", "guards", "recompiles", "bytecode", "graph", "kernels", "perf")
 
 
 def env_num_threads() -> int:
@@ -227,6 +264,15 @@ def env_pool_bytes() -> int:
     """PIJIT_POOL_MB (an int >= 0; default 512): the most memory the buffer pool keeps for
     reuse by big kernel outputs (csrc/pool.c); 0 keeps nothing."""
     return _env_megabytes("PIJIT_POOL_MB", 512)
+
+
+def env_adaptive() -> bool:
+    """PIJIT_ADAPTIVE=0 turns the adaptive option off for every function (the test suite's
+    setting: each signature compiles at its first call)."""
+    raw = os.environ.get("PIJIT_ADAPTIVE", "").strip()
+    if raw not in ("", "0", "1"):
+        raise ValueError(f"PIJIT_ADAPTIVE must be 0 or 1, got {raw!r}")
+    return raw != "0"
 
 
 def env_cache_bytes() -> int:

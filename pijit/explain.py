@@ -138,7 +138,8 @@ def code_info(code) -> dict:
     for entry in rec.entries if rec else ():
         entries.append({"guards": [str(g) for g in entry.guards],
                         "ops": entry.graph.op_names() if entry.graph is not None else None,
-                        "fallback": str(entry.fallback) if entry.fallback else None})
+                        "fallback": str(entry.fallback) if entry.fallback else None,
+                        "level": entry.level, "perf": entry.perf})
     return {
         "state": STATE_NAMES.get(counters["state"], "candidate"),
         "compile_count": rec.compile_count if rec else 0,
@@ -156,6 +157,7 @@ def stats(code) -> dict:
     counters = eval_frame.counters(code)
     members = [cache.record(member) for member in cache.family(code)]
     info.update(cache_hits=counters["hits"], cache_misses=counters["misses"],
+                deferred=counters["deferred"], bypassed=counters["bypassed"],
                 recompile_reasons=list(rec.recompile_reasons) if rec else [],
                 eager_fallbacks=[str(f) for m in members if m for f in list(m.eager_fallbacks)])
     return info

@@ -82,7 +82,7 @@ def _compile_miss(func, args, rec, entries, generation):
     extra = [hash_args_guard(rec.hash_args)] if rec.hash_args is not None else []
     known_breaks = {b.reason for e in entries for b in e.breaks}
     try:
-        info, fn = _compile(func, args, rec, declared, dynamic, extra, known_breaks)
+        info, fn, plan = _compile(func, args, rec, declared, dynamic, extra, known_breaks)
         failure = None
     except Exception as e:      # KeyboardInterrupt, SystemExit...: not ours, they propagate
         failure = e
@@ -105,7 +105,8 @@ def _compile_miss(func, args, rec, entries, generation):
         rec.compile_count += 1
         if reason is not None:
             rec.recompile_reasons.append(reason)
-        eval_frame.add_entry(code, *program, fn)
+        eval_frame.add_entry(code, *program, fn, promote_at=plan.promote_at, trial=plan.trial,
+                             margin=plan.margin, plain_args=tuple(args) if plan.plain else None)
     if info.callee is not None:
         _jit_callee(rec, info.callee)
     for brk in info.breaks:
@@ -194,20 +195,20 @@ def _signal_exception(e):
 
 
 def _compile(func, args, rec, declared, dynamic, extra, known_breaks):
-    """compile_frame with the automatic dynamic dims and values, or without them when they
-    make capture break where the entries compiled so far did not."""
+    """compile_frame (-> info, fn, plan) with the automatic dynamic dims and values, or
+    without them when they make capture break where the entries compiled so far did not."""
     makers = _resume_makers(func, rec)
     try:
-        info, fn = compile_frame(func, args, rec.config, dynamic, extra, *makers)
-        if dynamic != declared and any(b.reason not in known_breaks for b in info.breaks):
+        compiled = compile_frame(func, args, rec.config, dynamic, extra, *makers)
+        if dynamic != declared and any(b.reason not in known_breaks for b in compiled[0].breaks):
             raise _Specialize
     except (GraphBreak, _Specialize):
         if dynamic == declared:
             raise
         # Some op needs the automatic dynamic dims or values to be constants (a shape,
         # a branch on a recursion depth): specialize this entry instead.
-        info, fn = compile_frame(func, args, rec.config, declared, extra, *makers)
-    return info, fn
+        compiled = compile_frame(func, args, rec.config, declared, extra, *makers)
+    return compiled
 
 
 class _Specialize(Exception):

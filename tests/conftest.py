@@ -1,6 +1,10 @@
 """Test session set-up: compiled kernels go to a cache directory of this session, not the
-user's (PIJIT_CACHE_DIR is read at each build)."""
+user's (PIJIT_CACHE_DIR is read at each build); every signature compiles at its first call
+(PIJIT_ADAPTIVE=0), so that a test sees the compiled code run at once (tests of the adaptive
+decisions themselves turn it back on)."""
 import os
+
+os.environ["PIJIT_ADAPTIVE"] = "0"
 
 import pytest
 from hypothesis import Phase, settings

@@ -14,9 +14,9 @@ X = (("local", 0),)
 def clean_state():
     ef.set_callback(None)
     yield
-    from pijit import runtime
+    from pijit import adaptive, runtime
     ef.set_callback(runtime.on_miss)
-    ef.set_adapt_callback(None)
+    ef.set_adapt_callback(adaptive.on_adapt)
     ef.set_perf_clock(None)
 
 
@@ -33,39 +33,71 @@ class Misses:
         return None
 
 
-def test_a_new_signature_compiles_at_its_threshold_call():
+class PlainClock:
+    """A clock under which every plain run of a function that calls `ran()` lasts 1 s."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def ran(self):
+        self.now += 1.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_a_signature_compiles_once_its_plain_runs_took_the_budget():
+    clock = PlainClock()
+
     def f(x):
+        clock.ran()
         return ("plain", x)
-    state = ef.mark(f.__code__)
-    w = ef.Wrapper(f)
-    misses = Misses()
-    ef.set_callback(misses)
-    ef.set_compile_threshold(f.__code__, 3)
-    assert w(1) == ("plain", 1)                 # the code's first signature compiles at once
-    assert misses.calls == ["int"] and w(2) == ("compiled", 2)
-    assert [w("a"), w("b")] == [("plain", "a"), ("plain", "b")]     # not hot yet
-    assert misses.calls == ["int"] and ef.counters(f.__code__)["deferred"] == 2
-    assert w("c") == ("plain", "c")             # the third call of str compiles (runs plain)
-    assert misses.calls == ["int", "str"] and w("d") == ("compiled", "d")
-    arr = np.ones(3)
-    assert w(arr)[0] == "plain" and w(arr)[0] == "plain" and misses.calls[-1] == "str"
-    assert state.code is f.__code__
-
-
-def test_signatures_are_told_apart_by_array_dtype_and_ndim():
-    def f(x):
-        return "plain"
     state = ef.mark(f.__code__)  # noqa: F841 (the Wrapper takes it over)
     w = ef.Wrapper(f)
     misses = Misses()
     ef.set_callback(misses)
-    ef.set_compile_threshold(f.__code__, 2)
-    w(0)
+    ef.set_perf_clock(clock)
+    ef.set_compile_budget(f.__code__, 2.5)
+    assert [w(1), w(2), w(3)] == [("plain", 1), ("plain", 2), ("plain", 3)]
+    assert misses.calls == [] and ef.counters(f.__code__)["deferred"] == 3
+    assert w(4) == ("plain", 4) and misses.calls == ["int"]       # 3 s >= 2.5 s: compiles
+    assert w(5) == ("compiled", 5)
+    assert w("a") == ("plain", "a") and misses.calls == ["int"]   # a new signature waits
+    assert ef.counters(f.__code__)["deferred"] == 4
+
+
+def test_a_call_with_big_arrays_compiles_at_once():
+    def f(x):
+        return "plain"
+    state = ef.mark(f.__code__)  # noqa: F841
+    w = ef.Wrapper(f)
+    misses = Misses()
+    ef.set_callback(misses)
+    ef.set_compile_budget(f.__code__, 1000.0)
+    w(np.ones(100))
+    assert misses.calls == []
+    w(np.ones(8192))
+    assert misses.calls == ["ndarray"]
+
+
+def test_signatures_are_told_apart_by_array_dtype_and_ndim():
+    clock = PlainClock()
+
+    def f(x):
+        clock.ran()
+        return "plain"
+    state = ef.mark(f.__code__)  # noqa: F841
+    w = ef.Wrapper(f)
+    misses = Misses()
+    ef.set_callback(misses)
+    ef.set_perf_clock(clock)
+    ef.set_compile_budget(f.__code__, 1.5)
     for a in (np.ones(3), np.ones(4, np.float32), np.ones((2, 2))):
         w(a)
-    assert ef.counters(f.__code__)["deferred"] == 3     # three signatures, each seen once
-    w(np.ones(5))                                       # float64[1] again: hot
-    assert misses.calls == ["int", "ndarray"]
+    assert misses.calls == [] and ef.counters(f.__code__)["deferred"] == 3
+    w(np.ones(5))                               # float64[1] again: 1 s, not yet
+    w(np.ones(6))                               # 2 s: compiles
+    assert misses.calls == ["ndarray"]
 
 
 def test_promotion_replaces_the_entrys_function_at_its_hit():

@@ -263,7 +263,12 @@ class FrameCapture:
             for target, depth in sorted(flow.exit_depths(start, end, len(stack)).items()):
                 exits.append((target, depth, tuple(sorted(flow.live_in[target] & reachable))))
         body = None
-        if loop is not None and start == loop.start and end == loop.end:
+        if loop is not None and start == loop.start and end == loop.end and not (
+                self.config.is_adaptive and self.plan.body_work.get((self.code, loop.start)) == 0):
+            # Outlined, the body is captured on its own (its array work fused) at the cost of
+            # a call per iteration; with the adaptive option, a body that touched no array
+            # when walked as a loop node's gains nothing from that: the loop runs inline, as
+            # plain bytecode.
             body = flow.for_loop_body(loop, bound | args)
         return BreakPoint(e.reason, e.detail, e.lineno, start, end, stack, store, exits,
                           e.callee, body)

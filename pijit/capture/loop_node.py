@@ -31,6 +31,7 @@ from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.ops_load_store import DELETED, load_local
 from pijit.capture.values import (ConstValue, GraphValue, IteratorValue, RangeValue,
                                   describe, node_arg)
+from pijit.graph.work import nodes_work
 from pijit.graph.ir import Graph, LoopOp, Meta, Ref, map_refs, node_refs
 from pijit.graph.purity import mutates
 
@@ -61,6 +62,9 @@ class LoopPlan:
     position): loops that cannot be loop nodes, and loops whose unrolling failed."""
     no_node: set = field(default_factory=set)
     force_node: set = field(default_factory=set)
+    # Array elements the body of a loop that could not be a loop node touched before capture
+    # stopped in it: none means a residual loop gains nothing from outlining its body.
+    body_work: dict = field(default_factory=dict)
 
     def force(self, config, code, instrs, pos) -> bool:
         """Try the `for` loop at `pos`, whose unrolling failed, as a loop node on the next
@@ -116,9 +120,11 @@ def try_loop_node(cap, value):
         bounds, trip = [ConstValue(r.start), ConstValue(r.stop), ConstValue(r.step)], len(r)
     else:
         return None
+    first_node = len(cap.graph.nodes)
     try:
         return LoopCapture(cap, for_iter, bounds, trip).build()
     except GraphBreak as e:
+        cap.plan.body_work[key] = nodes_work(cap.graph, cap.graph.nodes[first_node:])
         if e.lineno is None:
             e.lineno = cap.lineno
         log.info("%s:%s: loop is not a loop node: %s", cap.code.co_filename, e.lineno,

@@ -1,0 +1,163 @@
+"""Adaptive execution (pijit/adaptive.py over csrc/adapt.c): what pijit cannot speed up runs
+as plain Python, new signatures compile once hot, small graphs climb from the NumPy backend
+to fused kernels, and a timed trial keeps the faster of an entry and plain Python. Each test
+compares results with plain Python and asserts the decision; trials run on a fake clock."""
+import numpy as np
+import pytest
+
+import pijit
+from pijit import eval_frame
+
+
+@pytest.fixture(autouse=True)
+def adaptive(monkeypatch):
+    """The suite compiles at the first call (PIJIT_ADAPTIVE=0): these tests turn it on."""
+    monkeypatch.delenv("PIJIT_ADAPTIVE")
+    yield
+    eval_frame.set_perf_clock(None)
+
+
+def family_compiles(fn):
+    code = pijit.api._code_of(fn)
+    return sum(pijit.cache.record(c).compile_count for c in pijit.cache.family(code))
+
+
+def list_build(n):
+    out = []
+    for i in range(n):
+        if i % 3:
+            out.append(i * i)
+    return out
+
+
+def scalar_work(a, b):
+    return (a * a + b) % 7
+
+
+def test_a_pure_python_function_runs_plain_and_is_called_without_the_hook():
+    jitted = pijit.jit(scalar_work, jit_config={"compile_after_ms": 0})
+    for k in range(5):
+        assert jitted(k, 3) == scalar_work(k, 3)
+    info = pijit.stats(jitted)
+    assert info["entries"] and all(e["fallback"].startswith("no array work: runs as plain")
+                                   for e in info["entries"])
+    assert info["bypassed"] >= 1            # calls after the decision skip the hook entirely
+
+
+def test_a_pure_python_loop_runs_inline_and_plain():
+    """The loop breaks (its body branches on a value): it used to be outlined as a function
+    called per iteration (0.03x plain). A body that touched no array runs inline, and with
+    no array anywhere the function is plain Python."""
+    jitted = pijit.jit(list_build, jit_config={"compile_after_ms": 0})
+    for n in (50, 60, 70):
+        assert jitted(n) == list_build(n)
+    assert family_compiles(jitted) == 1
+    info = pijit.stats(jitted)
+    assert info["entries"][0]["fallback"].startswith("no array work")
+    assert len(pijit.cache.family(list_build.__code__)) == 1        # no outlined loop body
+
+
+def running_max_then_scale(a):
+    m = a[0]
+    for i in range(1, a.shape[0]):
+        if a[i] > m:
+            m = a[i]
+    return a / m
+
+
+def test_a_loop_whose_body_breaks_compiles_a_bounded_number_of_entries():
+    jitted = pijit.jit(running_max_then_scale, jit_config={"compile_after_ms": 0})
+    rng = np.random.default_rng(0)
+    for n in (200, 300, 400, 500, 600):
+        a = rng.random(n) + 0.1
+        np.testing.assert_array_equal(jitted(a), running_max_then_scale(a))
+    assert family_compiles(jitted) <= 6
+
+
+class FakeClock:
+    """A trial times its runs alternately, plain Python first: this clock makes each plain
+    run last `plain` seconds and each compiled run `compiled` (it is read twice a run)."""
+
+    def __init__(self, plain, compiled):
+        self.reads, self.now, self.durations = 0, 0.0, (plain, compiled)
+
+    def __call__(self):
+        if self.reads % 2:                          # the end of a timed run
+            self.now += self.durations[(self.reads // 2) % 2]
+        self.reads += 1
+        return self.now
+
+
+@pytest.mark.parametrize("plain_s, compiled_s, choice", [(1.0, 2.0, "plain"),
+                                                          (2.0, 1.0, "compiled")])
+def test_perf_statistics_keeps_the_faster_path(plain_s, compiled_s, choice):
+    def softmax(x):
+        e = np.exp(x - x.max())
+        return e / e.sum()
+
+    eval_frame.set_perf_clock(FakeClock(plain_s, compiled_s))
+    x = np.linspace(-1, 1, 1 << 17)        # big enough to compile at jit_level at once
+    jitted = pijit.jit(softmax, jit_config={"PERF_STATISTICS_COUNT": 2})
+    pijit.reset(jitted)                     # the code (and its cache) outlives one parameter
+    for _ in range(8):
+        np.testing.assert_array_equal(jitted(x), softmax(x))
+    entry = pijit.stats(jitted)["entries"][0]
+    assert entry["level"] == "O1"
+    assert entry["perf"] == {"compiled_s": compiled_s, "plain_s": plain_s, "choice": choice}
+    assert eval_frame.entry_stats(softmax.__code__)[0]["plain"] is (choice == "plain")
+
+
+def test_a_signature_compiles_once_its_plain_calls_took_compile_after_ms():
+    clock = [0.0]
+
+    def f(x):
+        return x * 2 + 1
+
+    def tick():
+        clock[0] += 0.004                   # every clock read: plain runs last 4 ms
+        return clock[0]
+    eval_frame.set_perf_clock(tick)
+    jitted = pijit.jit(f, jit_config={"compile_after_ms": 10, "perf_statistics": False})
+    x = np.ones(4)
+    for _ in range(3):                      # 4, 8, 12 ms of plain runs
+        np.testing.assert_array_equal(jitted(x), f(x))
+    assert pijit.stats(jitted)["compile_count"] == 0
+    assert pijit.stats(jitted)["deferred"] == 3
+    np.testing.assert_array_equal(jitted(x), f(x))
+    assert pijit.stats(jitted)["compile_count"] == 1
+    big = np.ones(10_000)                   # a call with big arrays compiles at once
+    np.testing.assert_array_equal(jitted(big), f(big))
+    assert pijit.stats(jitted)["compile_count"] == 2
+
+
+def test_a_small_graph_climbs_from_numpy_to_fused_kernels():
+    def chain(x):
+        return np.tanh(x * 0.5) * 2 + x * x
+    jitted = pijit.jit(chain, jit_config={"promote_after": 4, "perf_statistics": False,
+                                          "compile_after_ms": 0})
+    x = np.linspace(-2, 2, 100)
+    levels = []
+    for _ in range(6):
+        np.testing.assert_array_equal(jitted(x), chain(x))
+        levels.append(pijit.stats(jitted)["entries"][0]["level"])
+    assert levels == ["O0"] * 4 + ["O1"] * 2
+
+
+def test_a_big_graph_compiles_fused_at_once():
+    def chain(x):
+        return np.tanh(x * 0.5) * 2 + x * x
+    jitted = pijit.jit(chain, jit_config={"perf_statistics": False})
+    x = np.linspace(-2, 2, 1 << 17)
+    np.testing.assert_array_equal(jitted(x), chain(x))
+    assert pijit.stats(jitted)["entries"][0]["level"] == "O1"
+
+
+def test_adaptive_off_compiles_at_the_first_call_at_jit_level():
+    def chain(x):
+        return np.tanh(x * 0.5) * 2 + x * x
+    jitted = pijit.jit(chain, jit_config={"adaptive": False})
+    x = np.linspace(-2, 2, 100)
+    jitted(x)
+    entry = pijit.stats(jitted)["entries"][0]
+    assert entry["level"] == "O1" and entry["perf"] is None
+    assert eval_frame.entry_stats(chain.__code__)[0]["trial_left"] == 0

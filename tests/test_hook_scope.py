@@ -275,3 +275,27 @@ def test_import_in_a_subinterpreter_fails_cleanly(tmp_path):
     """, interpreters.__name__, result)
     assert status == 0, err
     assert out.strip() == "ImportError"
+
+
+def test_globals_of_a_dict_subclass_are_read_through_its_getitem():
+    """LOAD_GLOBAL reads a function's globals through __getitem__ when they are not an exact
+    dict (3.11-3.13); a guard on a global read them with a plain dict lookup, so it did not
+    see the value the function would."""
+    class Scaled(dict):
+        def __getitem__(self, key):
+            if key == "scale":
+                return self.factor
+            return dict.__getitem__(self, key)
+
+    ns = Scaled()
+    ns.factor = 2.0
+    exec("def f(x):\n    return x * scale\n", ns)
+    f = ns["f"]
+    state = eval_frame.mark(f.__code__)
+    eval_frame.add_entry(f.__code__, (("global", "scale"),), (("eq", 0, 2.0),),
+                         lambda x: "guarded on scale == 2.0")
+    jitted = eval_frame.Wrapper(f)
+    assert jitted(3.0) == "guarded on scale == 2.0"
+    ns.factor = 5.0
+    assert jitted(3.0) == 15.0 == f(3.0)          # the guard fails: plain Python
+    assert state.code is f.__code__

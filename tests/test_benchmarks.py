@@ -89,7 +89,10 @@ def test_a_variant_using_more_cores_is_marked(tiny_run):
     from benchmarks import report
     _, res, _ = tiny_run
     res = json.loads(json.dumps(res))
-    assert "not a 1-thread number" not in report.table(res)
+    # (A tiny run's one sample can read more CPU than wall time on a loaded machine.)
+    busy = any((v.get("cores") or 0) > report.BUSY for w in res["workloads"]
+               for v in w["variants"].values())
+    assert ("not a 1-thread number" in report.table(res)) == busy
     rec = res["workloads"][0]["variants"]["pijit"]
     rec["cores"] = report.BUSY + 0.3
     text = report.table(res)

@@ -219,8 +219,13 @@ def _jit_callee(rec, callee):
     """A user function whose call could not be inlined is jitted on its own, with the
     caller's options, so its own graphs (and breaks) are captured when residual code calls it."""
     code = callee.__code__
-    if cache.record(code) is None:
-        rec.children.append(cache.register(code, rec.config, None, None))
+    child = cache.record(code)
+    if child is None:
+        child = cache.register(code, rec.config, None, None)
+    # Owned here too: a record another jitted function made (and owns) dies with it, which
+    # the garbage collector may decide in the middle of this function's calls.
+    if not any(c is child for c in rec.children):
+        rec.children.append(child)
     rec.callees[id(code)] = code
 
 

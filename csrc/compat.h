@@ -146,10 +146,31 @@ pj_py_recursion_remaining(PyThreadState *ts)
 #endif
 }
 
+/* C recursion this thread may still use, as a fraction of what it starts with: 1 when
+ * only the C stack bounds it (3.11).  From 3.12 every frame a C call evaluates (each one
+ * while a PEP 523 hook is installed, which stops the interpreter inlining Python calls)
+ * costs two units of a fixed budget (3.12: C_RECURSION_LIMIT, 1500; 3.13:
+ * Py_C_RECURSION_LIMIT, 10000), far below sys.getrecursionlimit(). */
+static inline double
+pj_c_recursion_left(PyThreadState *ts)
+{
+#if PJ_PY313
+    return (double)ts->c_recursion_remaining / Py_C_RECURSION_LIMIT;
+#elif PJ_PY312
+    return (double)ts->c_recursion_remaining / C_RECURSION_LIMIT;
+#else
+    (void)ts;
+    return 1.0;
+#endif
+}
+
 /* Is a line tracer or debugger watching `code`?  sys.settrace sets c_tracefunc on every
  * version; from 3.12 sys.monitoring can ask for line, instruction, jump and branch
- * events globally or for one code (coverage's sysmon core, debuggers).  Profilers
- * (sys.setprofile, cProfile) ask only for call and return events and are not tracers. */
+ * events globally or for one code (coverage's sysmon core, debuggers).  Such a tool may
+ * ask for PY_START alone globally and turn line events on for a code when it first sees
+ * it start, which a frame the hook answers never does: a tool other than a profiler
+ * watching PY_START is a tracer too.  Profilers (sys.setprofile, cProfile, the
+ * PROFILER_ID tool) ask only for call and return events and are not tracers. */
 static inline int
 pj_traced(PyThreadState *ts, PyCodeObject *code)
 {
@@ -166,6 +187,9 @@ pj_traced(PyThreadState *ts, PyCodeObject *code)
         if (local != NULL && local->local_monitors.tools[events[i]])
             return 1;
     }
+    if (g->tools[PY_MONITORING_EVENT_PY_START] & ~((1 << PY_MONITORING_PROFILER_ID) |
+                                                   (1 << PY_MONITORING_SYS_PROFILE_ID)))
+        return 1;
 #else
     (void)code;
 #endif

@@ -13,8 +13,9 @@
  * C stack.  While any hook is installed the interpreter stops inlining Python-to-Python
  * calls, so every Python call recurses in C.  A recursion that plain Python runs inline
  * (up to sys.getrecursionlimit()) would then overflow the C stack long before the limit.
- * So when this thread's C stack runs low, the hook evaluates the frame with the hook
- * removed: its calls are inlined again and the recursion ends as in plain Python.  (Other
+ * So when this thread's C stack runs low (or, from 3.12, its C recursion budget: compat.h),
+ * the hook evaluates the frame with the hook removed: its calls are inlined again and the
+ * recursion ends as in plain Python.  (Other
  * threads' jitted calls run plain meanwhile; that costs speed, never correctness.)  What
  * recurses through C anyway (a jitted function calling itself through its Wrapper) raises
  * RecursionError before the stack is exhausted, as CPython 3.12's C recursion limit does.
@@ -254,7 +255,8 @@ call_with_slots(PyObject *fn, _PyInterpreterFrame *frame, Py_ssize_t n)
 static inline int
 too_deep_to_compile(PyThreadState *ts)
 {
-    return pj_py_recursion_remaining(ts) < 200 || stack_left() < 2 * stack_soft_limit();
+    return pj_py_recursion_remaining(ts) < 200 || stack_left() < 2 * stack_soft_limit()
+        || pj_c_recursion_left(ts) < 0.5;
 }
 
 /* Cache miss of a CANDIDATE/CALLABLE code: ask the Python callback. */
@@ -367,7 +369,7 @@ static PyObject *
 pijit_hook(PyThreadState *ts, _PyInterpreterFrame *frame, int throwflag)
 {
     /* Every thread's frames pass here while any thread is inside a jitted call. */
-    if (stack_left() < stack_soft_limit())
+    if (stack_left() < stack_soft_limit() || pj_c_recursion_left(ts) < 0.25)
         return eval_unhooked(ts, frame, throwflag);
     if (tls.depth == 0 || tls.compiling || throwflag || !jit_enabled)
         return eval_plain(ts, frame, throwflag);

@@ -100,7 +100,9 @@ def test_plain_recursion_in_another_thread_while_a_jitted_call_runs():
 def test_jitted_recursion_through_its_wrapper_raises_recursion_error():
     """A jitted function calling itself recurses through its C Wrapper on every level, as
     under any C decorator: past what the C stack holds it raises RecursionError (CPython
-    3.12's C recursion limit does the same), never a segfault."""
+    3.12's C recursion limit does the same), never a segfault. (3.12.1's C recursion budget
+    lets any recursion through a C callable, functools.lru_cache's too, go about 500
+    levels deep; 400 jitted levels fit.)"""
     status, out, err = run_script("""
         import sys, pijit
         sys.setrecursionlimit(100000)
@@ -109,14 +111,14 @@ def test_jitted_recursion_through_its_wrapper_raises_recursion_error():
         def g(n):
             return 0 if n == 0 else 1 + g(n - 1)
 
-        print(g(500))
+        print(g(400))
         try:
             g(90000)
         except RecursionError as e:
             print("RecursionError")
     """)
     assert status == 0, err
-    assert out.split() == ["500", "RecursionError"]
+    assert out.split() == ["400", "RecursionError"]
 
 
 def test_first_call_near_the_recursion_limit_compiles_later():

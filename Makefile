@@ -33,5 +33,5 @@ asan:
 	exit $$status
 
 clean:
-	rm -rf build dist *.egg-info pijit/_C.c pijit/_C.o pijit/_C*.so pijit/backends/cfused/kernel_prelude.h.gch .pytest_cache
+	rm -rf build dist *.egg-info pijit/_C.c pijit/_C.o pijit/_C*.so pijit/backends/cfused/pch .pytest_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

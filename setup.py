@@ -28,13 +28,12 @@ class BuildExtWithKernelHeader(build_ext):
         import numpy
         toolchain = _toolchain()
         pkg = os.path.dirname(self.get_ext_fullpath("pijit._C"))
-        out_dir = os.path.join(pkg, "backends", "cfused")
-        os.makedirs(out_dir, exist_ok=True)
-        header = os.path.join(out_dir, os.path.basename(toolchain.HEADER))
-        if os.path.abspath(header) != toolchain.HEADER:
-            self.copy_file(toolchain.HEADER, header)
-        cmd = toolchain.pch_command(numpy.get_include(), out_dir)
-        cmd[cmd.index(toolchain.HEADER)] = header
+        # PCH_HEADER's place in the package being built (the tree itself when editable)
+        header = os.path.join(pkg, os.path.relpath(toolchain.PCH_HEADER,
+                                                   os.path.join(_HERE, "pijit")))
+        os.makedirs(os.path.dirname(header), exist_ok=True)
+        self.copy_file(toolchain.HEADER, header)
+        cmd = toolchain.pch_command(numpy.get_include(), header)
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             self.warn("pijit: no precompiled kernel header (kernels compile slower): "

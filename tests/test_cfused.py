@@ -944,16 +944,16 @@ def test_cache_limit_setting_is_checked(monkeypatch, caplog):
 
 def test_precompiled_header_is_used_and_a_damaged_one_is_survived(tmp_path, monkeypatch, caplog):
     from pijit.backends.cfused import toolchain
-    gch = toolchain.HEADER + ".gch"
+    gch = toolchain.PCH_HEADER + ".gch"
     if not os.path.exists(gch):
         pytest.skip("no precompiled header (built by setup.py build_ext)")
-    assert toolchain.pch_flags() == ["-include", toolchain.HEADER]
+    assert toolchain.pch_flags() == ["-include", toolchain.PCH_HEADER]
     # a truncated .gch is fatal for gcc (one for other flags is ignored): compile without it
     damaged = tmp_path / "kernel_prelude.h"
     damaged.write_text(open(toolchain.HEADER).read())
     with open(gch, "rb") as f:
         (tmp_path / "kernel_prelude.h.gch").write_bytes(f.read(4096))
-    monkeypatch.setattr(toolchain, "HEADER", str(damaged))
+    monkeypatch.setattr(toolchain, "PCH_HEADER", str(damaged))
     monkeypatch.setattr(build, "_loaded", {})
     monkeypatch.setenv("PIJIT_CACHE_DIR", str(tmp_path / "cache"))
     with caplog.at_level(logging.WARNING, logger="pijit.kernels"):

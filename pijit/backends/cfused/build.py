@@ -210,7 +210,7 @@ def _build(source: str, name: str, target: str, openmp: bool, cc: list, deadline
         if error is not None and pch:
             # gcc ignores a .gch made for other flags, but stops at a damaged one
             log.warning("compiling %s with the precompiled header %s failed; compiling "
-                        "without it", name, toolchain.HEADER + ".gch")
+                        "without it", name, toolchain.PCH_HEADER + ".gch")
             error = _compile(cc, source, c_path, so_tmp, openmp, [], parts, deadline)
         if error is not None:
             raise BuildError(error)

@@ -14,6 +14,7 @@ costs time, never correctness.
 from __future__ import annotations
 
 import os
+import sys
 import sysconfig
 
 CC = "gcc"          # the compiler of the precompiled header (install time)
@@ -30,22 +31,29 @@ HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_prelud
 # The table of routines compiled once in pijit._C that kernels call (csrc/kernel_support.c).
 SUPPORT_HEADER = os.path.join(os.path.dirname(HEADER), "kernel_support.h")
 
+# The copy of HEADER whose .gch kernels use: one per interpreter (pch/cpython-312/...), since
+# gcc takes a .gch made from another version's Python.h without a word (it checks flags and
+# macros, not which headers the include path finds) when several are installed from one tree.
+PCH_HEADER = os.path.join(os.path.dirname(HEADER), "pch", sys.implementation.cache_tag,
+                          os.path.basename(HEADER))
+
 
 def include_dirs(numpy_include: str) -> list:
     return ["-I", sysconfig.get_paths()["include"], "-I", numpy_include,
             "-I", os.path.dirname(SUPPORT_HEADER)]
 
 
-def pch_command(numpy_include: str, out_dir: str) -> list:
-    """gcc command writing the precompiled HEADER into out_dir (beside a copy of HEADER)."""
+def pch_command(numpy_include: str, header: str) -> list:
+    """gcc command precompiling HEADER into header + ".gch" (`header`: where PCH_HEADER is in
+    the package being built, a copy of HEADER)."""
     return [CC, *CFLAGS, *include_dirs(numpy_include), "-x", "c-header", HEADER,
-            "-o", os.path.join(out_dir, os.path.basename(HEADER) + ".gch")]
+            "-o", header + ".gch"]
 
 
 def pch_flags() -> list:
     """Flags that make gcc use the precompiled header when it was built (install time)."""
-    if os.path.exists(HEADER + ".gch"):
-        return ["-include", HEADER]
+    if os.path.exists(PCH_HEADER + ".gch"):
+        return ["-include", PCH_HEADER]
     return []
 
 

@@ -39,6 +39,15 @@ def copy_instructions(items, retarget: dict):
     return out, labels
 
 
+def copy_handlers(instrs, handlers, retarget: dict):
+    """Copy the handler blocks (first, last positions) that a copied span's try blocks jump
+    to (inlined comprehensions' cleanup handlers, flow.cleanup_handlers): (the copies, to
+    place after the span's last instruction, {original label: copied label} for copying the
+    span)."""
+    items = [item for first, last in handlers for item in instrs[first:last + 1]]
+    return copy_instructions(items, retarget)
+
+
 def line_at(instrs, pos, default) -> int:
     """The user's line of the first instruction at or after `pos`."""
     for item in instrs[pos:]:

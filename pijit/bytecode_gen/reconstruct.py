@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from bytecode import FreeVar, Instr
 
+from pijit.bytecode_gen import forms
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.sources import (AttrSource, CellSource, ConstSource, DictItemSource,
                                    GlobalSource, ItemSource, LocalSource)
 from pijit.capture.values import (ConstValue, DictValue, FunctionValue, GraphValue,
                                   IteratorValue, ListValue, MethodValue, NullValue, SliceValue,
-                                  TupleValue)
+                                  TruthValue, TupleValue)
 
 OUT_NAME = "__pijit_out{}"
 TEMP_NAME = "__pijit_tmp{}"
@@ -28,7 +29,7 @@ def emit_load(source, lineno) -> list:
     if isinstance(source, CellSource):
         return [Instr("LOAD_DEREF", FreeVar(source.var), lineno=lineno)]
     if isinstance(source, AttrSource):
-        return emit_load(source.base, lineno) + [Instr("LOAD_ATTR", source.attr, lineno=lineno)]
+        return emit_load(source.base, lineno) + [forms.load_attr(source.attr, lineno=lineno)]
     if isinstance(source, ItemSource):
         return emit_load(source.base, lineno) + [Instr("LOAD_CONST", source.index, lineno=lineno),
                                                  Instr("BINARY_SUBSCR", lineno=lineno)]
@@ -67,6 +68,8 @@ def _children(value):
         return (value.start, value.stop, value.step)
     if isinstance(value, MethodValue):
         return (value.obj,)
+    if isinstance(value, TruthValue):
+        return (value.value,)
     if isinstance(value, IteratorValue):
         if value.origin is not None:
             return (value.origin,)
@@ -95,13 +98,15 @@ class Emitter:
             return [Instr("LOAD_CONST", value.value, lineno=at)]
         if isinstance(value, NullValue):
             return [Instr("PUSH_NULL", lineno=at)]
+        if isinstance(value, TruthValue):
+            return self.emit(value.value) + [Instr("TO_BOOL", lineno=at)]
         if isinstance(value, TupleValue):
             return self._items(value.items) + [Instr("BUILD_TUPLE", len(value.items), lineno=at)]
         if isinstance(value, SliceValue):
             return self._items([value.start, value.stop, value.step]) + \
                 [Instr("BUILD_SLICE", 3, lineno=at)]
         if isinstance(value, MethodValue):
-            return self.emit(value.obj) + [Instr("LOAD_ATTR", value.name, lineno=at)]
+            return self.emit(value.obj) + [forms.load_attr(value.name, lineno=at)]
         if isinstance(value, (ListValue, DictValue)):
             return self._mutable(value)
         if isinstance(value, FunctionValue) and not value.closure:
@@ -124,18 +129,15 @@ class Emitter:
         if value.kwdefaults is not None:
             code += self.emit(value.kwdefaults)
             flags |= 0x02
-        return code + [Instr("LOAD_CONST", value.code, lineno=at),
-                       Instr("MAKE_FUNCTION", flags, lineno=at)]
+        return code + [Instr("LOAD_CONST", value.code, lineno=at)] + \
+            forms.make_function(flags, lineno=at)
 
     def _call(self, fn, args, kwargs) -> list:
         """Call fn again (zip, enumerate, ...: a fresh iterator, as the original code makes)."""
         at = self.lineno
-        code = [Instr("PUSH_NULL", lineno=at), Instr("LOAD_CONST", fn, lineno=at)]
-        code += self._items(list(args) + list(kwargs.values()))
-        if kwargs:
-            code.append(Instr("KW_NAMES", tuple(kwargs), lineno=at))
-        n = len(args) + len(kwargs)
-        return code + [Instr("PRECALL", n, lineno=at), Instr("CALL", n, lineno=at)]
+        return forms.call([Instr("LOAD_CONST", fn, lineno=at)],
+                          [self.emit(v) for v in list(args) + list(kwargs.values())],
+                          tuple(kwargs), lineno=at)
 
     def _items(self, items) -> list:
         return [i for v in items for i in self.emit(v)]

@@ -13,7 +13,8 @@ import types
 
 from bytecode import Instr, Label
 
-from pijit.bytecode_gen.copy import assemble, copy_instructions, line_at, prologue
+from pijit.bytecode_gen.copy import (assemble, copy_handlers, copy_instructions, line_at,
+                                     prologue)
 
 STACK_NAME = "__pijit_s{}"
 
@@ -52,7 +53,8 @@ def build_loop_body(func, instrs: list, body) -> types.CodeType:
     epilogue = Label()
     head = instrs[body.head]
     span = instrs[body.start:body.end + 1]
-    copied, _ = copy_instructions(span, {head: epilogue})
+    handlers, labels = copy_handlers(instrs, body.handlers, {head: epilogue})
+    copied, _ = copy_instructions(span, {head: epilogue, **labels})
     for i, item in enumerate(copied):
         if isinstance(item, Instr) and item.arg is epilogue and item.name == "JUMP_BACKWARD":
             copied[i] = Instr("JUMP_FORWARD", epilogue, location=item.location)
@@ -63,7 +65,7 @@ def build_loop_body(func, instrs: list, body) -> types.CodeType:
     tail = [epilogue] + [Instr("LOAD_FAST", name, lineno=lineno) for name in body.outs] + \
         [Instr("BUILD_TUPLE", len(body.outs), lineno=lineno), Instr("RETURN_VALUE", lineno=lineno)]
     argnames = [STACK_NAME.format(0)] + list(body.params)
-    return assemble(prefix + copied + tail, code, argnames,
+    return assemble(prefix + copied + tail + handlers, code, argnames,
                     _identifier(f"__loop_body_{code.co_name}_at_{lineno}"),
                     f"{code.co_qualname}.<loop body at line {lineno}>")
 

@@ -14,12 +14,16 @@ import builtins
 import inspect
 import types
 
-from bytecode import Bytecode, FreeVar, Instr, Label, TryBegin, TryEnd
+from bytecode import Instr, Label, TryBegin, TryEnd
 
 from pijit._compat import arg_slot_count
-from pijit.bytecode_gen.copy import assemble, copy_instructions, line_at, prologue
+from pijit.bytecode_gen import forms
+from pijit.bytecode_gen.copy import (assemble, copy_handlers, copy_instructions, line_at,
+                                     prologue)
 from pijit.bytecode_gen.reconstruct import OUT_NAME, Emitter, emit_load
 from pijit.bytecode_gen.resume import STACK_NAME
+from pijit.capture.flow import LOCAL_ACCESS
+from pijit.capture.instructions import read_instructions
 
 
 def build_transformed(func, capture, graph_fn, out_index: dict, resume_code_for,
@@ -76,7 +80,7 @@ def _inline_graph(graph_fn, input_sources, lineno):
             code.co_argcount != len(input_sources) or code.co_flags & (
                 inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR):
         return None
-    items = list(Bytecode.from_code(code))
+    items = read_instructions(code)
     if any(isinstance(i, (TryBegin, TryEnd)) for i in items):
         return None
     env = graph_fn.__globals__
@@ -91,7 +95,7 @@ def _inline_graph(graph_fn, input_sources, lineno):
             out.append(item)
         elif item.name == "RESUME":
             continue
-        elif item.name in ("LOAD_FAST", "STORE_FAST", "DELETE_FAST"):
+        elif item.name in LOCAL_ACCESS:
             out.append(Instr(item.name, _GRAPH_LOCAL.format(item.arg), location=item.location))
         elif item.name == "LOAD_GLOBAL":
             push_null, name = item.arg
@@ -101,9 +105,11 @@ def _inline_graph(graph_fn, input_sources, lineno):
                 value = getattr(builtins, name)
             else:
                 return None
-            if push_null:
-                out.append(Instr("PUSH_NULL", location=item.location))
-            out.append(Instr("LOAD_CONST", value, location=item.location))
+            load = [Instr("LOAD_CONST", value, location=item.location)]
+            out += forms.with_null(load, lineno=item.lineno) if push_null else load
+        elif item.name == "RETURN_CONST":
+            out += [Instr("LOAD_CONST", item.arg, location=item.location),
+                    Instr("JUMP_FORWARD", end, location=item.location)]
         elif item.name == "RETURN_VALUE":
             out.append(Instr("JUMP_FORWARD", end, location=item.location))
         elif item.name in ("LOAD_NAME", "STORE_GLOBAL", "LOAD_DEREF", "STORE_NAME"):
@@ -114,11 +120,8 @@ def _inline_graph(graph_fn, input_sources, lineno):
 
 
 def _call_graph(graph_fn, input_sources, lineno) -> list:
-    instrs = [Instr("PUSH_NULL", lineno=lineno), Instr("LOAD_CONST", graph_fn, lineno=lineno)]
-    for source in input_sources:
-        instrs += emit_load(source, lineno)
-    k = len(input_sources)
-    return instrs + [Instr("PRECALL", k, lineno=lineno), Instr("CALL", k, lineno=lineno)]
+    return forms.call([Instr("LOAD_CONST", graph_fn, lineno=lineno)],
+                      [emit_load(source, lineno) for source in input_sources], lineno=lineno)
 
 
 def _residual(original: list, bp, code, resume_code_for, body_code_for) -> list:
@@ -128,24 +131,25 @@ def _residual(original: list, bp, code, resume_code_for, body_code_for) -> list:
     exit_labels = {pos: Label() for pos, _, _ in bp.exits}
     retarget = {label: exit_labels[pos] for label, pos in label_pos.items() if pos in exit_labels}
     at = line_at(original, bp.start, code.co_firstlineno)
+    handlers, labels = copy_handlers(original, bp.handlers, retarget)
+    retarget = {**retarget, **labels}
     out = []
     body = bp.body if body_code_for is not None else None
+    span, _ = copy_instructions(original[bp.start:bp.end + 1], retarget)
     if body is None:
-        span, _ = copy_instructions(original[bp.start:bp.end + 1], retarget)
         out += span
     else:
         out += _make_function(body_code_for(body), code, at)
         out.append(Instr("STORE_FAST", BODY_NAME, lineno=at))
-        before, labels = copy_instructions(original[bp.start:body.start], retarget)
-        # The jump back to the loop head must reach the head's copy in `before`.
-        after, _ = copy_instructions(original[body.end + 1:bp.end + 1], {**retarget, **labels})
-        out += before + _call_body(body, at) + after
+        # The copy with the loop body's instructions replaced by the call of its function.
+        out += span[:body.start - bp.start] + _call_body(body, at) + \
+            span[body.end + 1 - bp.start:]
     # The fall-through exit (if any) comes first: control reaches it from the span's end.
     exits = sorted(bp.exits, key=lambda e: e[0] != bp.end + 1)
     for pos, depth, live in exits:
         out.append(exit_labels[pos])
         out += _call_resume(resume_code_for(pos, depth, live), depth, live, code, original, pos)
-    return out
+    return out + handlers
 
 
 BODY_NAME = "__pijit_body"
@@ -154,12 +158,11 @@ ITEM_NAME = "__pijit_item"
 
 def _call_body(body, at) -> list:
     """One iteration: the loop item is on the stack; call the body, store what it returns."""
-    out = [Instr("STORE_FAST", ITEM_NAME, lineno=at), Instr("PUSH_NULL", lineno=at),
-           Instr("LOAD_FAST", BODY_NAME, lineno=at), Instr("LOAD_FAST", ITEM_NAME, lineno=at)]
-    out += [Instr("LOAD_FAST", name, lineno=at) for name in body.params]
-    n = len(body.params) + 1
-    out += [Instr("PRECALL", n, lineno=at), Instr("CALL", n, lineno=at),
-            Instr("UNPACK_SEQUENCE", len(body.outs), lineno=at)]
+    out = [Instr("STORE_FAST", ITEM_NAME, lineno=at)]
+    out += forms.call([Instr("LOAD_FAST", BODY_NAME, lineno=at)],
+                      [[Instr("LOAD_FAST", name, lineno=at)]
+                       for name in (ITEM_NAME, *body.params)], lineno=at)
+    out.append(Instr("UNPACK_SEQUENCE", len(body.outs), lineno=at))
     return out + [Instr("STORE_FAST", name, lineno=at) for name in body.outs]
 
 
@@ -167,10 +170,10 @@ def _make_function(new_code, code, at) -> list:
     """Push a function of `new_code` made with this frame's globals and closure."""
     out, flags = [], 0
     if code.co_freevars:
-        out += [Instr("LOAD_CLOSURE", FreeVar(name), lineno=at) for name in code.co_freevars]
+        out += [forms.load_cell(name, lineno=at) for name in code.co_freevars]
         out.append(Instr("BUILD_TUPLE", len(code.co_freevars), lineno=at))
         flags = 0x08
-    return out + [Instr("LOAD_CONST", new_code, lineno=at), Instr("MAKE_FUNCTION", flags, lineno=at)]
+    return out + [Instr("LOAD_CONST", new_code, lineno=at)] + forms.make_function(flags, lineno=at)
 
 
 def _call_resume(resume_code, depth, live, code, original, pos) -> list:
@@ -178,10 +181,9 @@ def _call_resume(resume_code, depth, live, code, original, pos) -> list:
     and globals) and return what it returns."""
     at = line_at(original, pos, code.co_firstlineno)
     out = [Instr("STORE_FAST", STACK_NAME.format(i), lineno=at) for i in reversed(range(depth))]
-    out.append(Instr("PUSH_NULL", lineno=at))
-    out += _make_function(resume_code, code, at)
-    args = [STACK_NAME.format(i) for i in range(depth)] + list(live)
-    out += [Instr("LOAD_FAST", name, lineno=at) for name in args]
-    out += [Instr("PRECALL", len(args), lineno=at), Instr("CALL", len(args), lineno=at),
-            Instr("RETURN_VALUE", lineno=at)]
-    return out
+    # A live local may be unbound on the path taken (assigned only on another path through
+    # the span): the checked load raises UnboundLocalError there, as 3.11's LOAD_FAST does.
+    args = [[Instr("LOAD_FAST", STACK_NAME.format(i), lineno=at)] for i in range(depth)] + \
+        [[forms.load_checked(name, lineno=at)] for name in live]
+    out += forms.call(_make_function(resume_code, code, at), args, lineno=at)
+    return out + [Instr("RETURN_VALUE", lineno=at)]

@@ -9,12 +9,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from bytecode import Instr, Label, TryBegin, TryEnd
+from bytecode import Instr, Label, SetLineno, TryBegin, TryEnd
 
-TERMINATORS = frozenset({"RETURN_VALUE", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD",
-                         "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_NO_INTERRUPT"})
-LOCAL_USES = frozenset({"LOAD_FAST", "LOAD_FAST_CHECK", "DELETE_FAST"})
-LOCAL_DEFS = frozenset({"STORE_FAST", "DELETE_FAST"})
+from pijit import _compat
+
+TERMINATORS = _compat.RETURNS | {"RAISE_VARARGS", "RERAISE", "JUMP_FORWARD", "JUMP_BACKWARD",
+                                 "JUMP_BACKWARD_NO_INTERRUPT", "JUMP_NO_INTERRUPT"}
+# Instructions reading ("use") or binding ("def") the fast local they name, in the order
+# they do it. DELETE_FAST needs the name bound; 3.12's LOAD_FAST_AND_CLEAR (an inlined
+# comprehension saving a local it reuses) reads it, maybe unbound, then unbinds it.
+LOCAL_ACCESS = {
+    "LOAD_FAST": ("use",), "LOAD_FAST_CHECK": ("use",), "STORE_FAST": ("def",),
+    "DELETE_FAST": ("use", "def"), "LOAD_FAST_AND_CLEAR": ("use", "def"),
+}
+# What 3.12+ puts between an inlined comprehension's GET_ITER and its FOR_ITER (PEP 709):
+# the locals it saves, the try block that restores them on an exception, the new list,
+# set or dict.
+_COMPREHENSION_PREFIX = frozenset({"LOAD_FAST_AND_CLEAR", "SWAP", "BUILD_LIST", "BUILD_SET",
+                                   "BUILD_MAP"})
+# A handler that only restores the locals an inlined comprehension saved, and re-raises.
+_CLEANUP_HANDLER = frozenset({"SWAP", "POP_TOP", "STORE_FAST"})
 
 
 @dataclass(frozen=True)
@@ -28,12 +42,14 @@ class Loop:
 class LoopBody:
     """A `for` loop body outlined as a function: positions [start, end] (after FOR_ITER, up
     to the JUMP_BACKWARD), the loop head's label position, the locals it reads (params) and
-    the locals it assigns that are live at the head (outs, returned each iteration)."""
+    the locals it assigns that are live at the head (outs, returned each iteration), and
+    the handlers of the inlined comprehensions in it (Flow.cleanup_handlers)."""
     head: int
     start: int
     end: int
     params: tuple
     outs: tuple
+    handlers: tuple = ()
 
 
 class Flow:
@@ -42,6 +58,8 @@ class Flow:
     def __init__(self, instrs: list):
         self.instrs = instrs
         self.label_pos = {item: pos for pos, item in enumerate(instrs) if isinstance(item, Label)}
+        self._cleanup = {}          # id(TryBegin) -> its cleanup handler's positions, or None
+        self._comprehension_saves = {}  # GET_ITER position -> the locals the loop saves (3.12)
 
     # -- successors ----------------------------------------------------------------------
     @cached_property
@@ -72,14 +90,17 @@ class Flow:
     def loops(self) -> list:
         """Loops from backward jumps, widened to include a for loop's GET_ITER; and every
         `for` statement from its GET_ITER to its exit, even one whose body never jumps back
-        (it returns), since its iterator lives on the stack throughout."""
+        (it returns), since its iterator lives on the stack throughout. From 3.12 a `for`
+        ends after the END_FOR (3.13: END_FOR, POP_TOP) that its exhausted FOR_ITER jumps
+        past, and an inlined comprehension after the stores restoring the locals it saved:
+        a break inside either never resumes in the middle."""
         found = []
         for pos, item in enumerate(self.instrs):
             if isinstance(item, Instr) and item.name == "FOR_ITER":
-                prev = self._prev_instr(pos)
-                exit_pos = self.label_pos[item.arg]
-                if prev is not None and self.instrs[prev].name == "GET_ITER":
-                    found.append(Loop(prev, exit_pos - 1))
+                get_iter, saved = self._for_start(pos)
+                if get_iter is not None:
+                    found.append(Loop(get_iter, self._for_end(pos, saved)))
+                    self._comprehension_saves[get_iter] = saved
             if isinstance(item, Instr) and item.has_jump() and "BACKWARD" in item.name:
                 start = self.label_pos[item.arg]
                 head = self._next_instr(start)
@@ -89,6 +110,43 @@ class Flow:
                         start = prev
                 found.append(Loop(start, pos))
         return found
+
+    def _for_start(self, for_iter: int) -> tuple:
+        """(position of the GET_ITER of the FOR_ITER at `for_iter`, the locals an inlined
+        comprehension saves before its loop), or (None, ()) when there is none."""
+        saved = []
+        for pos in range(for_iter - 1, -1, -1):
+            item = self.instrs[pos]
+            if not isinstance(item, Instr):
+                continue
+            if item.name == "GET_ITER":
+                return pos, tuple(saved)
+            if item.name not in _COMPREHENSION_PREFIX:
+                return None, ()
+            if item.name == "LOAD_FAST_AND_CLEAR":
+                saved.append(item.arg)
+        return None, ()
+
+    def _for_end(self, for_iter: int, saved: tuple) -> int:
+        """The last position of the `for` loop (or inlined comprehension) whose FOR_ITER is
+        at `for_iter` and which saved the locals `saved`."""
+        exit_pos = self.label_pos[self.instrs[for_iter].arg]
+        end = exit_pos - 1
+        expected = list(_compat.BYTECODE.for_iter_exit)
+        pending = set(saved)
+        for pos in range(exit_pos + 1, len(self.instrs)):
+            item = self.instrs[pos]
+            if isinstance(item, SetLineno):
+                continue
+            if isinstance(item, Instr) and expected:
+                if item.name != expected.pop(0):
+                    raise AssertionError(f"{item.name} after an exhausted FOR_ITER")
+            elif isinstance(item, Instr) and pending and item.name in ("SWAP", "STORE_FAST"):
+                pending.discard(item.arg)
+            elif not (isinstance(item, TryEnd) and pending):
+                break
+            end = pos
+        return end
 
     def outermost_loop(self, pos: int) -> Loop | None:
         """The widest span of overlapping loops that contains `pos`, if any."""
@@ -145,6 +203,21 @@ class Flow:
             if pos >= len(self.instrs):
                 return None
 
+    def null_slots(self, pos: int, depth: int) -> list:
+        """The stack slots (from depth `depth`) where the instruction at `pos` may push a
+        NULL: beside a callable (PUSH_NULL, 3.11's LOAD_METHOD; LOAD_GLOBAL, and 3.12's
+        LOAD_ATTR and LOAD_SUPER_ATTR, with their low bit), or for a local an inlined
+        comprehension saves unbound (LOAD_FAST_AND_CLEAR)."""
+        item = self.instrs[pos]
+        if not isinstance(item, Instr):
+            return []
+        low_bit = isinstance(item.arg, tuple) and item.arg[0] is True and \
+            item.name in ("LOAD_GLOBAL", "LOAD_ATTR", "LOAD_SUPER_ATTR")
+        if not (low_bit or item.name in ("PUSH_NULL", "LOAD_METHOD", "LOAD_FAST_AND_CLEAR")):
+            return []
+        pre, post = item.pre_and_post_stack_effect()
+        return list(range(depth + pre, depth + pre + post))
+
     def absorb_simple(self, end: int) -> int:
         """Extend a span over the POP_TOP/STORE_FAST that consume its result, so the resume
         function does not receive a value it would only drop or rename."""
@@ -173,17 +246,7 @@ class Flow:
         """For each position, the local names read before being written on some path."""
         n = len(self.instrs)
         live = [frozenset()] * (n + 1)
-        uses, defs = [], []
-        for item in self.instrs:
-            u = d = frozenset()
-            if isinstance(item, Instr):
-                name = _local_name(item)
-                if item.name in LOCAL_USES:       # DELETE_FAST needs the name bound
-                    u = frozenset((name,))
-                if item.name in LOCAL_DEFS:
-                    d = frozenset((name,))
-            uses.append(u)
-            defs.append(d)
+        uses, defs = zip(*map(_uses_defs, self.instrs)) if self.instrs else ((), ())
         succ = self.successors
         changed = True
         while changed:
@@ -239,17 +302,19 @@ class Flow:
             return None
         head_label = self._next_label(loop.start)
         for_iter = self._next_instr(loop.start + 1)
-        if head_label is None or instrs[for_iter].name != "FOR_ITER":
+        if head_label is None or instrs[for_iter].name != "FOR_ITER" or \
+                self._for_end(for_iter, ()) != loop.end:
             return None
-        start, end = for_iter + 1, loop.end - 1
-        if not isinstance(instrs[loop.end], Instr) or instrs[loop.end].name != "JUMP_BACKWARD":
+        jump = self._prev_instr(self.label_pos[instrs[for_iter].arg])
+        if instrs[jump].name != "JUMP_BACKWARD":
             return None
+        start, end = for_iter + 1, jump - 1
         for pos in range(start, end + 1):
             item = instrs[pos]
-            if isinstance(item, (TryBegin, TryEnd)):
+            if self.user_try(item):
                 return None
             if isinstance(item, Instr):
-                if item.name in ("RETURN_VALUE", "YIELD_VALUE"):
+                if item.name in _compat.RETURNS or item.name == "YIELD_VALUE":
                     return None
                 if item.has_jump():
                     target = self.label_pos[item.arg]
@@ -257,11 +322,30 @@ class Flow:
                         return None
                     if target == head_label and item.name != "JUMP_BACKWARD":
                         return None
-        outs = tuple(sorted(self.assigned_in(start, end) & self.live_in[head_label]))
-        params = self._body_live(start, end, head_label, set(outs))
+        # A local unbound here that only the body's inlined comprehensions use (saving and
+        # restoring it) stays unbound through every iteration: neither passed nor returned.
+        unbound = self._saved_only(start, end) - bound
+        outs = tuple(sorted(self.assigned_in(start, end) & self.live_in[head_label] - unbound))
+        params = self._body_live(start, end, head_label, set(outs)) - unbound
         if not params <= bound:
             return None
-        return LoopBody(head_label, start, end, tuple(sorted(params)), outs)
+        return LoopBody(head_label, start, end, tuple(sorted(params)), outs,
+                        tuple(self.cleanup_handlers(start, end)))
+
+    def _saved_only(self, start: int, end: int) -> set:
+        """Locals that inlined comprehensions in [start, end] save and restore, and that
+        nothing else there stores (their value after the span is the one before)."""
+        saved, inside = set(), set()
+        for loop in self.loops:
+            names = self._comprehension_saves.get(loop.start, ())
+            if start <= loop.start and loop.end <= end and names:
+                saved.update(names)
+                inside.update(range(loop.start, loop.end + 1))
+        for pos in range(start, end + 1):
+            item = self.instrs[pos]
+            if pos not in inside and isinstance(item, Instr) and item.name == "STORE_FAST":
+                saved.discard(item.arg)
+        return saved
 
     def _next_label(self, pos):
         for p in range(pos, len(self.instrs)):
@@ -286,13 +370,7 @@ class Flow:
                 out = frozenset()
                 for s in succ:
                     out |= exit_live if (s == head or s > end) else live[s]
-                uses = defs = frozenset()
-                if isinstance(item, Instr):
-                    name = _local_name(item)
-                    if item.name in LOCAL_USES:
-                        uses = frozenset((name,))
-                    if item.name in LOCAL_DEFS:
-                        defs = frozenset((name,))
+                uses, defs = _uses_defs(item)
                 new = uses | (out - defs)
                 if new != live[pos]:
                     live[pos] = new
@@ -300,9 +378,66 @@ class Flow:
         return set(live[start])
 
     def contains_try(self, start: int, end: int) -> bool:
-        return any(isinstance(i, (TryBegin, TryEnd)) for i in self.instrs[start:end + 1])
+        """Do positions [start, end] hold a try block (other than an inlined comprehension's,
+        whose handler residual code copies: cleanup_handlers)?"""
+        return any(self.user_try(i) for i in self.instrs[start:end + 1])
+
+    def user_try(self, item) -> bool:
+        """Is `item` the TryBegin or TryEnd of a try block other than an inlined
+        comprehension's (try, with, and the handlers of those)?"""
+        if isinstance(item, TryEnd):
+            item = item.entry
+        return isinstance(item, TryBegin) and self.cleanup_handler(item) is None
+
+    def cleanup_handler(self, try_begin):
+        """(first, last) positions of the handler of `try_begin` when it only restores the
+        locals an inlined comprehension saved and re-raises (PEP 709; itself maybe in the
+        try block of an enclosing comprehension), else None. Capture walks into such a try
+        block as into plain code: when nothing raises, it has no effect."""
+        found = self._cleanup.get(id(try_begin), False)
+        if found is not False:
+            return found
+        self._cleanup[id(try_begin)] = None         # a handler inside itself is not one
+        first = self.label_pos.get(try_begin.target)
+        for pos in range(first if first is not None else len(self.instrs), len(self.instrs)):
+            item = self.instrs[pos]
+            if isinstance(item, TryBegin) and self.cleanup_handler(item) is None:
+                break
+            if isinstance(item, Instr):
+                if item.name == "RERAISE":
+                    found = (first, pos)
+                    break
+                if item.name not in _CLEANUP_HANDLER:
+                    break
+        self._cleanup[id(try_begin)] = found if found is not False else None
+        return self._cleanup[id(try_begin)]
+
+    def cleanup_handlers(self, start: int, end: int) -> list:
+        """The handlers (first, last) of the comprehensions' try blocks in [start, end] and,
+        in turn, of those in their handlers: residual code copying the span copies them."""
+        found, todo = [], [(start, end)]
+        while todo:
+            lo, hi = todo.pop()
+            for item in self.instrs[lo:hi + 1]:
+                block = self.cleanup_handler(item) if isinstance(item, TryBegin) else None
+                if block is not None and block not in found and \
+                        not (start <= block[0] and block[1] <= end):
+                    found.append(block)
+                    todo.append(block)
+        return sorted(found)
 
 
 def _local_name(instr) -> str | None:
-    arg = instr.arg
-    return arg if isinstance(arg, str) else getattr(arg, "name", None)
+    """The fast local an instruction names (3.13's LOAD_FAST of a free variable, pushing
+    its cell for a closure, names none)."""
+    return instr.arg if isinstance(instr.arg, str) else None
+
+
+def _uses_defs(item) -> tuple:
+    """(locals read before being bound, locals bound) by one instruction."""
+    events = LOCAL_ACCESS.get(item.name, ()) if isinstance(item, Instr) else ()
+    name = _local_name(item) if events else None
+    if name is None:
+        return frozenset(), frozenset()
+    uses = frozenset((name,)) if events[0] == "use" else frozenset()
+    return uses, frozenset((name,)) if "def" in events else frozenset()

@@ -9,12 +9,13 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 
-from bytecode import Bytecode, Instr, Label, SetLineno, TryBegin, TryEnd
+from bytecode import Instr, Label, SetLineno, TryBegin, TryEnd
 
 from pijit.capture import numpy_rules
 from pijit.capture.flow import Flow
 from pijit.capture.graph_break import STATIC_REASONS, TO_END_REASONS, GraphBreak, Reason
 from pijit.capture.index_facts import IndexFacts
+from pijit.capture.instructions import read_instructions
 from pijit.capture.loop_node import LoopPlan, RetryCapture
 from pijit.capture.ops_load_store import DELETED
 from pijit.capture.sources import (AttrSource, CellSource, DictItemSource, GlobalSource,
@@ -60,6 +61,7 @@ class BreakPoint:
     exits: list
     callee: object = None       # a function to jit on its own (its call could not be inlined)
     body: object = None         # flow.LoopBody: the residual loop's body, outlined and jitted
+    handlers: tuple = ()        # inlined comprehensions' handlers the span needs (3.12+)
 
     @property
     def where(self) -> str:
@@ -101,7 +103,7 @@ class FrameCapture:
 
     def inline_frame(self, func, fn_source, bound, closure) -> "FrameCapture":
         """A frame capturing a call of `func` into this frame's graph."""
-        instrs = list(Bytecode.from_code(func.__code__))
+        instrs = read_instructions(func.__code__)
         return FrameCapture(func, (), self.config, None, instrs, Flow(instrs), {},
                             parent=self, fn_source=fn_source, bound=bound, closure=closure)
 
@@ -196,10 +198,10 @@ class FrameCapture:
                 e = GraphBreak(first.reason, first.detail, first.lineno)
                 e.callee = first.callee
                 raise self._at(e, pc)
-            if isinstance(item, TryBegin):
+            if isinstance(item, TryBegin) and self.flow.user_try(item):
                 raise self._at(GraphBreak(Reason.EXCEPTION_HANDLING,
                                           "try/except/finally or with block"), pc)
-            if isinstance(item, (Label, SetLineno, TryEnd)):
+            if isinstance(item, (Label, SetLineno, TryBegin, TryEnd)):
                 pc += 1
                 continue
             if item.location is not None and item.location.lineno is not None:
@@ -244,7 +246,12 @@ class FrameCapture:
         stack = self.snapshots[start][0]
         if end != last:
             nulls = [i for i, v in enumerate(stack) if isinstance(v, NullValue)]
-            end = flow.extend_past_nulls(start, end, len(stack), nulls)
+            first, depth = start, len(stack)
+            pushed = flow.null_slots(start, depth) if end == start else []
+            if pushed:              # the break instruction may push a NULL itself
+                nulls += pushed
+                first, depth = start + 1, pushed[-1] + 1
+            end = flow.extend_past_nulls(first, max(end, first), depth, nulls)
             if end is None:
                 raise GraphBreak(Reason.CONTROL_FLOW, "a call whose arguments branch",
                                  e.lineno)
@@ -271,7 +278,7 @@ class FrameCapture:
             # plain bytecode.
             body = flow.for_loop_body(loop, bound | args)
         return BreakPoint(e.reason, e.detail, e.lineno, start, end, stack, store, exits,
-                          e.callee, body)
+                          e.callee, body, tuple(flow.cleanup_handlers(start, end)))
 
 
 def _is_unchanged_argument(name, value) -> bool:
@@ -289,7 +296,7 @@ def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:
     split (strict mode, or a reason in STATIC_REASONS); it carries `guards`, the facts read
     before capture stopped.
     """
-    instrs = list(Bytecode.from_code(func.__code__))
+    instrs = read_instructions(func.__code__)
     flow = Flow(instrs)
     stop_at = {}          # loop head position -> the break found inside that loop
     plan = LoopPlan()

@@ -25,10 +25,11 @@ import operator
 from dataclasses import dataclass, field
 
 import numpy as np
-from bytecode import Instr, Label, TryBegin, TryEnd
+from bytecode import Instr, Label
 
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.ops_load_store import DELETED, load_local
+from pijit.capture.ops_stack import leave_for
 from pijit.capture.values import (ConstValue, GraphValue, IteratorValue, RangeValue,
                                   describe, node_arg)
 from pijit.graph.work import nodes_work
@@ -167,12 +168,12 @@ class LoopCapture:
         self.carried = sorted(flow.assigned_in(self.start, self.end) & flow.live_in[self.head])
 
     def _check_structure(self):
-        """No exception handling in the body. (A `break`, `return` or `raise` stops the
+        """No exception handling in the body (3.12+ inlined comprehensions' try blocks aside).
+        (A `break`, `return` or `raise` stops the
         walk only if the path the body takes reaches it: one under a condition decided at
         capture time, such as an assert, is allowed.)"""
-        for item in self.cap.instrs[self.start:self.end + 1]:
-            if isinstance(item, (TryBegin, TryEnd)):
-                self._fail(Reason.EXCEPTION_HANDLING, "exception handling in the loop body")
+        if self.cap.flow.contains_try(self.start, self.end):
+            self._fail(Reason.EXCEPTION_HANDLING, "exception handling in the loop body")
 
     def _fail(self, reason, detail):
         raise GraphBreak(reason, detail, self.cap.lineno)
@@ -310,7 +311,7 @@ class LoopCapture:
         metas = tuple(body.meta(r) for r in body.outputs)
         graph = cap.graph
         ref = graph.add_node("loop", op, args, {}, metas, cap.lineno)
-        cap.stack.pop()                 # the range: FOR_ITER drops its iterator at the exit
+        leave_for(cap)                  # the range: FOR_ITER drops its iterator at the exit
         for k, name in enumerate(carried + last):
             item = graph.add_node("tuple_item", operator.getitem, (ref, k), {}, metas[k],
                                   cap.lineno)

@@ -14,7 +14,7 @@ from bytecode import BinaryOp, Compare
 from pijit.capture import numpy_rules
 from pijit.capture.graph_break import Reason
 from pijit.capture.registry import handler
-from pijit.capture.ops_stack import truth
+from pijit.capture.ops_stack import to_bool, truth
 from pijit.capture.values import ConstValue, GraphValue, ListValue, TupleValue, is_immutable, describe
 from pijit.capture.wrap import ObjectValue
 
@@ -58,8 +58,11 @@ def BINARY_OP(cap, instr):
 @handler("COMPARE_OP")
 def COMPARE_OP(cap, instr):
     right, left = cap.pop(), cap.pop()
-    name, fn = COMPARE[Compare(instr.arg).name]
-    cap.push(apply_operator(cap, name, fn, (left, right)))
+    member = Compare(instr.arg).name
+    name, fn = COMPARE[member.removesuffix("_CAST")]
+    result = apply_operator(cap, name, fn, (left, right))
+    # 3.13's bool bit (a jump follows): the result made a bool, as TO_BOOL does.
+    cap.push(to_bool(cap, result) if member.endswith("_CAST") else result)
 
 
 @handler("UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_INVERT")

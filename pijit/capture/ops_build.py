@@ -9,7 +9,7 @@ import numpy as np
 from pijit.capture import numpy_rules
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.meta_rules import broadcast
-from pijit.capture.ops_arith import fold
+from pijit.capture.ops_arith import apply_operator, fold
 from pijit.capture.registry import handler
 from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, SliceValue,
                                   TupleValue, describe, infer_arg, node_arg)
@@ -76,6 +76,23 @@ def LIST_TO_TUPLE(cap, instr):
     cap.push(make_tuple(sequence_items(cap, cap.pop())))
 
 
+@handler("CALL_INTRINSIC_1")
+def CALL_INTRINSIC_1(cap, instr):
+    """3.12+: the operations CPython moved out of the instruction set; those capture
+    follows are handled like the 3.11 instructions they replace."""
+    run = INTRINSICS.get(instr.arg.name)
+    if run is None:
+        cap.unsupported(Reason.UNSUPPORTED_OPCODE, f"{instr.name} {instr.arg.name}")
+    run(cap, instr)
+
+
+INTRINSICS = {
+    "INTRINSIC_LIST_TO_TUPLE": LIST_TO_TUPLE,                   # f(*args), (*a, *b)
+    "INTRINSIC_UNARY_POSITIVE": lambda cap, instr: cap.push(
+        apply_operator(cap, "pos", operator.pos, (cap.pop(),))),
+}
+
+
 @handler("BUILD_MAP")
 def BUILD_MAP(cap, instr):
     flat = cap.popn(2 * instr.arg)
@@ -103,22 +120,31 @@ def DICT_MERGE(cap, instr):
 
 @handler("BUILD_SLICE")
 def BUILD_SLICE(cap, instr):
-    parts = cap.popn(instr.arg)
+    cap.push(make_slice(cap, cap.popn(instr.arg)))
+
+
+def make_slice(cap, parts):
     if len(parts) == 2:
         parts.append(ConstValue(None))
     if all(isinstance(p, ConstValue) for p in parts):
-        cap.push(ConstValue(slice(*(p.value for p in parts))))
-    elif all(isinstance(p, (ConstValue, GraphValue)) and
-             (isinstance(p, ConstValue) or p.meta.is_pyscalar) for p in parts):
-        cap.push(SliceValue(*parts))
-    else:
-        cap.unsupported(Reason.UNSUPPORTED_VALUE, "slice bound that is not an integer")
+        return ConstValue(slice(*(p.value for p in parts)))
+    if all(isinstance(p, (ConstValue, GraphValue)) and
+           (isinstance(p, ConstValue) or p.meta.is_pyscalar) for p in parts):
+        return SliceValue(*parts)
+    cap.unsupported(Reason.UNSUPPORTED_VALUE, "slice bound that is not an integer")
 
 
 @handler("BINARY_SUBSCR")
 def BINARY_SUBSCR(cap, instr):
     key, container = cap.pop(), cap.pop()
     cap.push(subscript(cap, container, key))
+
+
+@handler("BINARY_SLICE")
+def BINARY_SLICE(cap, instr):
+    """3.12+: container[start:stop] without BUILD_SLICE."""
+    stop, start, container = cap.pop(), cap.pop(), cap.pop()
+    cap.push(subscript(cap, container, make_slice(cap, [start, stop])))
 
 
 def subscript(cap, container, key):
@@ -167,6 +193,15 @@ def STORE_SUBSCR(cap, instr):
     store_item(cap, target, key, value)
 
 
+@handler("STORE_SLICE")
+def STORE_SLICE(cap, instr):
+    """3.12+: container[start:stop] = value without BUILD_SLICE (as STORE_SUBSCR)."""
+    if not cap.bodies:
+        cap.unsupported(Reason.UNSUPPORTED_OPCODE, instr.name)
+    stop, start, target, value = cap.pop(), cap.pop(), cap.pop(), cap.pop()
+    store_item(cap, target, make_slice(cap, [start, stop]), value)
+
+
 def store_item(cap, target, key, value):
     if not isinstance(target, GraphValue) or not target.meta.is_array:
         cap.unsupported(Reason.SIDE_EFFECT, f"item assignment into a {describe(target)}")
@@ -212,14 +247,45 @@ def UNPACK_SEQUENCE(cap, instr):
         cap.push(item)
 
 
+# f-string conversions by number: none, !s, !r, !a.
+CONVERSIONS = {0: lambda v: v, 1: str, 2: repr, 3: ascii}
+
+
 @handler("FORMAT_VALUE")
 def FORMAT_VALUE(cap, instr):
-    spec = cap.pop().value if instr.arg & 0x04 else ""
+    """3.11, 3.12: one f-string field, its conversion and format spec (flag 0x04) in one."""
+    spec = cap.pop() if instr.arg & 0x04 else ConstValue("")
     value = cap.pop()
+    cap.push(_format(cap, _convert(cap, value, instr.arg & 0x03), spec))
+
+
+@handler("CONVERT_VALUE")
+def CONVERT_VALUE(cap, instr):
+    """3.13: an f-string field's !s, !r or !a."""
+    cap.push(_convert(cap, cap.pop(), int(instr.arg)))
+
+
+@handler("FORMAT_SIMPLE")
+def FORMAT_SIMPLE(cap, instr):
+    cap.push(_format(cap, cap.pop(), ConstValue("")))
+
+
+@handler("FORMAT_WITH_SPEC")
+def FORMAT_WITH_SPEC(cap, instr):
+    spec = cap.pop()
+    cap.push(_format(cap, cap.pop(), spec))
+
+
+def _convert(cap, value, conversion: int):
     if not isinstance(value, ConstValue):
         cap.unsupported(Reason.DATA_DEPENDENT, "formatting a value known only at run time")
-    convert = {0: lambda v: v, 1: str, 2: repr, 3: ascii}[instr.arg & 0x03]
-    cap.push(fold(cap, lambda v: format(convert(v), spec), (value.value,)))
+    return fold(cap, CONVERSIONS[conversion], (value.value,)) if conversion else value
+
+
+def _format(cap, value, spec):
+    if not isinstance(value, ConstValue) or not isinstance(spec, ConstValue):
+        cap.unsupported(Reason.DATA_DEPENDENT, "formatting a value known only at run time")
+    return fold(cap, format, (value.value, spec.value))
 
 
 @handler("BUILD_STRING")

@@ -1,5 +1,6 @@
-"""Handlers for calls (PUSH_NULL, KW_NAMES, PRECALL, CALL, CALL_FUNCTION_EX) and the call
-dispatch: NumPy calls become nodes, pure calls on constants are folded, the rest stop capture.
+"""Handlers for calls (PUSH_NULL, KW_NAMES, PRECALL, CALL, CALL_KW, CALL_FUNCTION_EX,
+LOAD_SUPER_ATTR) and the call dispatch: NumPy calls become nodes, pure calls on constants are
+folded, the rest stop capture.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import types
 
 import numpy as np
 
-from pijit import eval_frame
+from pijit import _compat, eval_frame
 from pijit.capture import numpy_rules
 from pijit.capture.graph_break import Reason
 from pijit.capture.inline import inline_call, inline_made
@@ -20,7 +21,7 @@ from pijit.capture.ops_arith import fold
 from pijit.capture.ops_build import own_list, sequence_items
 from pijit.capture.registry import handler
 from pijit.capture.sources import AttrSource
-from pijit.capture.ops_load_store import shape_dim_value
+from pijit.capture.ops_load_store import push_attr, shape_dim_value
 from pijit.capture.loop_node import symbolic_range
 from pijit.capture.ops_loop import iterator_call
 from pijit.capture.values import (NULL, ConstValue, DictValue, FunctionValue, GraphValue,
@@ -56,13 +57,10 @@ def PRECALL(cap, instr):
 
 @handler("CALL")
 def CALL(cap, instr):
-    argc = instr.arg
-    args = cap.popn(argc)
-    second, first = cap.pop(), cap.pop()
-    if isinstance(first, NullValue):
-        fn = second
-    else:                              # [method, self, args...] form of LOAD_METHOD
-        fn, args = first, [second] + args
+    args = cap.popn(instr.arg)
+    fn, self_arg = pop_callable(cap)
+    if self_arg is not None:
+        args = [self_arg] + args
     kw_names, cap.kw_names = cap.kw_names, ()
     nkw = len(kw_names)
     kwargs = dict(zip(kw_names, args[len(args) - nkw:])) if nkw else {}
@@ -70,16 +68,42 @@ def CALL(cap, instr):
     cap.push(call_value(cap, fn, positional, kwargs))
 
 
+@handler("CALL_KW")
+def CALL_KW(cap, instr):
+    """3.13: a call whose keyword names (a constant tuple) are pushed last."""
+    cap.kw_names = cap.pop().value
+    CALL(cap, instr)
+
+
+def pop_callable(cap) -> tuple:
+    """Pop what a call's arguments sit on: (callable, None) from the NULL form, on the side
+    this version puts the NULL (pijit._compat.BYTECODE.null_first), or (method, self)."""
+    second, first = cap.pop(), cap.pop()
+    null, fn = (first, second) if _compat.BYTECODE.null_first else (second, first)
+    if isinstance(null, NullValue):
+        return fn, None
+    return first, second
+
+
 @handler("CALL_FUNCTION_EX")
 def CALL_FUNCTION_EX(cap, instr):
     kwargs = cap.pop() if instr.arg & 0x01 else DictValue({})
     star = cap.pop()
-    fn = cap.pop()
-    if not isinstance(cap.pop(), NullValue):
+    fn, self_arg = pop_callable(cap)
+    if self_arg is not None:
         cap.unsupported(Reason.UNSUPPORTED_OPCODE, "CALL_FUNCTION_EX without NULL")
     if not isinstance(kwargs, DictValue):
         cap.unsupported(Reason.UNSUPPORTED_VALUE, "** of something that is not a known dict")
     cap.push(call_value(cap, fn, sequence_items(cap, star), dict(kwargs.items)))
+
+
+@handler("LOAD_SUPER_ATTR")
+def LOAD_SUPER_ATTR(cap, instr):
+    """3.12+: `super().name` in one instruction over [super, __class__, self]: captured as
+    3.11's code is, a call of super, then the attribute (or method) load."""
+    method, _, name = instr.arg
+    self_arg, cls, sup = cap.pop(), cap.pop(), cap.pop()
+    push_attr(cap, call_value(cap, sup, [cls, self_arg], {}), name, method)
 
 
 def call_value(cap, fn, args: list, kwargs: dict):

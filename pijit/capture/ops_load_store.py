@@ -2,17 +2,20 @@
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import sys
 import types
 
 import numpy as np
 
+from pijit import _compat
 from pijit.capture import numpy_rules
 from pijit.capture.graph_break import GraphBreak, Reason
+from pijit.capture.ops_stack import push_with_null
 from pijit.capture.registry import handler
 from pijit.capture.sources import AttrSource, GlobalSource
 from pijit.capture.values import (NULL, CellRef, ConstValue, FunctionValue, GraphValue,
-                                  MethodValue, TupleValue,
+                                  MethodValue, NullValue, TupleValue,
                                   is_immutable, describe)
 from pijit.capture.wrap import MISSING, ObjectValue, class_attribute
 from pijit.graph.ir import Meta
@@ -28,14 +31,34 @@ STATIC_ATTRS = frozenset({"shape", "ndim", "dtype", "size", "itemsize", "nbytes"
 DELETED = object()
 
 
-@handler("LOAD_FAST")
+@handler("LOAD_FAST", "LOAD_FAST_CHECK")
 def LOAD_FAST(cap, instr):
-    cap.push(load_local(cap, instr.arg))
+    name = instr.arg
+    if not isinstance(name, str) or name in cap.code.co_cellvars:
+        LOAD_CLOSURE(cap, instr)            # 3.13: the cell, for a closure
+        return
+    cap.push(load_local(cap, name))
+
+
+@handler("LOAD_FAST_AND_CLEAR")
+def LOAD_FAST_AND_CLEAR(cap, instr):
+    """3.12+: an inlined comprehension saves a local it reuses (NULL when unbound); the
+    STORE_FAST after it restores it."""
+    name = instr.arg
+    if not isinstance(name, str) or name in cap.code.co_cellvars:
+        cap.unsupported(Reason.CLOSURE_CREATION, f"comprehension variable {name} in a closure")
+    value = cap.locals.get(name)
+    if value is None and cap.parent is None and \
+            name in cap.code.co_varnames[:len(cap.builder.args)]:
+        value = load_local(cap, name)
+    cap.push(NULL if value is None or value is DELETED else value)
+    cap.locals[name] = DELETED
 
 
 @handler("STORE_FAST")
 def STORE_FAST(cap, instr):
-    cap.locals[instr.arg] = cap.pop()
+    value = cap.pop()
+    cap.locals[instr.arg] = DELETED if isinstance(value, NullValue) else value
 
 
 @handler("DELETE_FAST")
@@ -54,12 +77,17 @@ def LOAD_CONST(cap, instr):
 @handler("LOAD_GLOBAL")
 def LOAD_GLOBAL(cap, instr):
     push_null, name = instr.arg
+    value = _global(cap, name)
     if push_null:
-        cap.push(NULL)
+        push_with_null(cap, value)
+    else:
+        cap.push(value)
+
+
+def _global(cap, name):
     globs = cap.func.__globals__
     if name in globs:
-        cap.push(cap.builder.wrap(globs[name], cap.global_source(name)))
-        return
+        return cap.builder.wrap(globs[name], cap.global_source(name))
     if not hasattr(builtins, name):
         cap.unsupported(Reason.UNSUPPORTED_VALUE, f"global {name!r} is not defined")
     source = GlobalSource(name)
@@ -68,7 +96,7 @@ def LOAD_GLOBAL(cap, instr):
         # while that module does not define the name.
         cap.builder.guard(cap.global_source(name).base, "call",
                           lambda g, name=name: name not in g, f"no global {name!r} in")
-    cap.push(cap.builder.wrap(getattr(builtins, name), source))
+    return cap.builder.wrap(getattr(builtins, name), source)
 
 
 @handler("LOAD_DEREF")
@@ -131,7 +159,7 @@ _ORIGINAL_IMPORT = builtins.__import__
 
 @handler("LOAD_CLOSURE")
 def LOAD_CLOSURE(cap, instr):
-    name = instr.arg.name
+    name = getattr(instr.arg, "name", instr.arg)       # 3.13's LOAD_FAST of an argument cell
     if name in cap.code.co_freevars:        # passing one of our own free variables on
         if cap.closure is None:
             cap.unsupported(Reason.CLOSURE_CREATION, f"closure over free variable {name!r}")
@@ -142,16 +170,38 @@ def LOAD_CLOSURE(cap, instr):
 
 @handler("MAKE_FUNCTION")
 def MAKE_FUNCTION(cap, instr):
+    """A function of the code on top; 3.11 and 3.12 pop the attributes its flags name
+    (closure first), 3.13 sets each with SET_FUNCTION_ATTRIBUTE."""
     code = cap.pop()
-    flags = instr.arg
-    closure = tuple(sequence_of(cap, cap.pop())) if flags & 0x08 else ()
-    if flags & 0x04:
-        cap.pop()                           # annotations: no effect on calls
-    kwdefaults = cap.pop() if flags & 0x02 else None
-    defaults = tuple(sequence_of(cap, cap.pop())) if flags & 0x01 else ()
-    if not isinstance(code, ConstValue) or any(not isinstance(c, CellRef) for c in closure):
+    if not isinstance(code, ConstValue):
         cap.unsupported(Reason.CLOSURE_CREATION, "MAKE_FUNCTION of an unknown code object")
-    cap.push(FunctionValue(code.value, defaults, kwdefaults, closure))
+    fn = FunctionValue(code.value)
+    if _compat.BYTECODE.make_function_flags:
+        for flag in (0x08, 0x04, 0x02, 0x01):
+            if instr.arg & flag:
+                fn = _with_attribute(cap, fn, flag, cap.pop())
+    cap.push(fn)
+
+
+@handler("SET_FUNCTION_ATTRIBUTE")
+def SET_FUNCTION_ATTRIBUTE(cap, instr):
+    fn = cap.pop()
+    cap.push(_with_attribute(cap, fn, instr.arg, cap.pop()))
+
+
+def _with_attribute(cap, fn: FunctionValue, flag: int, value) -> FunctionValue:
+    """fn with the defaults (0x01), kwdefaults (0x02), annotations (0x04, no effect on
+    calls) or closure (0x08) `value`."""
+    if flag == 0x08:
+        closure = tuple(sequence_of(cap, value))
+        if any(not isinstance(c, CellRef) for c in closure):
+            cap.unsupported(Reason.CLOSURE_CREATION, "a closure of unknown cells")
+        return dataclasses.replace(fn, closure=closure)
+    if flag == 0x02:
+        return dataclasses.replace(fn, kwdefaults=value)
+    if flag == 0x01:
+        return dataclasses.replace(fn, defaults=tuple(sequence_of(cap, value)))
+    return fn
 
 
 def sequence_of(cap, value):
@@ -164,16 +214,24 @@ def sequence_of(cap, value):
 
 @handler("LOAD_ATTR")
 def LOAD_ATTR(cap, instr):
-    cap.push(load_attr(cap, cap.pop(), instr.arg, method=False))
+    method, name = instr.arg if _compat.BYTECODE.attr_pair else (False, instr.arg)
+    push_attr(cap, cap.pop(), name, method)
 
 
 @handler("LOAD_METHOD")
 def LOAD_METHOD(cap, instr):
-    # 3.11 pushes [method, self] or [NULL, attr]; the NULL form is simpler to simulate and the
-    # call handler sees the same callable and arguments either way.
-    obj = cap.pop()
-    cap.push(NULL)
-    cap.push(load_attr(cap, obj, instr.arg, method=True))
+    push_attr(cap, cap.pop(), instr.arg, method=True)
+
+
+def push_attr(cap, obj, name, method):
+    """Push obj.name; a method load (3.11's LOAD_METHOD, LOAD_ATTR's method bit) pushes
+    [method, self] or the attribute and a NULL. Capture always simulates the second form:
+    the call handler sees the same callable and arguments either way."""
+    value = load_attr(cap, obj, name, method=method)
+    if method:
+        push_with_null(cap, value)
+    else:
+        cap.push(value)
 
 
 def load_local(cap, name):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pijit.capture.graph_break import Reason
 from pijit.capture.loop_node import try_loop_node
 from pijit.capture.ops_build import sequence_items
-from pijit.capture.ops_stack import POP_JUMP_FORWARD_IF, POP_JUMP_FORWARD_IF_NONE
+from pijit.capture.ops_stack import POP_JUMP_FORWARD_IF, POP_JUMP_FORWARD_IF_NONE, leave_for
 from pijit.capture.registry import handler
 from pijit.capture.values import (ConstValue, GraphValue, IteratorValue, ListValue,
                                   RangeValue, TupleValue, describe)
@@ -90,11 +90,16 @@ def FOR_ITER(cap, instr):
         cap.unsupported(Reason.LOOP, "FOR_ITER over an iterator capture does not know")
     count_iteration(cap)
     if it.index >= len(it.items):
-        cap.pop()
+        leave_for(cap)
         return instr.arg
     it.index += 1
     cap.push(it.items[it.index - 1])
     return None
+
+
+@handler("END_FOR")
+def END_FOR(cap, instr):
+    cap.popn(-instr.stack_effect())
 
 
 @handler("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT")

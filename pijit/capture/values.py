@@ -87,7 +87,17 @@ class MethodValue(Value):
 
 @dataclass(eq=False)
 class NullValue(Value):
-    """The NULL that 3.11 pushes below a callable (PUSH_NULL, LOAD_GLOBAL with the low bit)."""
+    """A NULL on the stack: beside a callable (PUSH_NULL, LOAD_GLOBAL with the low bit; on
+    which side: pijit._compat.BYTECODE.null_first), or a local an inlined comprehension
+    saved while it was unbound (LOAD_FAST_AND_CLEAR)."""
+
+
+@dataclass(eq=False)
+class TruthValue(Value):
+    """bool(value) that 3.13 makes before a jump (TO_BOOL, COMPARE_OP's bool bit), of a value
+    whose truth is known only at run time: the jump breaks the graph, and residual code
+    makes the bool again from the value."""
+    value: Value
 
 
 NULL = NullValue()
@@ -155,7 +165,7 @@ def describe(value) -> str:
         return f"attribute {value.name!r}"
     names = ((TupleValue, "tuple"), (ListValue, "list"), (DictValue, "dict"),
              (SliceValue, "slice"), (IteratorValue, "iterator"), (NullValue, "NULL"),
-             (FunctionValue, "function"), (CellRef, "cell"))
+             (FunctionValue, "function"), (CellRef, "cell"), (TruthValue, "bool"))
     return next((name for cls, name in names if isinstance(value, cls)), type(value).__name__)
 
 

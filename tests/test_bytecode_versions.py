@@ -1,0 +1,252 @@
+"""Code whose bytecode differs between CPython 3.11, 3.12 and 3.13 (pijit/_compat.py's
+table), captured and run the same way on each: the same results, and the same graphs and
+breaks (the counts below hold on every supported version).
+
+3.12: no PRECALL, LOAD_ATTR's method bit, BINARY_SLICE/STORE_SLICE, RETURN_CONST, END_FOR,
+CALL_INTRINSIC_1, LOAD_SUPER_ATTR, comprehensions inlined into their function (PEP 709:
+LOAD_FAST_AND_CLEAR and a try block restoring the saved locals). 3.13: the NULL above the
+callable, CALL_KW, TO_BOOL and COMPARE_OP's bool bit, LOAD_FAST_LOAD_FAST and the other
+superinstructions, SET_FUNCTION_ATTRIBUTE, CONVERT_VALUE/FORMAT_SIMPLE/FORMAT_WITH_SPEC.
+"""
+from __future__ import annotations
+
+import dis
+
+import numpy as np
+import pytest
+
+import pijit
+from pijit import _compat
+
+from differential import assert_same
+
+X = np.linspace(-1.0, 2.0, 12).reshape(3, 4)
+V = np.linspace(0.5, 3.0, 8)
+
+
+def _opnames(fn) -> set:
+    return {i.opname for i in dis.get_instructions(fn)}
+
+
+# -- the table against the interpreter ------------------------------------------------------
+def _kw_call(x):
+    return np.sum(x, axis=0)
+
+
+def _method_call(x):
+    return x.sum()
+
+
+def _comprehension(x):
+    return [x * i for i in range(2)]
+
+
+def _closure(x, k=2):
+    return lambda: x * k
+
+
+def test_the_table_describes_this_interpreter():
+    """Each fact of _compat.BYTECODE as this interpreter's compiler shows it."""
+    facts = _compat.BYTECODE
+    assert ("PRECALL" in _opnames(_kw_call)) == facts.precall
+    assert ("CALL_KW" in _opnames(_kw_call)) == facts.call_kw
+    assert ("KW_NAMES" in _opnames(_kw_call)) == (not facts.call_kw)
+    assert ("LOAD_METHOD" in _opnames(_method_call)) == (not facts.attr_pair)
+    assert ("SET_FUNCTION_ATTRIBUTE" in _opnames(_closure)) == (not facts.make_function_flags)
+    ops = _opnames(_comprehension)
+    assert [name for name in ("END_FOR", "POP_TOP") if name in ops][:len(
+        facts.for_iter_exit)] == list(facts.for_iter_exit)
+    assert (facts.checked_load in dis.opmap)
+    # the NULL of LOAD_GLOBAL np (low bit) comes before np.sum's attribute load on 3.11/3.12
+    names = [i.opname for i in dis.get_instructions(_kw_call)]
+    pushes_null_first = names.index("LOAD_GLOBAL") < names.index("LOAD_ATTR") and \
+        "PUSH_NULL" not in names
+    assert pushes_null_first == facts.null_first
+
+
+# -- differential tests --------------------------------------------------------------------
+def slices(x, lo, hi):
+    return x[1:3] * 2 + x[lo:hi].sum()
+
+
+def slice_store_in_loop(u, n):
+    for _ in range(n):
+        u[1:-1] = u[1:-1] * 0.5 + u[:-2] * 0.25
+    return u
+
+
+def returns_constant(x):
+    y = x * 2
+    print("side", y[0, 1])
+    if y.ndim == 2:
+        return None
+    return 1
+
+
+def comprehension(x):
+    return [x * i + 1 for i in range(3)]
+
+
+def comprehension_keeps_outer_variable(x):
+    i = 10
+    parts = [x * i for i in range(2)]
+    return parts[0] + parts[1] + i
+
+
+def comprehension_variable_unbound_after(x):
+    parts = [x + i for i in range(2)]
+    return parts[1], "i" in locals()
+
+
+def nested_comprehensions(x):
+    return [[x[r, c] * 2 for c in range(2)] for r in range(2)]
+
+
+def comprehension_with_break(x):
+    y = x * 3
+    return [print("row", i) or y[i] * i for i in range(2)]
+
+
+def comprehension_raising_after_break(x):
+    y = x + 1
+    print("before")
+    return [y / d for d in (1.0, None)]
+
+
+def comprehension_in_residual_loop(x, n):
+    acc = x + 1
+    for k in range(n):
+        print("k", k)
+        parts = [acc * j for j in range(1, 3)]
+        acc = acc + parts[0] * parts[1]
+    return acc
+
+
+def positive_and_star_args(x):
+    parts = (x, 2.0)
+    return +np.multiply(*parts)
+
+
+def truth_of_constants(x, flag, none):
+    a = flag and not none
+    b = none or x.shape[0]
+    if not flag:
+        return x - b
+    return x * a + b
+
+
+def data_dependent_comparison(x):
+    s = x.sum()
+    if s < 3:
+        return x * 2
+    return x - 1
+
+
+def data_dependent_truth(x):
+    if (x > 1).any() and x.shape[0] == 3:
+        return x + 1
+    return x
+
+
+def keyword_and_method_calls(x):
+    return np.sum(x, axis=0, keepdims=True).reshape(-1) * x.mean(axis=1).max()
+
+
+def star_star_call(x):
+    kw = {"axis": 1}
+    return np.max(x, **kw)
+
+
+def closures_and_defaults(x):
+    scale = 3.0
+
+    def inner(a, b=2.0, *, c=1.0):
+        return a * b * scale + c
+    return inner(x) + inner(x, c=0.5)
+
+
+def formatting(x, n):
+    label = f"{n!r:>4}|{n:03d}|{n}|{str(n)!s}"
+    print(label)
+    return x * len(label)
+
+
+def swap_and_pairs(x, y):
+    a, b = y, x
+    a, b = b, a
+    return a * 2 + b
+
+
+class Base:
+    def scale(self, x):
+        return x * 2
+
+
+class Child(Base):
+    def scale(self, x):
+        return super().scale(x) + 1
+
+
+def calls_super(x):
+    return Child().scale(x)
+
+
+@pytest.mark.parametrize("fn, args, graphs, breaks", [
+    (slices, (X, 0, 2), 1, 0),
+    (slice_store_in_loop, (V.copy(), 3), 1, 0),
+    (returns_constant, (X,), 1, 1),
+    (comprehension, (X,), 1, 0),
+    (comprehension_keeps_outer_variable, (X,), 1, 0),
+    (comprehension_variable_unbound_after, (X,), 0, 1),        # locals(): plain Python
+    # 3.11: the inner comprehension is a closure over the outer's variable (not inlined);
+    # 3.12 inlines both into the function (PEP 709), and they are captured
+    (nested_comprehensions, (X,), int(_compat.VERSION >= (3, 12)), 1 - (_compat.VERSION >= (3, 12))),
+    (positive_and_star_args, (X,), 1, 0),
+    (truth_of_constants, (X, True, None), 1, 0),
+    (truth_of_constants, (X, False, None), 1, 0),
+    (data_dependent_comparison, (X,), 2, 1),
+    (data_dependent_truth, (X,), 2, 1),
+    (keyword_and_method_calls, (X,), 1, 0),
+    (star_star_call, (X,), 1, 0),
+    (closures_and_defaults, (X,), 1, 0),
+    (formatting, (X, 7), 1, 1),
+    (swap_and_pairs, (X, X + 1), 1, 0),
+], ids=lambda v: getattr(v, "__name__", None))
+def test_same_capture_on_every_version(fn, args, graphs, breaks):
+    assert_same(fn, *args, graphs=graphs, breaks=breaks)
+
+
+# On 3.11 a comprehension is a function of its own, a closure over the caller's locals it
+# reads: a function creating one runs as plain Python when it also breaks (README). On 3.12
+# the comprehension is inlined (PEP 709): such functions are captured, the comprehension
+# running as residual code after the break, its handler restoring the variable it saved.
+INLINED = _compat.VERSION >= (3, 12)
+
+
+def test_comprehension_with_a_break_inside_runs_it_as_residual_code():
+    report = assert_same(comprehension_with_break, X, graphs=int(INLINED), breaks=1)
+    assert "print" in report.break_reasons[0]["reason"]
+    assert (report.fallback is None) == INLINED
+
+
+def test_exception_in_residual_comprehension():
+    """After the break, capture of the rest breaks in the comprehension (on None): it runs
+    as residual code (3.12+: with its handler), raising as plain Python does."""
+    assert_same(comprehension_raising_after_break, X, graphs=int(INLINED),
+                breaks=2 if INLINED else 1)
+
+
+def test_comprehension_in_an_outlined_loop_body():
+    """A residual loop whose body holds a comprehension: the body is outlined and jitted
+    (on 3.12+ with the comprehension's handler copied into it)."""
+    report = assert_same(comprehension_in_residual_loop, X, 2,
+                         graphs=2 if INLINED else 0, breaks=2 if INLINED else 1)
+    if INLINED:     # the body's graph after its print: the comprehension and the update
+        assert sorted(report.ops_per_graph[1]) == ["add", "mul", "mul", "mul"]
+
+
+def test_super_method_call_breaks_at_super():
+    """3.12's LOAD_SUPER_ATTR is super() and the method load in one instruction: its break
+    (at super) is one, where 3.11 breaks at the call of super and at the method call."""
+    report = assert_same(calls_super, X, graphs=1, breaks=4 if _compat.VERSION < (3, 12) else 3)
+    assert any(b["reason"].endswith(": super") for b in report.break_reasons)

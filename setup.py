@@ -1,5 +1,9 @@
 """Build and install pijit (the C hook is built by cffi from csrc/; the fused kernels'
-precompiled header is built beside it, see pijit/backends/cfused/toolchain.py)."""
+precompiled header is built beside it, see pijit/backends/cfused/toolchain.py).
+
+On an interpreter pijit does not support (pijit/_compat.py: before 3.11, after 3.13, the
+free-threaded build) nothing is compiled: pijit installs as plain Python, and `jit` runs
+functions unchanged there."""
 import importlib.util
 import os
 import subprocess
@@ -10,12 +14,16 @@ from setuptools.command.build_ext import build_ext
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _toolchain():
-    path = os.path.join(_HERE, "pijit", "backends", "cfused", "toolchain.py")
-    spec = importlib.util.spec_from_file_location("_pijit_toolchain", path)
+def _load(name, *path):
+    """A module of the source tree, without importing pijit (which needs what this builds)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(_HERE, *path))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def _toolchain():
+    return _load("_pijit_toolchain", "pijit", "backends", "cfused", "toolchain.py")
 
 
 class BuildExtWithKernelHeader(build_ext):
@@ -40,15 +48,26 @@ class BuildExtWithKernelHeader(build_ext):
                       + proc.stderr[-2000:])
 
 
+SUPPORTED = _load("_pijit_compat", "pijit", "_compat.py").SUPPORTED
+_SUPPORTED_MARKER = "python_version >= '3.11' and python_version < '3.14'"
+# What the C hook and its build need; nothing of it where it is not built.
+_C_BUILD = dict(
+    setup_requires=["cffi>=1.15", "numpy"],
+    cffi_modules=["pijit/_build_C.py:ffibuilder"],
+    cmdclass={"build_ext": BuildExtWithKernelHeader},
+) if SUPPORTED else {}
+
+
 setup(
     name="pijit",
     version="0.1.0",
     description="A PEP 523 JIT frame evaluator for NumPy code",
     packages=find_packages(exclude=["tests", "tests.*", "benchmarks", "benchmarks.*"]),
     package_data={"pijit.backends.cfused": ["kernel_prelude.h", "kernel_support.h"]},
-    python_requires=">=3.11",
-    setup_requires=["cffi>=1.15", "numpy"],
-    install_requires=["numpy>=1.26", "bytecode>=0.16", "cffi>=1.15"],
+    # Installs (as plain Python, see above) wherever numpy>=1.26 does.
+    python_requires=">=3.9",
+    install_requires=["numpy>=1.26"] + [f"{req}; {_SUPPORTED_MARKER}"
+                                        for req in ("bytecode>=0.16", "cffi>=1.15")],
     extras_require={
         # coverage: the tracing tests; cloudpickle, joblib: the pickling tests
         "test": ["pytest==9.0.3", "hypothesis==6.155.2", "coverage==7.17.4", "cloudpickle==3.1.3",
@@ -56,7 +75,6 @@ setup(
         # optional: progress bar, BLAS report, plots, and a peer for the benchmark runner
         "bench": ["tqdm==4.67.1", "threadpoolctl==3.8.0", "matplotlib==3.11.2", "numexpr==2.14.2"],
     },
-    cffi_modules=["pijit/_build_C.py:ffibuilder"],
-    cmdclass={"build_ext": BuildExtWithKernelHeader},
     zip_safe=False,
+    **_C_BUILD,
 )

@@ -2,7 +2,8 @@
 
 Pipeline, in processing order:
   csrc/eval_frame.c       PEP 523 hook: marked code -> walk cache entries in C -> hit or callback
-  pijit/api.py            jit decorator, ArraySpec, set_context (options: config.py)
+  pijit/api.py            jit decorator, set_context, reports (arguments: interface.py,
+                          options: config.py; unsupported.py where no hook is built)
   pijit/runtime.py        the callback on a miss: policy, limits, fallbacks, recompile reasons
   pijit/compile_frame.py  capture -> backend -> bytecode_gen -> guards
   pijit/capture/          bytecode + arguments -> graph, guards, and the break point (if any)
@@ -13,10 +14,15 @@ Pipeline, in processing order:
   pijit/cache.py          per-code records for reports
   pijit/explain.py        explain, code_info, stats, dumps, PIJIT_LOG channels
 """
-from pijit.api import (GRAPH_MODE, PYNATIVE_MODE, ArraySpec, code_info, explain, get_context,
-                       jit, reset, set_context, stats)
+from pijit import _compat
 from pijit.config import JitConfig
-from pijit.runtime import GraphBreakError
+from pijit.interface import GRAPH_MODE, PYNATIVE_MODE, ArraySpec, GraphBreakError
+
+if _compat.SUPPORTED:
+    from pijit.api import code_info, explain, get_context, jit, reset, set_context, stats
+else:       # no C extension here: jit warns once and returns functions unchanged
+    from pijit.unsupported import (code_info, explain, get_context, jit, reset,  # noqa: F401
+                                   set_context, stats)
 
 __all__ = ["jit", "JitConfig", "ArraySpec", "GraphBreakError", "set_context", "get_context",
            "GRAPH_MODE", "PYNATIVE_MODE", "explain", "code_info", "stats", "reset"]

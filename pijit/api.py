@@ -1,4 +1,5 @@
-"""The user's API: the jit decorator, ArraySpec, set_context, and reports on jitted functions."""
+"""The user's API: the jit decorator, set_context, and reports on jitted functions (its C-free
+part, ArraySpec and the argument checks, is interface.py)."""
 from __future__ import annotations
 
 import functools
@@ -12,10 +13,7 @@ import numpy as np
 from pijit import (_compat, adaptive, cache, config as config_mod, eval_frame,
                    explain as explain_mod, runtime)
 from pijit.config import JitConfig
-
-GRAPH_MODE = 0
-PYNATIVE_MODE = 1
-MODES = ("PIJit", "PSJit")
+from pijit.interface import GRAPH_MODE, PYNATIVE_MODE, check_context_key, check_mode, options
 
 eval_frame.set_array_type(np.ndarray)
 eval_frame.set_callback(runtime.on_miss)
@@ -23,53 +21,6 @@ if config_mod.env_disabled():
     eval_frame.set_enabled(False)
 # A forked child has only the thread that forked: the hook's per-thread state follows.
 os.register_at_fork(after_in_child=eval_frame.after_fork_child)
-
-
-class ArraySpec:
-    """The expected shape and dtype of one array argument (`input_signature`).
-
-    shape: a tuple of ints and Nones (None: any size, compiled as a dynamic dimension).
-    dtype: anything np.dtype accepts, of a numeric kind (bool, int, uint, float, complex).
-    """
-
-    def __init__(self, shape, dtype):
-        if not isinstance(shape, (tuple, list)):
-            raise TypeError(f"ArraySpec shape must be a tuple of ints or None, got "
-                            f"{type(shape).__name__} {shape!r}")
-        for d in shape:
-            if d is not None and type(d) is not int:
-                raise TypeError(f"ArraySpec shape entries must be ints or None, got "
-                                f"{type(d).__name__} {d!r} in {tuple(shape)!r}")
-            if d is not None and d < 0:
-                raise ValueError(f"ArraySpec shape entries must be non-negative, got {d!r} "
-                                 f"in {tuple(shape)!r}")
-        if dtype is None:
-            raise TypeError("ArraySpec dtype is required (np.dtype(None) would mean float64)")
-        try:
-            dt = np.dtype(dtype)
-        except TypeError as e:
-            raise TypeError(f"ArraySpec dtype {dtype!r} is not a NumPy dtype: {e}") from None
-        if dt.kind not in "biufc":
-            raise ValueError(f"ArraySpec dtype must be numeric (bool, int, uint, float, "
-                             f"complex), got {dt}")
-        self.shape = tuple(shape)
-        self.dtype = dt
-
-    def mismatch(self, value):
-        """None when value fits this spec, else what differs."""
-        if type(value) is not np.ndarray:
-            return f"expected ndarray {self}, got {type(value).__name__}"
-        if value.dtype != self.dtype or value.ndim != len(self.shape) or any(
-                d is not None and d != s for d, s in zip(self.shape, value.shape)):
-            return f"expected {self}, got {value.dtype}{list(value.shape)}"
-        return None
-
-    def __repr__(self) -> str:
-        return f"ArraySpec(shape={self.shape!r}, dtype={str(self.dtype)!r})"
-
-    def __str__(self) -> str:
-        dims = ",".join("?" if d is None else str(d) for d in self.shape)
-        return f"{self.dtype}[{dims}]"
 
 
 def jit(fn=None, input_signature=None, hash_args=None, jit_config=None, mode="PIJit"):
@@ -82,31 +33,11 @@ def jit(fn=None, input_signature=None, hash_args=None, jit_config=None, mode="PI
     mode: "PIJit" (capture what can be captured, fall back to Python otherwise) or "PSJit"
     (whole-function capture; anything else raises pijit.GraphBreakError).
     """
-    if not isinstance(mode, str):
-        raise TypeError(f"jit mode must be a str, one of {', '.join(map(repr, MODES))}; "
-                        f"got {type(mode).__name__} {mode!r}")
-    if mode not in MODES:
-        raise ValueError(f"jit mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}")
-    config = JitConfig.of(jit_config)
-    if mode == "PSJit":
-        config = config.replace(fullgraph=True)
-    signature = _signature(input_signature)
+    signature, config = options(input_signature, jit_config, mode)
     if fn is None:
         return functools.partial(jit, input_signature=input_signature, hash_args=hash_args,
                                  jit_config=config, mode=mode)
     return _wrap(fn, signature, hash_args, config)
-
-
-def _signature(input_signature):
-    if input_signature is None:
-        return None
-    if isinstance(input_signature, ArraySpec):
-        return (input_signature,)
-    if isinstance(input_signature, (tuple, list)) and all(
-            s is None or isinstance(s, ArraySpec) for s in input_signature):
-        return tuple(input_signature)
-    raise TypeError("input_signature must be an ArraySpec or a tuple/list of ArraySpec or None, "
-                    f"got {input_signature!r}")
 
 
 def _wrap(fn, signature, hash_args, config):
@@ -127,10 +58,6 @@ def _wrap(fn, signature, hash_args, config):
     if code.co_flags & _compat.GENERATOR_LIKE:
         warnings.warn(f"pijit.jit: {fn.__qualname__} is a generator or coroutine function; "
                       "it runs as plain Python", stacklevel=3)
-        return fn
-    if not _compat.SUPPORTED:
-        warnings.warn("pijit.jit: this Python version is not supported; running plain Python",
-                      stacklevel=3)
         return fn
     if signature is not None:
         names = code.co_varnames[:code.co_argcount]
@@ -194,18 +121,11 @@ eval_frame.set_adapt_callback(adaptive.on_adapt)
 def set_context(mode=None):
     """mode=pijit.PYNATIVE_MODE runs every jitted function as plain Python; GRAPH_MODE (the
     default) turns jit back on."""
-    if type(mode) is not int:
-        raise TypeError(f"set_context mode must be pijit.GRAPH_MODE or pijit.PYNATIVE_MODE "
-                        f"(an int), got {type(mode).__name__} {mode!r}")
-    if mode not in (GRAPH_MODE, PYNATIVE_MODE):
-        raise ValueError(f"set_context mode must be pijit.GRAPH_MODE ({GRAPH_MODE}) or "
-                         f"pijit.PYNATIVE_MODE ({PYNATIVE_MODE}); got {mode!r}")
-    eval_frame.set_enabled(mode == GRAPH_MODE)
+    eval_frame.set_enabled(check_mode(mode) == GRAPH_MODE)
 
 
 def get_context(key):
-    if key != "mode":
-        raise ValueError(f"get_context: unknown key {key!r}; valid keys are: 'mode'")
+    check_context_key(key)
     return GRAPH_MODE if eval_frame.is_enabled() else PYNATIVE_MODE
 
 

@@ -20,11 +20,7 @@ from pijit.capture.wrap import DYNAMIC_VALUE
 from pijit.bytecode_gen.resume import STACK_NAME, build_loop_body, build_resume
 from pijit.compile_frame import compile_frame
 from pijit.guards import first_failure, hash_args_guard, to_program
-
-
-class GraphBreakError(RuntimeError):
-    """Raised in strict mode (mode="PSJit", fullgraph, jit_syntax_level="STRICT") when the
-    function cannot be captured as one graph; names the reason and the user's file:line."""
+from pijit.interface import GraphBreakError
 
 
 def on_miss(func, args):

@@ -1,5 +1,7 @@
 # pijit developer targets.
 PYTHON ?= python3
+# More pytest options for `make test`, e.g. PYTEST_ARGS="-n 2" (pytest-xdist, in the test extras).
+PYTEST_ARGS ?=
 ASAN_LIB := $(shell gcc -print-file-name=libasan.so)
 
 .PHONY: install build test golden bench asan clean
@@ -12,7 +14,7 @@ build:
 	$(PYTHON) setup.py -q build_ext --inplace --force
 
 test: install
-	$(PYTHON) -m pytest -q tests
+	$(PYTHON) -m pytest -q $(PYTEST_ARGS) tests
 
 # Rewrite tests/golden/ from the current dumps (after a codegen change that is meant).
 golden:

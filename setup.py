@@ -69,9 +69,10 @@ setup(
     install_requires=["numpy>=1.26"] + [f"{req}; {_SUPPORTED_MARKER}"
                                         for req in ("bytecode>=0.16", "cffi>=1.15")],
     extras_require={
-        # coverage: the tracing tests; cloudpickle, joblib: the pickling tests
+        # coverage: the tracing tests; cloudpickle, joblib: the pickling tests; pytest-xdist:
+        # CI's two workers (.ci/run)
         "test": ["pytest==9.0.3", "hypothesis==6.155.2", "coverage==7.17.4", "cloudpickle==3.1.3",
-                 "joblib==1.6.0"],
+                 "joblib==1.6.0", "pytest-xdist==3.8.0"],
         # optional: progress bar, BLAS report, plots, and a peer for the benchmark runner
         "bench": ["tqdm==4.67.1", "threadpoolctl==3.8.0", "matplotlib==3.11.2", "numexpr==2.14.2"],
     },

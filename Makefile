@@ -1,6 +1,7 @@
 # pijit developer targets.
 PYTHON ?= python3
-# More pytest options for `make test`, e.g. PYTEST_ARGS="-n 2" (pytest-xdist, in the test extras).
+# More pytest options for `make test` and `make asan`, e.g. PYTEST_ARGS="-n 2" (pytest-xdist,
+# in the test extras).
 PYTEST_ARGS ?=
 ASAN_LIB := $(shell gcc -print-file-name=libasan.so)
 
@@ -29,7 +30,7 @@ bench: install
 asan:
 	PIJIT_ASAN=1 $(PYTHON) setup.py -q build_ext --inplace --force
 	LD_PRELOAD=$(ASAN_LIB) ASAN_OPTIONS=detect_leaks=0:quarantine_size_mb=16 PYTHONMALLOC=malloc \
-	    $(PYTHON) -m pytest -q -x tests; \
+	    $(PYTHON) -m pytest -q -x $(PYTEST_ARGS) tests; \
 	status=$$?; \
 	$(PYTHON) setup.py -q build_ext --inplace --force; \
 	exit $$status

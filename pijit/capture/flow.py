@@ -324,7 +324,7 @@ class Flow:
                         return None
         # A local unbound here that only the body's inlined comprehensions use (saving and
         # restoring it) stays unbound through every iteration: neither passed nor returned.
-        unbound = self._saved_only(start, end) - bound
+        unbound = self.saved_only(start, end) - bound
         outs = tuple(sorted(self.assigned_in(start, end) & self.live_in[head_label] - unbound))
         params = self._body_live(start, end, head_label, set(outs)) - unbound
         if not params <= bound:
@@ -332,7 +332,7 @@ class Flow:
         return LoopBody(head_label, start, end, tuple(sorted(params)), outs,
                         tuple(self.cleanup_handlers(start, end)))
 
-    def _saved_only(self, start: int, end: int) -> set:
+    def saved_only(self, start: int, end: int) -> set:
         """Locals that inlined comprehensions in [start, end] save and restore, and that
         nothing else there stores (their value after the span is the one before)."""
         saved, inside = set(), set()

@@ -264,7 +264,9 @@ class FrameCapture:
         live = flow.live_in[start]
         store = {name: locals_[name] for name in sorted(live & bound)
                  if not _is_unchanged_argument(name, locals_[name])}
-        reachable = bound | args | flow.assigned_in(start, end)
+        # A local that only inlined comprehensions store in the span (saving and restoring
+        # it) leaves it bound or unbound as it came in.
+        reachable = bound | args | (flow.assigned_in(start, end) - flow.saved_only(start, end))
         exits = []
         if end != last:
             for target, depth in sorted(flow.exit_depths(start, end, len(stack)).items()):

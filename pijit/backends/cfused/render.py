@@ -1124,10 +1124,15 @@ class GroupKernel:
             L.append(f"    pj_strides(a{i}, shape, {ndi}, st{i});")
         if self.proto is not None:
             L += self.keep_order()
-        if self.grp.exact and any(
-                r.meta.dtype in FLOAT and (self.cols_axes(r) is not None
-                                           or g.reduce[r.out][0] in ("sum", "mean"))
-                for r in g.reductions):
+        exact_sums = self.grp.exact and any(
+            r.meta.dtype in FLOAT and (self.cols_axes(r) is not None
+                                       or g.reduce[r.out][0] in ("sum", "mean"))
+            for r in g.reductions)
+        # A group with reductions writes its full-shape outputs in C order (self.proto is
+        # None), which is NumPy's layout for them only when the inputs are in C order.
+        c_order_outputs = g.reductions and ndi >= 2 and any(
+            self.out_dims(ref)[1] is None for ref in g.outputs)
+        if exact_sums or c_order_outputs:
             # NumPy sums over outer axes row after row, and along rows (or all values)
             # pairwise, only for operands in C order
             for i in self.arrays:

@@ -102,7 +102,10 @@ def layout_flags(a: np.ndarray) -> int:
 
 
 def array_matches(a: np.ndarray, dtype, shape, flags) -> bool:
-    if a.dtype != dtype or a.ndim != len(shape) or not a.dtype.isnative:
+    # the type number too, as the C guard: int64 as C long and as C long long compare equal
+    # but give results of their own type (dtype.char)
+    if (a.dtype != dtype or a.dtype.num != np.dtype(dtype).num or a.ndim != len(shape)
+            or not a.dtype.isnative):
         return False
     if any(d is not None and d != s for d, s in zip(shape, a.shape)):
         return False
@@ -188,7 +191,10 @@ def freeze(obj):
 def _array_text(dtype, shape, flags) -> str:
     dims = ",".join("?" if d is None else str(d) for d in shape)
     layout = {C_CONTIGUOUS | F_CONTIGUOUS: "C/F", C_CONTIGUOUS: "C", F_CONTIGUOUS: "F"}.get(flags, "any layout")
-    return f"{np.dtype(dtype)}[{dims}] {layout}"
+    dtype = np.dtype(dtype)
+    if np.dtype(dtype.str).num != dtype.num:      # e.g. int64 as C long long, not long
+        return f"{dtype} (type {dtype.char!r})[{dims}] {layout}"
+    return f"{dtype}[{dims}] {layout}"
 
 
 def _describe(obj) -> str:

@@ -65,6 +65,22 @@ def test_code_info_and_stats():
     assert info["recompile_reasons"] == ["x: expected float32[2,3] C, got float64[2,3] C"]
 
 
+def test_int64_of_another_c_type_is_a_signature_of_its_own():
+    """int64 as C long and as C long long compare equal as dtypes, but NumPy's results keep
+    the input's type (dtype.char): each gets an entry, and the reason names the type."""
+    f = pijit.jit(lambda a: a * 3 + 1)
+    a = np.arange(10, dtype=np.int64)
+    b = a.astype(np.longlong)
+    assert a.dtype.num != b.dtype.num
+    for x in (a, b, a, b):
+        got, want = f(x), x * 3 + 1
+        assert got.dtype.char == want.dtype.char and np.array_equal(got, want)
+    info = pijit.stats(f)
+    assert info["compile_count"] == 2 and info["cache_hits"] == 2
+    (reason,) = info["recompile_reasons"]
+    assert reason == f"a: expected int64[10] C/F, got int64 (type {b.dtype.char!r})[10] C/F"
+
+
 def test_print_after_all(capsys):
     f = pijit.jit(scaled_exp, jit_config={"print_after_all": True})
     pijit.reset(f)

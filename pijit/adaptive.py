@@ -73,9 +73,11 @@ def on_adapt(event, code, fn, details):
         return None
     where = f"{code.co_filename}:{code.co_firstlineno}"
     if event == "promote":
-        level = rec.config.jit_level
+        level, build, info.promote = rec.config.jit_level, info.promote, None    # once
+        if build is None:
+            return None
         try:
-            new_fn = info.promote(level)
+            new_fn = build(level)
         except Exception as e:          # keep the NumPy-backend entry: it is right
             explain.log("perf", f"{where}: {code.co_qualname}: promotion to {level} failed "
                         f"({type(e).__name__}: {e}); the entry stays on the NumPy backend",

@@ -67,7 +67,9 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
                 explain.dump("fused kernels (C)", compiled.kernels)
         return fn
 
-    info.promote = build
+    # Kept for the promotion only: build's closure holds the capture, and with it every
+    # object the function read (a model passed as self, its arrays).
+    info.promote = build if plan.promote_at else None
     if config.print_after_all or config.print_bb:
         explain.dump("original bytecode", explain.bytecode_text(code))
     if config.print_after_all:

@@ -143,6 +143,38 @@ def test_a_small_graph_climbs_from_numpy_to_fused_kernels():
     assert levels == ["O0"] * 4 + ["O1"] * 2
 
 
+class _Model:
+    def __init__(self):
+        self.w = np.linspace(0.0, 1.0, 100)
+
+    def scale(self, x):
+        return x * self.w
+
+    def forward(self, x):
+        return np.tanh(self.scale(x)) + x
+
+
+@pytest.mark.parametrize("adaptive", [True, False])
+def test_an_entry_does_not_keep_what_the_function_read(adaptive):
+    """What a promotion rebuilds from holds the capture, and with it every object the
+    function read (a model passed as self): an entry keeps it at most until its promotion,
+    and an entry that is not to be promoted never."""
+    import gc
+    import weakref
+    jitted = pijit.jit(_Model.forward, jit_config={
+        "adaptive": adaptive, "promote_after": 3, "perf_statistics": False,
+        "compile_after_ms": 0})
+    x = np.linspace(-1, 1, 100)
+    model = _Model()
+    for _ in range(4 if adaptive else 1):
+        np.testing.assert_array_equal(jitted(model, x), _Model.forward(model, x))
+    assert pijit.stats(jitted)["entries"][0]["level"] == "O1"
+    alive = weakref.ref(model)
+    del model
+    gc.collect()
+    assert alive() is None
+
+
 def test_a_big_graph_compiles_fused_at_once():
     def chain(x):
         return np.tanh(x * 0.5) * 2 + x * x

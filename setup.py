@@ -26,6 +26,10 @@ def _toolchain():
     return _load("_pijit_toolchain", "pijit", "backends", "cfused", "toolchain.py")
 
 
+# dask[distributed] pins distributed to the same release
+DASK = ["dask[array,distributed]==2026.8.0"]
+
+
 class BuildExtWithKernelHeader(build_ext):
     """build_ext, then the kernels' precompiled header next to the built pijit package.
     Without it kernels still compile (reading the headers each time): a failure here is a
@@ -70,9 +74,12 @@ setup(
                                         for req in ("bytecode>=0.16", "cffi>=1.15")],
     extras_require={
         # coverage: the tracing tests; cloudpickle, joblib: the pickling tests; pytest-xdist:
-        # CI's two workers (.ci/run)
+        # CI's two workers (.ci/run); dask: the Dask tests and examples (map_blocks, a
+        # LocalCluster)
         "test": ["pytest==9.0.3", "hypothesis==6.155.2", "coverage==7.17.4", "cloudpickle==3.1.3",
-                 "joblib==1.6.0", "pytest-xdist==3.8.0"],
+                 "joblib==1.6.0", "pytest-xdist==3.8.0", *DASK],
+        # optional: jitted block functions on Dask arrays and dask.distributed workers
+        "dask": DASK,
         # optional: progress bar, BLAS report, plots, and a peer for the benchmark runner
         "bench": ["tqdm==4.67.1", "threadpoolctl==3.8.0", "matplotlib==3.11.2", "numexpr==2.14.2"],
     },

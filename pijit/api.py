@@ -2,9 +2,11 @@
 part, ArraySpec and the argument checks, is interface.py)."""
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import sys
+import threading
 import types
 import warnings
 
@@ -77,10 +79,50 @@ def _wrap(fn, signature, hash_args, config):
     return wrapper
 
 
+# Jitted functions unpickled by value, the 64 most recent by their code (as numba keeps its
+# last unpickled dispatchers): a function that arrives again (Dask and joblib unpickle the
+# task's function for every task) runs the same code, and the kept function holds the
+# entries compiled for it (they live as long as some jitted function of the code does).
+_UNPICKLED: collections.OrderedDict = collections.OrderedDict()
+_UNPICKLED_LIMIT = 64
+_unpickled_lock = threading.Lock()
+
+
 def _rejit(fn, signature, hash_args, config):
     """Unpickle a jitted function that is not reachable by its name (pijit.jit(fn) of a
-    module-level fn): jit the unpickled function again, with the same options."""
+    module-level fn): jit the unpickled function again, with the same options.
+
+    cloudpickle sends a function of __main__ (a script run by Dask's workers, a notebook) by
+    value: each unpickling makes a new function and code object, which pijit would compile
+    afresh, every block of a map_blocks. Such a function (one its module does not hold under
+    its name) whose code equals one unpickled before (the same bytecode, constants and
+    names) is given that code; the entries' guards still check this function's globals and
+    closure."""
+    if _named(fn) is not fn:
+        with _unpickled_lock:
+            kept = _UNPICKLED.get(fn.__code__)
+            if kept is not None:
+                fn.__code__ = kept.fn.__code__
+            wrapper = _wrap(fn, signature, hash_args, config)
+            if isinstance(wrapper, eval_frame.Wrapper):     # not a generator, say
+                _UNPICKLED[fn.__code__] = wrapper
+                _UNPICKLED.move_to_end(fn.__code__)
+                if len(_UNPICKLED) > _UNPICKLED_LIMIT:
+                    _UNPICKLED.popitem(last=False)
+        return wrapper
     return _wrap(fn, signature, hash_args, config)
+
+
+def _named(obj):
+    """What obj's module holds under obj's qualified name (None when nothing): obj itself
+    when pickle can find it by reference."""
+    found = sys.modules.get(getattr(obj, "__module__", None))
+    name = getattr(obj, "__qualname__", None)
+    if found is None or not isinstance(name, str):
+        return None
+    for part in name.split("."):
+        found = getattr(found, part, None)
+    return found
 
 
 def _reduce(wrapper):
@@ -89,14 +131,9 @@ def _reduce(wrapper):
     object); anything else pickles as jit(the wrapped function, its options), so the
     wrapped function must pickle, and raises what pickling it raises when it does not."""
     fn = wrapper.fn
-    name = getattr(wrapper, "__qualname__", None)
-    module = sys.modules.get(getattr(wrapper, "__module__", None))
-    if module is not None and isinstance(name, str):
-        found = module
-        for part in name.split("."):
-            found = getattr(found, part, None)
-        if found is wrapper or (isinstance(found, types.MethodType) and found.__func__ is wrapper):
-            return name
+    found = _named(wrapper)
+    if found is wrapper or (isinstance(found, types.MethodType) and found.__func__ is wrapper):
+        return wrapper.__qualname__
     rec = cache.record(fn.__code__)
     if rec is None:
         return (_rejit, (fn, None, None, JitConfig()))

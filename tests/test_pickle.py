@@ -3,6 +3,7 @@ by reference, so process pools, concurrent.futures, joblib and cloudpickle can s
 other processes, where they run jitted with the same options."""
 import concurrent.futures
 import copy
+import gc
 import multiprocessing
 import pickle
 import weakref
@@ -91,3 +92,26 @@ def test_joblib_and_cloudpickle():
                                                       for k in range(3))
     for k, g in enumerate(got):
         assert np.array_equal(g, pf.decorated.fn(x * k))
+
+
+def test_a_function_unpickled_by_value_again_runs_the_code_compiled_before():
+    """cloudpickle sends functions of __main__ (a notebook, a script run by Dask's workers) by
+    value, and Dask and joblib unpickle them for every task: each time a new code object."""
+    cloudpickle = pytest.importorskip("cloudpickle")
+    ns = {"__name__": "not_importable", "np": np, "SCALE": 2.0}     # pickled by value
+    exec("def scaled(x):\n    return np.exp(x) * SCALE\n", ns)
+    payload = cloudpickle.dumps(pijit.jit(ns["scaled"]))
+    x = np.linspace(0, 1, 5)
+    codes = []
+    for _ in range(3):          # tasks, each unpickling the function, which then dies
+        task = cloudpickle.loads(payload)
+        assert np.array_equal(task(x), np.exp(x) * 2.0)
+        codes.append(task.fn.__code__)
+        stats = pijit.stats(task)
+        del task
+        gc.collect()
+    assert all(code is codes[0] for code in codes)
+    assert stats["compile_count"] == 1 and stats["call_count"] == 3
+    ns["SCALE"] = 3.0           # the same code with another global: guarded, not reused blindly
+    task = cloudpickle.loads(cloudpickle.dumps(pijit.jit(ns["scaled"])))
+    assert task.fn.__code__ is codes[0] and np.array_equal(task(x), np.exp(x) * 3.0)

@@ -10,6 +10,7 @@ file exists it waits first, which holds one worker's build open until the other 
 missed the same kernel in the cache: the concurrent first build, made certain."""
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import logging
 import os
@@ -23,6 +24,7 @@ import pijit
 da = pytest.importorskip("dask.array", reason="dask is not installed: pip install 'pijit[dask]' "
                                               "(make test installs it with the test extra)")
 
+import dask  # noqa: E402
 import dask_blocks as blocks  # noqa: E402 - after the skip: workers import it by name
 from test_build_robust import wait_for  # noqa: E402
 
@@ -68,8 +70,10 @@ def test_map_blocks_on_threads_runs_kernels_per_block(fn, caplog):
     assert [e["fallback"] for e in s["entries"]] == [None, None]
     assert all("exp" in e["ops"] for e in s["entries"])
     assert "fused group" in caplog.text and "NumPy backend" not in caplog.text
-    # on the threaded scheduler, every block hits an entry
-    assert_blocks_match_numpy(y.compute(scheduler="threads"), fn, x, rows)
+    # on the threaded scheduler, every block hits an entry (a pool of the test's own: dask's
+    # default one would keep its threads in this process, which later tests fork)
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        assert_blocks_match_numpy(y.compute(scheduler="threads", pool=pool), fn, x, rows)
     after = pijit.stats(fn)
     assert after["compile_count"] == 2 and after["cache_misses"] == s["cache_misses"]
     assert after["cache_hits"] == s["cache_hits"] + len(rows)
@@ -105,8 +109,10 @@ def cluster(tmp_path_factory):
     runs, gate, cc = tmp / "cc.runs", tmp / "cc.gate", tmp / "counting-cc"
     cc.write_text(COUNTING_CC.format(runs=runs, gate=gate))
     cc.chmod(0o755)
-    with pytest.MonkeyPatch.context() as env:
-        # the client's settings; the worker processes inherit them
+    with pytest.MonkeyPatch.context() as env, dask.config.set(
+            {"distributed.worker.profile.enabled": False}):
+        # the client's settings; the worker processes inherit them. No profiler: its thread
+        # (the scheduler's, in this process) would outlive the cluster, and later tests fork
         env.setenv("PIJIT_CACHE_DIR", str(tmp / "kernels"))
         env.setenv("CC", str(cc))
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,

@@ -58,6 +58,7 @@ import builtins
 import math
 import operator
 import re
+import traceback
 import warnings
 import zlib
 from dataclasses import dataclass, field
@@ -900,6 +901,8 @@ class Suite:
         self.specialize, self.sweep, self.draws = specialize, sweep, draws
         self.env = env or {}
         self.failures: dict = {}
+        self.checked: set = set()     # (config, cell name, aspect) of every check that ended
+        self.error = ""               # what stopped the run, if anything did
         self.done = False
 
     def fail(self, cell, aspect, text):
@@ -965,8 +968,14 @@ class Suite:
                 args.append(v)
         return args
 
-    def check(self, part, data, layout, aspect, *, fused=False, kernel=False, errstate="ignore",
-              stats=False):
+    def check(self, part, data, layout, aspect, **how):
+        """Plain vs jitted on `data` in `layout` (see _check); the part's cells count as
+        checked for `aspect` once it returns."""
+        self._check(part, data, layout, aspect, **how)
+        self.mark_checked(part.cells, aspect)
+
+    def _check(self, part, data, layout, aspect, *, fused=False, kernel=False,
+               errstate="ignore", stats=False):
         """Plain vs jitted on `data` in `layout`. fused: assert the cells the backend fuses
         are in fused groups; kernel: assert those exact cells ran in their kernel when plain
         NumPy raises no floating-point error on their chain."""
@@ -1037,40 +1046,65 @@ class Suite:
                                                 f"without floating-point errors: {back}")
 
     def run(self):
+        """Runs once (the first item of the suite starts it). Anything escaping a check is
+        kept as the suite's error: then every item fails with it (see test_matrix), instead
+        of the items after the first passing unchecked."""
         if self.done:
             return
         self.done = True
+        try:
+            self._run()
+        except Exception:       # noqa: BLE001 - reported by every item of the suite
+            self.error = traceback.format_exc()
+
+    def mark_checked(self, cells, aspect):
+        self.checked.update((cell.config, cell.name, aspect) for cell in cells)
+
+    def _run(self):
         rng = np.random.default_rng(zlib.crc32(f"{self.family} {self.level}".encode()))
         self.build(rng)
         for part in self.parts:
-            first = part.batch == 0     # other batches: other callables, first layout only
-            clean_data = {id(ch): ch.clean_values(rng) for ch in part.chains}
-            edge = {how: {id(ch): edge_data(ch, how) for ch in part.chains}
-                    for how, _ in self.edge}
-            for k, layout in enumerate(self.layouts if first else self.layouts[:1]):
-                # one cache entry at a time: its graph numbers the results of the calls
-                pijit.reset(part.jitted)
-                self.check(part, clean_data, layout, "kernel", fused=True, kernel=True,
-                           stats=True)
-                for how, n_layouts in self.edge:
-                    if k < n_layouts:
-                        data = {key: d if d is not None else clean_data[key]
-                                for key, d in edge[how].items()}
-                        self.check(part, data, layout, "edge", kernel=True)
-                if k == 0:
-                    for _ in range(self.draws if first else 0):
-                        more = {id(ch): ch.clean_values(rng) for ch in part.chains}
-                        self.check(part, more, layout, "kernel", stats=True)
-                    if self.sweep and first:
-                        self.run_sweep(part, rng)
-                    if self.fperr:
-                        self.run_fperr(part, clean_data)
+            try:
+                self.run_part(part, rng)
+            except Exception:   # noqa: BLE001 - fails the part's cells, the others go on
+                for cell in part.cells:
+                    for aspect in ("kernel", "edge"):
+                        self.fail(cell, aspect, f"the check raised:\n{traceback.format_exc()}")
         # cells NumPy rejects (TypeError, ValueError, OverflowError, FloatingPointError on
         # clean data ...): the same error jitted
         for cell, values, want in self.raising:
             got = call(self.jit(cell.probe()), list(values.values()), RAISE)
             if not same_exception(got, want):
                 self.fail(cell, "kernel", f"raised {got.exc!r}, NumPy {want.exc!r}")
+            # (a cell NumPy rejects on every data set has no edge data of its own)
+            self.mark_checked([cell], "kernel")
+            if not any(cell in part.cells for part in self.parts):
+                self.mark_checked([cell], "edge")
+
+    def run_part(self, part, rng):
+        """Every check of one generated function."""
+        first = part.batch == 0     # other batches: other callables, first layout only
+        clean_data = {id(ch): ch.clean_values(rng) for ch in part.chains}
+        edge = {how: {id(ch): edge_data(ch, how) for ch in part.chains}
+                for how, _ in self.edge}
+        for k, layout in enumerate(self.layouts if first else self.layouts[:1]):
+            # one cache entry at a time: its graph numbers the results of the calls
+            pijit.reset(part.jitted)
+            self.check(part, clean_data, layout, "kernel", fused=True, kernel=True,
+                       stats=True)
+            for how, n_layouts in self.edge:
+                if k < n_layouts:
+                    data = {key: d if d is not None else clean_data[key]
+                            for key, d in edge[how].items()}
+                    self.check(part, data, layout, "edge", kernel=True)
+            if k == 0:
+                for _ in range(self.draws if first else 0):
+                    more = {id(ch): ch.clean_values(rng) for ch in part.chains}
+                    self.check(part, more, layout, "kernel", stats=True)
+                if self.sweep and first:
+                    self.run_sweep(part, rng)
+                if self.fperr:
+                    self.run_fperr(part, clean_data)
 
     def run_sweep(self, part, rng):
         """Python-float operands (graph inputs when specialize_scalar is off) over edge values."""
@@ -1494,10 +1528,42 @@ def _items():
 def test_matrix(family, suite_index, level, config, name, aspect):
     suite = suites(family, level)[suite_index]
     suite.run()
+    assert not suite.error, f"the suite's run stopped, so this item was not checked:\n" \
+                            f"{suite.error}"
     problems = suite.failures.get((config, name, aspect), [])
     more = f"\n  ... {len(problems) - 5} more" if len(problems) > 5 else ""
     assert not problems, (f"{name} on {config} at {level} ({aspect}):\n  "
                           + "\n  ".join(problems[:5]) + more)
+    assert (config, name, aspect) in suite.checked, \
+        f"{name} on {config} at {level} ({aspect}): no check of the suite compared it"
+
+
+def _item_keys(suite) -> set:
+    return {(c.config, c.name, aspect) for cells in suite.cells_by_batch.values()
+            for c in cells for aspect in ("kernel", "edge")}
+
+
+def test_a_check_that_raises_fails_its_items(monkeypatch):
+    """Anything escaping a check (an injected TypeError in compare) fails the items it would
+    have checked; none passes unchecked."""
+    suite = FAMILIES["F"]("O1")[0]
+
+    def broken(*args, **kwargs):
+        raise TypeError("injected")
+    monkeypatch.setitem(globals(), "compare", broken)
+    suite.run()
+    keys = _item_keys(suite)
+    assert keys and all("injected" in "".join(suite.failures.get(k, [])) for k in keys)
+
+
+def test_a_suite_that_cannot_start_fails_every_item(monkeypatch):
+    """A run that stops before its checks (here: building the functions) is the error of every
+    item, whichever item started it (a strict xfail starting it no longer hides it)."""
+    suite = FAMILIES["F"]("O1")[0]
+    monkeypatch.setattr(suite, "build", lambda rng: 1 / 0)
+    suite.run()
+    assert "ZeroDivisionError" in suite.error
+    assert not suite.checked
 
 
 def test_op_table_is_covered():

@@ -5,11 +5,14 @@ from __future__ import annotations
 import contextlib
 import copy
 import io
-import math
+import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 
 import pijit
+import o2_spec
+from o2_spec import EXACT, Abs, Near, Scaled, Ulp
 from pijit import cache
 from pijit.explain import report as explain_report
 
@@ -50,48 +53,204 @@ def clone(value):
     return copy.deepcopy(value, memo)
 
 
+@dataclass
+class Outcome:
+    """What one call did: its result or exception, what it printed and warned."""
+    result: object = None
+    exc: BaseException | None = None
+    out: str = ""
+    warnings: list = field(default_factory=list)    # (category name, message), in order
+
+
+def run_observed(fn, args, kwargs) -> Outcome:
+    """Call fn, recording its result or exception, stdout and every warning (each one:
+    "always", so a warning repeated from the same line is counted again)."""
+    outcome, out = Outcome(), io.StringIO()
+    with contextlib.redirect_stdout(out), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            outcome.result = fn(*args, **kwargs)
+        except Exception as e:     # compared, not swallowed
+            outcome.exc = e
+    outcome.out = out.getvalue()
+    outcome.warnings = [(w.category.__name__, str(w.message)) for w in caught]
+    return outcome
+
+
+@contextlib.contextmanager
+def plain_python():
+    """Inside, every jitted function runs as plain Python (PYNATIVE_MODE): a reference that
+    calls a jitted helper is still plain."""
+    old = pijit.get_context("mode")
+    pijit.set_context(mode=pijit.PYNATIVE_MODE)
+    try:
+        yield
+    finally:
+        pijit.set_context(mode=old)
+
+
+def run_plain(fn, args, kwargs) -> Outcome:
+    """run_observed with every jit off: the reference run."""
+    with plain_python():
+        return run_observed(fn, args, kwargs)
+
+
 def run_captured(fn, args, kwargs):
     """(result, exception, stdout) of fn(*args, **kwargs)."""
-    out = io.StringIO()
-    result, exc = None, None
-    with contextlib.redirect_stdout(out):
-        try:
-            result = fn(*args, **kwargs)
-        except Exception as e:     # compared, not swallowed
-            exc = e
-    return result, exc, out.getvalue()
+    o = run_observed(fn, args, kwargs)
+    return o.result, o.exc, o.out
 
 
-def assert_equal_values(got, expected, path="result"):
-    """Same type, dtype, shape and values (NaN equal to NaN, -0.0 distinct from 0.0 for types)."""
-    assert type(got) is type(expected), f"{path}: type {type(got)} != {type(expected)}"
-    if isinstance(expected, np.ndarray):
-        assert got.dtype == expected.dtype, f"{path}: dtype {got.dtype} != {expected.dtype}"
-        assert got.shape == expected.shape, f"{path}: shape {got.shape} != {expected.shape}"
-        equal_nan = expected.dtype.kind in "fc"
-        assert np.array_equal(got, expected, equal_nan=equal_nan), f"{path}: values differ"
-    elif isinstance(expected, (tuple, list)):
-        assert len(got) == len(expected), f"{path}: length {len(got)} != {len(expected)}"
-        for i, (g, e) in enumerate(zip(got, expected)):
-            assert_equal_values(g, e, f"{path}[{i}]")
-    elif isinstance(expected, dict):
-        assert list(got) == list(expected), f"{path}: keys {list(got)} != {list(expected)}"
-        for k in expected:
-            assert_equal_values(got[k], expected[k], f"{path}[{k!r}]")
-    elif isinstance(expected, (float, complex, np.inexact)):
-        both_nan = _isnan(got) and _isnan(expected)
-        assert both_nan or got == expected, f"{path}: {got!r} != {expected!r}"
-    elif hasattr(expected, "__dict__") and not isinstance(expected, type):
-        assert_equal_values(vars(got), vars(expected), f"vars({path})")
-    else:
-        assert got == expected, f"{path}: {got!r} != {expected!r}"
+# -- comparing values ---------------------------------------------------------------------------
+# One comparison for every differential test: bit for bit at O0 and O1 (tol EXACT), within an
+# O2 bound of tests/o2_spec.py otherwise; the same structure at every level.
+
+def mismatch(got, want, tol=EXACT, scale=None, count: int = 1, path: str = "result") -> str:
+    """'' when `got` is `want` (see assert_equal_values), else the first difference.
+
+    tol: EXACT (bits), or an o2_spec bound for float values; scale: per element, for Scaled
+    bounds; count: the number of reduced elements (Scaled bounds that depend on it)."""
+    if type(got) is not type(want):
+        return f"{path}: type {type(got).__name__} != {type(want).__name__}"
+    if isinstance(want, np.ndarray):
+        return _array_mismatch(got, want, tol, scale, count, path)
+    if isinstance(want, np.generic):
+        return _array_mismatch(np.asarray(got), np.asarray(want), tol, scale, count, path)
+    if isinstance(want, (float, complex)):
+        g, w = np.asarray(got), np.asarray(want)
+        return _array_mismatch(g, w, tol, scale, count, path)
+    if isinstance(want, (tuple, list)):
+        if len(got) != len(want):
+            return f"{path}: length {len(got)} != {len(want)}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            why = mismatch(g, w, tol, None if scale is None else scale[i], count,
+                           f"{path}[{i}]")
+            if why:
+                return why
+        return ""
+    if isinstance(want, dict):
+        if list(got) != list(want):
+            return f"{path}: keys {list(got)} != {list(want)}"
+        for k in want:
+            why = mismatch(got[k], want[k], tol, None, count, f"{path}[{k!r}]")
+            if why:
+                return why
+        return ""
+    if hasattr(want, "__dict__") and not isinstance(want, type) and not callable(want):
+        return mismatch(vars(got), vars(want), tol, None, count, f"vars({path})")
+    return "" if got == want else f"{path}: {got!r} != {want!r}"
 
 
-def _isnan(x) -> bool:
-    try:
-        return bool(np.isnan(x).any()) if isinstance(x, complex) else math.isnan(x)
-    except TypeError:
-        return False
+def assert_equal_values(got, expected, path="result", tol=EXACT, scale=None, count=1):
+    """Same types, dtypes, shapes, layouts (strides of the axes longer than 1), writeability,
+    and values: bit for bit with tol EXACT (so -0.0 is not 0.0, Python floats included; NaNs
+    by class: sign and quiet bit), else within an O2 bound of tests/o2_spec.py (then NaN and
+    inf positions and signs still equal)."""
+    why = mismatch(got, expected, tol, scale, count, path)
+    assert not why, why
+
+
+def level_tol(fn, args, level) -> tuple:
+    """(tol, scale) comparing fn(*args) jitted at `level` with plain: bits (EXACT) at O0 and
+    O1; at O2 the per-element bounds o2_spec.carry derives for fn (Abs), one per result."""
+    if level != "O2":
+        return EXACT, None
+    with warnings.catch_warnings(), np.errstate(all="ignore"), plain_python():
+        warnings.simplefilter("ignore")
+        bounds = o2_spec.carry(fn, *clone(tuple(args)))
+        several = isinstance(fn(*clone(tuple(args))), (tuple, list))
+    return Abs(), bounds if several else bounds[0]
+
+
+def layout(a: np.ndarray) -> tuple:
+    """The strides that matter: those of axes longer than 1 (none when the array is empty)."""
+    if a.size == 0:
+        return ()
+    return tuple(s for s, n in zip(a.strides, a.shape) if n > 1)
+
+
+def _array_mismatch(g: np.ndarray, w: np.ndarray, tol, scale, count, path) -> str:
+    if g.dtype != w.dtype:
+        return f"{path}: dtype {g.dtype} != {w.dtype}"
+    if g.shape != w.shape:
+        return f"{path}: shape {g.shape} != {w.shape}"
+    if g.ndim and layout(g) != layout(w):
+        return f"{path}: strides {g.strides} != {w.strides} (layout differs)"
+    if g.flags.writeable != w.flags.writeable:
+        return f"{path}: writeable {g.flags.writeable} != {w.flags.writeable}"
+    if w.dtype.kind == "c":     # real and imaginary parts, each as floats
+        g, w = np.stack([g.real, g.imag], -1), np.stack([w.real, w.imag], -1)
+        scale = None if scale is None else np.asarray(scale)[..., None]
+    if w.dtype.kind != "f" or w.dtype.itemsize not in (2, 4, 8):
+        return _at(g != w, g, w, f"{path}: values differ") if np.any(g != w) else ""
+    free = np.zeros(w.shape, bool)     # elements a carried bound does not promise
+    if isinstance(tol, Abs):
+        free = ~np.isfinite(np.broadcast_to(np.asarray(scale, np.float64), w.shape))
+    gn, wn = np.isnan(g), np.isnan(w)
+    if np.any((gn != wn) & ~free):
+        return _at((gn != wn) & ~free, g, w, f"{path}: NaN positions differ")
+    bits_g, bits_w = _bits(g), _bits(w)
+    if tol == EXACT or not isinstance(tol, (Ulp, Scaled, Near, Abs)):
+        # NaNs compare by class (sign, quiet bit), not payload
+        cls = _nan_class(bits_g, w.dtype.itemsize), _nan_class(bits_w, w.dtype.itemsize)
+        differ = np.where(wn, cls[0] != cls[1], bits_g != bits_w)
+        return _at(differ, g, w, f"{path}: bits differ") if np.any(differ) else ""
+    wi = np.isinf(w)
+    bad_inf = ((np.isinf(g) != wi) | (wi & (bits_g != bits_w))) & ~free
+    if np.any(bad_inf):
+        return _at(bad_inf, g, w, f"{path}: inf positions differ")
+    fin = np.isfinite(w) & ~free
+    with np.errstate(all="ignore"):
+        g64, w64 = g.astype(np.float64), w.astype(np.float64)
+        err = np.abs(g64 - w64)
+        eps = float(np.finfo(w.dtype).eps)
+        if isinstance(tol, Ulp):
+            n = tol.n(w.dtype)
+            if n == 0:
+                differ = fin & (bits_g != bits_w)
+                return _at(differ, g, w, f"{path}: bits differ") if np.any(differ) else ""
+            # the exact value is within n ulp of either, so its ulp is at most the spacing
+            # just above max(|got|, |want|) / (1 - n eps)
+            top = np.minimum(np.maximum(np.abs(g64), np.abs(w64)) / (1 - n * eps),
+                             float(np.finfo(w.dtype).max)).astype(w.dtype)
+            bound = n * np.spacing(top).astype(np.float64)
+            what = f"{n} ulp"
+        elif isinstance(tol, Scaled):
+            k = tol.factor(w.dtype, count)
+            bound = k * eps * np.asarray(scale, np.float64)
+            what = f"{k:.3g} eps * scale"
+        elif isinstance(tol, Near):
+            bound = tol.k * eps * np.maximum(np.abs(w64), 1.0)
+            what = f"{tol.k} eps max(|want|, 1)"
+        else:
+            bound = np.asarray(scale, np.float64) * 1.001
+            what = "the bound carried through the function (o2_spec.carry)"
+    bad = fin & ~(err <= bound)
+    if np.any(bad):
+        return _at(bad, g, w, f"{path}: error {err[bad].max():.3g} > {what}")
+    exact = fin & (bound == 0) & (bits_g != bits_w)     # no error allowed: no zero's sign
+    return _at(exact, g, w, f"{path}: bits differ (bound 0)") if np.any(exact) else ""
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return a.view(f"u{a.dtype.itemsize}")
+
+
+def _nan_class(bits: np.ndarray, size: int) -> np.ndarray:
+    """Sign and quiet bit of each float: the NaN "class" (payloads are not compared)."""
+    width = 8 * size
+    mant = {2: 10, 4: 23, 8: 52}[size]
+    sign = (bits >> np.array(width - 1, bits.dtype)) & np.array(1, bits.dtype)
+    quiet = (bits >> np.array(mant - 1, bits.dtype)) & np.array(1, bits.dtype)
+    return sign * 2 + quiet
+
+
+def _at(mask, g, w, what) -> str:
+    mask = np.asarray(mask)
+    if mask.ndim == 0:
+        return f"{what}: got {g[()]!r}, want {w[()]!r}"
+    k = tuple(int(i) for i in np.argwhere(mask)[0])
+    return f"{what} at {k}: got {g[k]!r}, want {w[k]!r}"
 
 
 def _leaves(value):
@@ -106,41 +265,59 @@ def _leaves(value):
 
 
 def alias_pattern(result, args):
-    """For each array in the result: which argument arrays it shares memory with / is."""
+    """For each array in the result: whether it is, or shares memory with, each argument
+    array and each array of the result before it (`return t, t.T` must stay one buffer)."""
     arrays = [a for a in _leaves(args) if isinstance(a, np.ndarray)]
-    pattern = []
+    pattern, seen = [], []
     for leaf in _leaves(result):
         if isinstance(leaf, np.ndarray):
-            pattern.append(tuple((leaf is a, bool(np.shares_memory(leaf, a))) for a in arrays))
+            pattern.append(tuple((leaf is a, bool(np.shares_memory(leaf, a)))
+                                 for a in arrays + seen))
+            seen.append(leaf)
     return pattern
+
+
+def assert_same_outcome(got: Outcome, want: Outcome, got_args, want_args, where: str,
+                        tol=EXACT, scale=None):
+    """got (jitted) against want (plain): printed output, warnings (category, message and
+    count, in order), the exception (type and message) or the result (assert_equal_values)
+    and its aliasing, then the arguments as the calls left them."""
+    assert got.out == want.out, f"{where}: printed output differs:\n{got.out!r}\n{want.out!r}"
+    assert got.warnings == want.warnings, \
+        f"{where}: warnings {got.warnings} != plain {want.warnings}"
+    if want.exc is not None:
+        assert type(got.exc) is type(want.exc), f"{where}: raised {got.exc!r}, expected " \
+                                                f"{want.exc!r}"
+        assert str(got.exc) == str(want.exc), f"{where}: message {got.exc} != {want.exc}"
+    else:
+        assert got.exc is None, f"{where}: jitted call raised {got.exc!r}"
+        assert_equal_values(got.result, want.result, f"{where}: result", tol, scale)
+        assert alias_pattern(got.result, got_args) == alias_pattern(want.result, want_args), \
+            f"{where}: aliasing of results (with inputs, with each other) differs"
+    assert_equal_values(got_args, want_args, f"{where}: mutated inputs")
 
 
 def assert_same(fn, *args, graphs=1, breaks=0, ops=None, jit_kwargs=None, kwargs=None,
                 calls=2):
     """Run fn plain and jitted (`calls` times, on deep copies) and compare results, mutated
-    inputs, printed output and exceptions; then check the jitted run made `graphs` graphs
-    and `breaks` breaks (graphs=0: the function must have fallen back to plain Python), that
-    the op names include `ops`, and that later calls hit the cache. Returns the report."""
+    inputs, printed output, warnings and exceptions (assert_same_outcome); then check the
+    jitted run made `graphs` graphs and `breaks` breaks (graphs=0: the function must have
+    fallen back to plain Python), that the op names include `ops`, and that later calls hit
+    the cache. Values compare by level_tol (bits, or O2's derived bounds). Returns the
+    report."""
     kwargs = kwargs or {}
-    plain_args, plain_kwargs = clone((args, kwargs))
-    expected, expected_exc, expected_out = run_captured(fn, plain_args, plain_kwargs)
+    level = ((jit_kwargs or {}).get("jit_config") or {}).get("jit_level", "O1")
+    tol, scale = level_tol(lambda *a: fn(*a, **kwargs), args, level)
+    plain_args = clone((args, kwargs))
+    want = run_plain(fn, *plain_args)
     jitted = pijit.jit(fn, **(jit_kwargs or {}))
     pijit.reset(jitted)
     for call in range(calls):
-        jit_args, jit_kwargs_ = clone((args, kwargs))
-        got, exc, out = run_captured(jitted, jit_args, jit_kwargs_)
-        where = f"call {call + 1}"
-        assert out == expected_out, f"{where}: printed output differs:\n{out!r}\n{expected_out!r}"
-        if expected_exc is not None:
-            assert type(exc) is type(expected_exc), f"{where}: raised {exc!r}, expected {expected_exc!r}"
-            assert str(exc) == str(expected_exc)
-        else:
-            assert exc is None, f"{where}: jitted call raised {exc!r}"
-            assert_equal_values(got, expected)
-            assert alias_pattern(got, jit_args) == alias_pattern(expected, plain_args), \
-                f"{where}: aliasing of results with inputs differs"
-        assert_equal_values(list(jit_args), list(plain_args), "mutated inputs")
-        assert_equal_values(jit_kwargs_, plain_kwargs, "mutated kwargs")
+        jit_args = clone((args, kwargs))
+        got = run_observed(jitted, *jit_args)
+        assert_same_outcome(got, want, (list(jit_args[0]), jit_args[1]),
+                            (list(plain_args[0]), plain_args[1]), f"call {call + 1}", tol,
+                            scale)
     code = jitted.fn.__code__
     report = explain_report(code)
     assert report.graph_count == graphs, f"expected {graphs} graphs, got {report}"

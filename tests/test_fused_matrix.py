@@ -2,10 +2,11 @@
 
 The cases are generated from the fusion op tables in pijit/graph/fuse.py (every entry of
 `_EW` and `_REDUCE`, with each of its callables), so an op added to a table is tested here
-without editing this file (a callable it cannot spell fails `test_op_table_is_covered`; an
-op missing from TOL is compared bit for bit). Each case runs plain and jitted; results must
-have the same type, dtype and shape and equal values: bit for bit (NaN positions equal,
--0.0 distinct from 0.0) unless TOL, keyed by (op, level), allows an error bound.
+without editing this file (a callable it cannot spell fails `test_op_table_is_covered`).
+Each case runs plain and jitted and is compared by differential.mismatch: the same type,
+dtype, shape, layout and writeability, and values bit for bit (NaNs by class, -0.0 distinct
+from 0.0) at O1; at O2 within the bound tests/o2_spec.py derives for the op (bit for bit
+where it has none).
 
 The matrix (test ids: family-config-level-callable[variant]-aspect):
 - E: every op instance (op x callable x argument variant) on 2-D operands of bool, int8,
@@ -50,7 +51,7 @@ fuse into one group (see Chain), compiled once and then called on every layout a
 the callables of an op run in further batches with the same C source.
 
 `python tests/test_fused_matrix.py` measures the errors of the inexact ops, sums and
-multiply-adds over many random inputs (the numbers TOL was set from).
+multiply-adds over many random inputs (how far inside o2_spec's bounds they stay).
 """
 from __future__ import annotations
 
@@ -66,81 +67,23 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
+import o2_spec
 import pijit
 import pijit.backends.cfused as cfused
+from differential import mismatch
+from o2_spec import EXACT, Scaled
 from pijit import cache, eval_frame
 from pijit.graph import fuse
 
 LEVELS = ("O1", "O2")
 
 
-# =============================================================================================
-# Tolerances, keyed by (op, level): the one place to edit when the level semantics move.
-# =============================================================================================
-@dataclass(frozen=True)
-class Ulp:
-    """At most n units in the last place of the result dtype apart (float16 results: f32)."""
-    f32: int
-    f64: int
-
-
-@dataclass(frozen=True)
-class Scaled:
-    """|got - want| <= k * eps(dtype) * scale, where scale is sum(|x|) over the reduced
-    elements for sums (mean: / count; the form of pairwise summation's error bound), n * |x|
-    for products of n elements, and |x*y| + |z| for x*y + z (a fused multiply-add skips the
-    product's rounding)."""
-    k: float
-
-
-@dataclass(frozen=True)
-class Near:
-    """|got - want| <= k * eps(dtype) * max(|want|, 1): logaddexp adds a term of at most 1 to
-    the larger operand, so near 0 its result is a cancellation (ulps of 1, not of it)."""
-    k: float
-
-
-EXACT = Ulp(0, 0)
-# Transcendental bounds: measured kernel-vs-NumPy maxima (see MEASURED at the end of the file)
-# plus a margin. libmvec promises <= 4 ulp from the exact result and NumPy's own SIMD math
-# errs too (float32 log: 3.8 ulp), in either direction, so the two can be 7 ulp apart.
-_MATH = {"exp": Ulp(f32=5, f64=4), "log": Ulp(f32=8, f64=3), "sin": Ulp(f32=3, f64=4),
-         "cos": Ulp(f32=3, f64=4), "tanh": Ulp(f32=3, f64=3), "pow": Ulp(f32=2, f64=2),
-         "power": Ulp(f32=2, f64=2),
-         # glibc 2.35's additions: measured maxima (MEASURED) + 2
-         **{op: tol for op, tol in {
-             "expm1": Ulp(f32=2, f64=4), "log1p": Ulp(f32=3, f64=4), "log2": Ulp(f32=2, f64=4),
-             "log10": Ulp(f32=2, f64=4), "exp2": Ulp(f32=5, f64=3), "sinh": Ulp(f32=3, f64=4),
-             "cosh": Ulp(f32=3, f64=4), "tan": Ulp(f32=2, f64=5), "arcsin": Ulp(f32=2, f64=5),
-             "arccos": Ulp(f32=2, f64=4), "arctan": Ulp(f32=2, f64=5),
-             "arcsinh": Ulp(f32=2, f64=3), "arccosh": Ulp(f32=2, f64=3),
-             "arctanh": Ulp(f32=4, f64=3), "cbrt": Ulp(f32=2, f64=4),
-             "arctan2": Ulp(f32=2, f64=5), "hypot": Ulp(f32=3, f64=3),
-             "logaddexp": Near(4.0), "logaddexp2": Near(4.0)}.items()
-            if op in fuse.INEXACT}}
-TOL = {
-    # Correctly rounded IEEE ops and selections: bit for bit at every level.
-    **{(op, level): EXACT for level in LEVELS
-       for op in ("add", "sub", "mul", "div", "neg", "pos", "lt", "le", "gt", "ge", "eq", "ne",
-                  "and", "or", "xor", "invert", "sqrt", "abs", "square", "maximum", "minimum",
-                  "where", "clip", "astype", "pow_exact", "max", "min")},
-    # Transcendentals, and pow/power with exponents other than 2, 1, 0.5, -1: glibc libmvec
-    # at O2; O1 calls NumPy's own loops (missing here: exact).
-    **{(op, "O2"): tol for op, tol in _MATH.items()},
-    # Fused float sums and means at O2 (pairwise over blocks, accumulated in double; measured
-    # <= 1.6, integer sums are exact). O1 sums rows by a copy of NumPy's pairwise summation
-    # and columns row after row like NumPy, and leaves whole-array float sums to NumPy: exact.
-    ("sum", "O2"): Scaled(4.0), ("mean", "O2"): Scaled(4.0),
-    # Float products in another order (O2): each of the n roundings errs by <= eps/2.
-    ("prod", "O2"): Scaled(1.0),
-    # x*y + z and friends: two roundings at O1; O2 contracts them into fused multiply-adds.
-    ("fma", "O1"): EXACT, ("fma", "O2"): Scaled(2.0),     # <= ~1 in theory, 1.00 measured
-}
-# Exponents for which pow/power is exact (NumPy and the kernel take x*x, x, sqrt(x), 1/x).
-EXACT_EXPONENTS = (2, 1, 0.5, -1)
+# Tolerances: tests/o2_spec.py, the one place O2's bounds are derived (O1: bit for bit).
+EXACT_EXPONENTS = o2_spec.EXACT_EXPONENTS
 
 
 def tol_key(op: str, exponent=None) -> str:
+    """The op's name, or pow_exact for the exponents NumPy and the kernels compute exactly."""
     if op in ("pow", "power") and isinstance(exponent, (int, float)) \
             and exponent in EXACT_EXPONENTS:
         return "pow_exact"
@@ -148,8 +91,8 @@ def tol_key(op: str, exponent=None) -> str:
 
 
 def tolerance(op: str, level: str, exponent=None):
-    """The tolerance of an op at a level (ops missing from TOL: bit for bit)."""
-    return TOL.get((tol_key(op, exponent), level), EXACT)
+    """The tolerance of an op at a level (o2_spec.tolerance)."""
+    return o2_spec.tolerance(op, level, exponent)
 
 
 # =============================================================================================
@@ -184,15 +127,21 @@ def _dtype(v):
 
 
 def hands_back(inst, level: str, result, layout: str, aspect: str) -> bool:
-    """Where an O1 kernel of a float reduction hands its group to NumPy on purpose: sums over
-    outer axes or along rows (NumPy's order is known only for operands in C order), and
-    max/min whose result has a zero (its sign depends on NumPy's order; edge data has
-    zeros, and one such cell hands back the whole group of cells batched with it)."""
-    if level != "O1" or inst.reduce is None:
+    """Where a kernel of a reduction hands its group to NumPy on purpose: at every level, a
+    result of two or more axes longer than 1 from an operand not in C order (its layout),
+    and float max/min whose result has a zero (its sign depends on NumPy's order; edge data
+    has zeros, and one such cell hands back the whole group of cells batched with it); at O1
+    float sums over outer axes or along rows (NumPy's order is known only for operands in C
+    order)."""
+    if inst.reduce is None:
         return False
+    if layout != "C" and sum(d > 1 for d in np.shape(result)) >= 2:
+        return True     # NumPy lays the result out in the operand's order, the kernel in C's
     if np.asarray(result).dtype.kind == "f" and inst.op in ("max", "min") and (
             aspect == "edge" or np.any(np.asarray(result) == 0)):
         return True
+    if level != "O1":
+        return False
     # (an integer reduction batched into a group with a float one hands back with it)
     return layout != "C" and (inst.reduce[2] == "other" or inst.op in ("sum", "mean"))
 
@@ -670,68 +619,11 @@ def ulp_diff(got, want) -> int:
     return int(np.max(np.abs(_ordered(got[fin]) - _ordered(want[fin]))))
 
 
-def compare(got, want, tol, scale=None) -> str:
-    """'' when got matches want: same type, dtype, shape; values within tol (NaN and inf
-    positions equal); else why not. scale: Scaled's sum(|x|) per result element."""
-    if type(got) is not type(want):
-        return f"type {type(got).__name__} != {type(want).__name__}"
-    if not isinstance(want, (np.ndarray, np.generic)):
-        return "" if got == want or (got != got and want != want) else f"{got!r} != {want!r}"
-    if got.dtype != want.dtype:
-        return f"dtype {got.dtype} != {want.dtype}"
-    if np.shape(got) != np.shape(want):
-        return f"shape {np.shape(got)} != {np.shape(want)}"
-    g, w = np.asarray(got), np.asarray(want)
-
-    def at(mask, what):
-        k = tuple(int(i) for i in np.argwhere(mask)[0])
-        return f"{what} at {k}: got {g[k]!r}, want {w[k]!r}"
-    if w.dtype.kind not in "fc":
-        return at(g != w, "values differ") if (g != w).any() else ""
-    gn, wn = np.isnan(g), np.isnan(w)
-    if (gn != wn).any():
-        return at(gn != wn, "NaN positions differ")
-    wi = np.isinf(w)
-    if (np.isinf(g) != wi).any() or (g[wi] != w[wi]).any():
-        return at((np.isinf(g) != wi) | (wi & (g != w)), "inf positions differ")
-    fin = np.isfinite(w)
-    if isinstance(tol, Scaled):
-        with np.errstate(all="ignore"):
-            err = np.abs(g.astype(np.float64) - w.astype(np.float64))
-        bound = tol.k * float(np.finfo(w.dtype).eps) * np.asarray(scale, np.float64)
-        bad = fin & (err > bound)
-        return at(bad, f"error {err[bad].max():.3g} > {tol.k} eps sum|x|") if bad.any() else ""
-    if isinstance(tol, Near):
-        with np.errstate(all="ignore"):
-            err = np.abs(g.astype(np.float64) - w.astype(np.float64))
-            bound = tol.k * float(np.finfo(w.dtype).eps) * np.maximum(np.abs(w), 1.0)
-        bad = fin & (err > bound)
-        return at(bad, f"error {err[bad].max():.3g} > {tol.k} eps max(|want|, 1)") \
-            if bad.any() else ""
-    n = tol.f64 if w.dtype == np.float64 else tol.f32
-    d = np.abs(_ordered(g) - _ordered(w)) * fin
-    if d.max(initial=0) > n:
-        return at(d > n, "bits differ" if n == 0 else f"{int(d.max())} ulp > {n}")
-    return ""
-
-
-SEEN: dict = {}     # (op key, level, dtype) -> max error seen (ulp, or k for Scaled)
-
-
-def note_error(key, level, got, want, scale=None):
-    if not (isinstance(want, (np.ndarray, np.generic)) and want.dtype.kind == "f"
-            and type(got) is type(want) and got.dtype == want.dtype
-            and np.shape(got) == np.shape(want)):
-        return
-    k = (key, level, str(want.dtype))
-    if scale is None:
-        err = ulp_diff(got, want)
-    else:
-        g, w = np.asarray(got, np.float64), np.asarray(want, np.float64)
-        ok = np.isfinite(g) & np.isfinite(w) & (np.asarray(scale) > 0) & np.isfinite(scale)
-        err = float(np.max(np.abs(g - w)[ok] / (np.asarray(scale)[ok] *
-                                                 float(np.finfo(want.dtype).eps)), initial=0))
-    SEEN[k] = max(SEEN.get(k, 0), err)
+def compare(got, want, tol, scale=None, count=1) -> str:
+    """'' when got matches want (differential.mismatch: type, dtype, shape, layout,
+    writeability; values bit for bit, or within an O2 bound), else why not. scale, count: a
+    Scaled bound's scale per result element and number of reduced elements."""
+    return mismatch(got, want, tol, scale, count)
 
 
 # =============================================================================================
@@ -830,15 +722,16 @@ class Chain:
             y.flat[::5] = x.flat[::5]       # ties, for comparisons and selections
         return out
 
-    def scale(self, cell, values: dict):
-        """Scaled tolerances' scale: sum(|x|) of the reduced elements (mean: / count), or
-        |x*y| + |z| of a multiply-add."""
+    def scale(self, cell, values: dict) -> tuple:
+        """(scale, count) of a Scaled bound: sum(|x|) of the reduced elements (mean: / count)
+        or count * prod(|x|), and the number of reduced elements; |x*y| + |z| of a
+        multiply-add."""
         if cell.inst.op == "fma":
             with np.errstate(all="ignore"):
                 x, y, z = (np.asarray(values[ph], np.float64) for ph in ("x", "y", "z"))
-                return np.abs(x * y) + np.abs(z)
+                return np.abs(x * y) + np.abs(z), 1
         if cell.inst.reduce is None or cell.inst.op not in ("sum", "mean", "prod"):
-            return None
+            return None, 1
         x = np.abs(np.asarray(values["x"], np.float64))
         axis, keep, _ = cell.inst.reduce
         with np.errstate(all="ignore"):
@@ -848,7 +741,7 @@ class Chain:
                 s = s / count
             elif cell.inst.op == "prod":
                 s = np.prod(x, axis=axis, keepdims=keep) * count
-        return s
+        return s, count
 
     def operands(self, cell, values) -> dict:
         return {ph: values[ph] for ph, _ in cell.specs}
@@ -975,7 +868,7 @@ class Suite:
         self.mark_checked(part.cells, aspect)
 
     def _check(self, part, data, layout, aspect, *, fused=False, kernel=False,
-               errstate="ignore", stats=False):
+               errstate="ignore"):
         """Plain vs jitted on `data` in `layout`. fused: assert the cells the backend fuses
         are in fused groups; kernel: assert those exact cells ran in their kernel when plain
         NumPy raises no floating-point error on their chain."""
@@ -1014,12 +907,10 @@ class Suite:
                 value = ran.value_of(k, len(cells))
                 k += 1
                 tol = tolerance(cell.inst.op, self.level, cell.inst.exponent)
-                scale = chain.scale(cell, values) if isinstance(tol, Scaled) else None
-                why = compare(g, w, tol, scale)
+                scale, count = chain.scale(cell, values) if isinstance(tol, Scaled) else (None, 1)
+                why = compare(g, w, tol, scale, count)
                 if why:
                     self.fail(cell, aspect, f"{where}: {why}")
-                if stats:
-                    note_error(cell.inst.key, self.level, g, w, scale)
                 operands = chain.operands(cell, values)
                 if not (fused or kernel) or not expect_fused(cell.inst, self.level, operands, w,
                                                              self.specialize):
@@ -1090,8 +981,7 @@ class Suite:
         for k, layout in enumerate(self.layouts if first else self.layouts[:1]):
             # one cache entry at a time: its graph numbers the results of the calls
             pijit.reset(part.jitted)
-            self.check(part, clean_data, layout, "kernel", fused=True, kernel=True,
-                       stats=True)
+            self.check(part, clean_data, layout, "kernel", fused=True, kernel=True)
             for how, n_layouts in self.edge:
                 if k < n_layouts:
                     data = {key: d if d is not None else clean_data[key]
@@ -1100,7 +990,7 @@ class Suite:
             if k == 0:
                 for _ in range(self.draws if first else 0):
                     more = {id(ch): ch.clean_values(rng) for ch in part.chains}
-                    self.check(part, more, layout, "kernel", stats=True)
+                    self.check(part, more, layout, "kernel")
                 if self.sweep and first:
                     self.run_sweep(part, rng)
                 if self.fperr:
@@ -1476,15 +1366,7 @@ def suites(family, level) -> list:
 # Known differences from NumPy (bugs in the cfused backend): regular expressions over
 # (family, config, level, cell name, aspect) -> reason; matching items are strict xfails,
 # so a fix makes them fail until the entry is removed.
-_MAX = r"(np|ndarray)\.(max|amax|min|amin)"
 KNOWN_BUGS: list = [
-    # Signed zeros in fused float max/min reductions over the last or all axes (O2 only: their
-    # lanes combine in another order than NumPy's, and max(-0.0, 0.0) depends on the order;
-    # over outer axes both go row after row).
-    (("R", r"float64|float32\[6,300\]|float64\[3,4,130\]", "O2",
-      _MAX + r"\[axis=(None|-1|1|2|\(.*\)),.*", "edge"),
-     "signed zeros in fused max/min reductions: x = [[-0.0] * 10 + [0.0] * 10]; x.max(axis=-1) "
-     "is [0.] in NumPy, [-0.] in the kernel (min likewise; whole-array max/min too)"),
     # By design at O2 (README jit_level): float32 sums accumulate in double.
     (("R", r"float32\[6,300\]", "O2",
       r"(np|ndarray)\.(mean|sum)\[axis=(None|\(.*\)|-1|1),.*", "edge"),

@@ -27,11 +27,10 @@ class Reduction:
     leaf = LONG_BLOCK       # the longest block that keeps the result's accuracy
     row_buffer = False      # keeps the row's values in rs<out> (ExactRowSum)
 
-    def __init__(self, node, op: str, value: str, ctype: str, const, exact: bool = False):
+    def __init__(self, node, op: str, value: str, ctype: str, const):
         self.o, self.op, self.v, self.ct = node.out, op, value, ctype
         self.dtype = node.meta.dtype
         self.const = const          # (value, dtype) -> C literal
-        self.exact = exact          # the group must match NumPy bit for bit
 
     def check(self) -> list:
         """Statements after the result v<out> is known (setting fperr hands the group back)."""
@@ -100,7 +99,7 @@ class ExactRowSum(Reduction):
     chunk = "PJ_SUM_CHUNK"      # the recursion's chunks: at most this many values
 
     def __init__(self, node, op, value, ctype, const, values: str | None = None):
-        super().__init__(node, op, value, ctype, const, exact=True)
+        super().__init__(node, op, value, ctype, const)
         self.values = values
         self.row_buffer = values is None
 
@@ -218,9 +217,9 @@ class MaxMin(Reduction):
         return f"m{self.o}"
 
     def check(self):
-        # exact: which zero NumPy's max of -0.0 and 0.0 returns depends on its lanes' order;
-        # a zero result goes to NumPy
-        if self.exact and self.dtype in FLOAT and not isinstance(self, ArgMaxMin):
+        # which zero NumPy's max of -0.0 and 0.0 returns depends on its lanes' order, and
+        # the kernel's lanes combine in another: a zero result goes to NumPy (at O2 too)
+        if self.dtype in FLOAT and not isinstance(self, ArgMaxMin):
             return [f"if (v{self.o} == 0)", "    fperr |= 1;"]
         return []
 
@@ -271,7 +270,7 @@ def reduction(node, op: str, value: str, ctypes: dict, const, src_dtype,
     if op in ("argmax", "argmin"):
         return ArgMaxMin(node, op, value, ct, const, src_dtype, ctypes[src_dtype])
     if op in ("max", "min"):
-        return MaxMin(node, op, value, ct, const, exact)
+        return MaxMin(node, op, value, ct, const)
     if exact and op in ("sum", "mean") and node.meta.dtype in FLOAT:
         kind = ExactWholeSum if whole else ExactRowSum
         return kind(node, op, value, ct, const,

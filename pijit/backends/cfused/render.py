@@ -1124,17 +1124,13 @@ class GroupKernel:
             L.append(f"    pj_strides(a{i}, shape, {ndi}, st{i});")
         if self.proto is not None:
             L += self.keep_order()
-        exact_sums = self.grp.exact and any(
-            r.meta.dtype in FLOAT and (self.cols_axes(r) is not None
-                                       or g.reduce[r.out][0] in ("sum", "mean"))
-            for r in g.reductions)
-        # A group with reductions writes its full-shape outputs in C order (self.proto is
-        # None), which is NumPy's layout for them only when the inputs are in C order.
-        c_order_outputs = g.reductions and ndi >= 2 and any(
-            self.out_dims(ref)[1] is None for ref in g.outputs)
-        if exact_sums or c_order_outputs:
+        if self.grp.exact and any(
+                r.meta.dtype in FLOAT and (self.cols_axes(r) is not None
+                                           or g.reduce[r.out][0] in ("sum", "mean"))
+                for r in g.reductions) or self.layout_bound():
             # NumPy sums over outer axes row after row, and along rows (or all values)
-            # pairwise, only for operands in C order
+            # pairwise, only for operands in C order; and lays out outputs in its operands'
+            # memory order, where the kernel writes C order
             for i in self.arrays:
                 if self.kinds[i] == "full":
                     L += ["    {",
@@ -1167,6 +1163,15 @@ class GroupKernel:
             elif self.kinds[i] == "one":
                 L.append(f"    const {ct} c{i} = *(const {ct} *)PyArray_DATA(a{i});")
         return L
+
+    def layout_bound(self) -> bool:
+        """A group with reductions (so its outputs are written in C order, proto is None)
+        and an output of two or more axes that may be longer than 1 (a full value, or a
+        reduction keeping several axes): NumPy lays that out in its operands' memory order,
+        so operands in another order go to NumPy."""
+        return bool(self.grp.reductions) and any(
+            sum(d is None or d > 1 for d in self.graph.meta(r).shape) >= 2
+            for r in self.grp.outputs)
 
     def keep_order(self) -> list:
         """Iterate in the memory order of the full-shape inputs, as NumPy's ufuncs do, so

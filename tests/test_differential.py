@@ -1,0 +1,98 @@
+"""The comparison every differential test uses (differential.py) catches what it promises to,
+and the product differences it found are gone: signed zeros of O2 max/min, layouts of fused
+reductions and of the outputs beside them."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import o2_spec
+from differential import alias_pattern, assert_same, mismatch
+
+
+@pytest.mark.parametrize("got,want,why", [
+    (-0.0, 0.0, "bits differ"),
+    (np.array([0.0, -0.0]), np.zeros(2), "bits differ"),
+    (np.float32(-0.0), np.float32(0.0), "bits differ"),
+    (complex(1, -0.0), complex(1, 0.0), "bits differ"),
+    (-np.array([np.nan]), np.array([np.nan]), "bits differ"),         # NaN sign
+    (np.ones(3, np.float32), np.ones(3), "dtype"),
+    (np.ones((3, 1)), np.ones(3), "shape"),
+    (np.ones((3, 2)), np.asfortranarray(np.ones((3, 2))), "layout"),
+    (np.broadcast_to(np.ones(2), (3, 2)), np.ones((3, 2)), "layout"),
+    (np.ones(3), 1.0, "type"),
+    ((1.0, 2.0), [1.0, 2.0], "type"),
+    (1, True, "type"),
+])
+def test_mismatch_sees(got, want, why):
+    assert why in mismatch(got, want)
+
+
+def test_mismatch_sees_writeability():
+    ro = np.ones(3)
+    ro.flags.writeable = False
+    assert "writeable" in mismatch(ro, np.ones(3))
+
+
+def test_nans_compare_by_class_not_payload():
+    quiet = np.array([np.nan])
+    other = quiet.view(np.uint64) | np.uint64(1)        # another payload, same class
+    assert mismatch(other.view(np.float64), quiet) == ""
+
+
+def test_o2_bounds_keep_zero_signs_of_exact_ops_and_allow_their_ulps():
+    assert "bits differ" in mismatch(np.array([-0.0]), np.array([0.0]), o2_spec.EXACT)
+    five = np.array([1.0 + 5 * np.finfo(float).eps])
+    six = np.array([1.0 + 6 * np.finfo(float).eps])
+    assert mismatch(five, np.ones(1), o2_spec.tolerance("exp", "O2")) == ""
+    assert "ulp" in mismatch(six, np.ones(1), o2_spec.tolerance("exp", "O2"))
+
+
+def test_aliasing_of_outputs_with_each_other_is_compared():
+    a = np.ones(4)
+    assert alias_pattern((a, a), ()) != alias_pattern((a, a.copy()), ())
+    assert alias_pattern((a, a.T), ()) != alias_pattern((a, a.copy()), ())
+
+
+def _max_min(x):
+    return x.max(axis=-1), x.min(axis=-1), (x * 1.0).max()
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_max_min_of_signed_zeros_are_numpys(level):
+    """[-0.0] * 10 + [0.0] * 10: NumPy's max is 0.0; the O2 kernel's lanes gave -0.0 (a zero
+    result now goes to NumPy at O2 as at O1)."""
+    x = np.array([[-0.0] * 10 + [0.0] * 10, [0.0] * 10 + [-0.0] * 10, [-0.0] * 20])
+    assert_same(_max_min, x, jit_kwargs={"jit_config": {"jit_level": level}})
+
+
+_REDUCE_3D = [lambda x: x.min(axis=-1, keepdims=True), lambda x: x.max(axis=0),
+              lambda x: (x.sum(axis=-1, keepdims=True), x.mean(axis=(0, 1), keepdims=True))]
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+@pytest.mark.parametrize("k", range(len(_REDUCE_3D)))
+def test_reductions_of_fortran_ordered_arrays_keep_numpys_layout(level, k):
+    """NumPy lays a reduction's result out in its operand's memory order; kernels write C
+    order (strides (32, 8, 8) where NumPy's are (8, 24, 96)): such calls go to NumPy."""
+    x = np.asfortranarray(np.arange(3 * 4 * 130, dtype=np.float64).reshape(3, 4, 130) % 7 + 1)
+    assert_same(_REDUCE_3D[k], x, jit_kwargs={"jit_config": {"jit_level": level}})
+
+
+def _astype_and_mean(a):
+    return a.astype(np.float32), a.mean()
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_outputs_beside_a_reduction_keep_numpys_layout(level):
+    """a.astype(np.float32) of a Fortran-ordered a, with a.mean() in the same kernel, was C
+    order at O2; an O2 softmax of a Fortran-ordered array too (issue 14, item 10)."""
+    a = np.asfortranarray(np.linspace(-3.0, 3.0, 12 * 70).reshape(12, 70))
+    config = {"jit_config": {"jit_level": level}}
+    assert_same(_astype_and_mean, a, jit_kwargs=config)
+    assert_same(_softmax, a, jit_kwargs=config)

@@ -16,6 +16,7 @@ from pijit.bytecode_gen.transform import build_transformed
 from pijit.cache import BreakInfo, EntryInfo
 from pijit.capture.graph_break import GraphBreak
 from pijit.capture.interpreter import capture_frame
+from pijit.graph import verify
 
 
 def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_for,
@@ -37,6 +38,7 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
     roots = [capture.ret] if bp is None else list(bp.stack) + list(bp.locals.values())
     out_index = graph_outputs(roots)
     graph.outputs = list(out_index)
+    verify.after("capture", graph)
     plan = adaptive.plan_entry(config, graph, None if bp is None else
                                list(bp.stack) + list(bp.locals.values()))
     breaks = [BreakInfo(bp.where, code.co_filename, bp.lineno)] if bp is not None else []

@@ -246,6 +246,12 @@ def env_disabled() -> bool:
     return os.environ.get("PIJIT_DISABLE", "").strip() not in ("", "0")
 
 
+def env_verify_graphs() -> bool:
+    """PIJIT_VERIFY_GRAPHS=1 (the test suite sets it): verify every graph after each stage
+    that makes one (pijit.graph.verify.after)."""
+    return os.environ.get("PIJIT_VERIFY_GRAPHS", "").strip() not in ("", "0")
+
+
 LOG_CHANNELS = ("graph_breaks", "guards", "recompiles", "bytecode", "graph", "kernels", "perf")
 
 

@@ -19,6 +19,7 @@ from pijit.capture.sources import LocalSource
 from pijit.capture.wrap import DYNAMIC_VALUE
 from pijit.bytecode_gen.resume import STACK_NAME, build_loop_body, build_resume
 from pijit.compile_frame import compile_frame
+from pijit.graph.verify import GraphInvariantError
 from pijit.guards import first_failure, hash_args_guard, to_program
 from pijit.interface import GraphBreakError
 
@@ -90,7 +91,7 @@ def _compile_miss(func, args, rec, entries, generation):
             raise signalled
         if isinstance(failure, GraphBreak):
             return _fallback(rec, code, generation, failure, extra, reason)
-        if not config.compile_with_try:
+        if not config.compile_with_try or isinstance(failure, GraphInvariantError):
             raise failure
         return _failed(rec, code, generation, failure)
     program = to_program(info.guards)

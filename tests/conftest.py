@@ -1,10 +1,12 @@
 """Test session set-up: compiled kernels go to a cache directory of this session, not the
 user's (PIJIT_CACHE_DIR is read at each build); every signature compiles at its first call
 (PIJIT_ADAPTIVE=0), so that a test sees the compiled code run at once (tests of the adaptive
-decisions themselves turn it back on)."""
+decisions themselves turn it back on); every graph is verified after each stage that makes
+one (PIJIT_VERIFY_GRAPHS, also inherited by the subprocesses tests start)."""
 import os
 
 os.environ["PIJIT_ADAPTIVE"] = "0"
+os.environ["PIJIT_VERIFY_GRAPHS"] = "1"
 
 import pytest
 from hypothesis import Phase, settings

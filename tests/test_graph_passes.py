@@ -4,6 +4,7 @@ from __future__ import annotations
 import operator
 
 import numpy as np
+import pytest
 
 from pijit.graph.cse import cse
 from pijit.graph.dce import dce
@@ -261,3 +262,48 @@ def test_identities_that_could_be_seen_are_kept():
     s = simplify(g)
     verify(s)
     assert len(s.nodes) == len(g.nodes)
+
+
+# -- the verifier after every stage of a real compile (PIJIT_VERIFY_GRAPHS, on in the suite) ---
+def _chain(a, b):
+    t = a * b
+    return t + a, t - b
+
+
+def _drops_a_used_node(graph):
+    """A broken pass: removes the first node though later nodes read it."""
+    from pijit.graph.dce import replace_nodes
+    return replace_nodes(graph, graph.nodes[1:])
+
+
+@pytest.mark.parametrize("stage", ["cse", "simplify"])
+def test_a_pass_that_breaks_the_graph_fails_loudly(stage, monkeypatch):
+    """Not a silent fallback to NumPy or plain Python (compile_with_try is on): the call
+    raises, naming the pass."""
+    import pijit
+    import pijit.backends.cfused as cfused
+    from pijit.graph.verify import GraphInvariantError
+    assert pijit.config.env_verify_graphs()          # tests/conftest.py turns it on
+    monkeypatch.setattr(cfused, stage, _drops_a_used_node)
+    jitted = pijit.jit(_chain)
+    pijit.reset(jitted)
+    a = np.arange(4.0)
+    with pytest.raises(GraphInvariantError, match=f"after {stage}: .* uses %"):
+        jitted(a, a + 1)
+
+
+def test_a_malformed_capture_fails_loudly(monkeypatch):
+    import pijit
+    from pijit import compile_frame
+    from pijit.graph.verify import GraphInvariantError
+    real = compile_frame.capture_frame
+
+    def capture_without_a_node(*args, **kwargs):
+        result = real(*args, **kwargs)
+        result.graph.nodes = result.graph.nodes[1:]
+        return result
+    monkeypatch.setattr(compile_frame, "capture_frame", capture_without_a_node)
+    jitted = pijit.jit(_chain, jit_config={"jit_level": "O0"})
+    pijit.reset(jitted)
+    with pytest.raises(GraphInvariantError, match="after capture"):
+        jitted(np.arange(4.0), np.ones(4))

@@ -1,10 +1,28 @@
-"""Graph verifier: checks the invariants every pass must keep (run between passes in tests).
+"""Graph verifier: checks the invariants every pass must keep.
 
-Graph -> None, or AssertionError naming the first broken invariant.
+Graph -> None, or AssertionError naming the first broken invariant. `after` runs it on the
+result of each stage (capture, every graph pass, fusion's lowering) when PIJIT_VERIFY_GRAPHS
+is on, as it is for the test suite (tests/conftest.py): a malformed graph then raises
+GraphInvariantError naming the stage, which no fallback swallows.
 """
 from __future__ import annotations
 
+from pijit import config
 from pijit.graph.ir import Graph, LoopOp, Ref, node_refs
+
+
+class GraphInvariantError(AssertionError):
+    """A stage produced a graph that breaks an invariant (a pijit bug)."""
+
+
+def after(stage: str, graph: Graph) -> Graph:
+    """`graph`, the result of `stage`, verified when PIJIT_VERIFY_GRAPHS is on."""
+    if config.env_verify_graphs():
+        try:
+            verify(graph)
+        except AssertionError as e:
+            raise GraphInvariantError(f"after {stage}: {e}\n{graph}") from None
+    return graph
 
 
 def verify(graph: Graph) -> None:

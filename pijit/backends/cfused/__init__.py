@@ -26,6 +26,7 @@ from pijit.graph.dce import dce
 from pijit.graph.simplify import simplify
 from pijit.graph.fuse import INEXACT, NUMPY_ONLY, FusionGroup, find_groups, schedule
 from pijit.graph.ir import Graph, Meta, Node, Ref
+from pijit.graph.verify import GraphInvariantError, after
 
 log = logging.getLogger("pijit.kernels")
 
@@ -33,8 +34,10 @@ _TUPLE_META = Meta(tuple, np.dtype(object), ())
 
 
 def optimize(graph: Graph) -> Graph:
-    """The graph passes run before fusion."""
-    return dce(cse(simplify(dce(graph))))
+    """The graph passes run before fusion (each result verified in tests)."""
+    for name, graph_pass in (("dce", dce), ("simplify", simplify), ("cse", cse), ("dce", dce)):
+        graph = after(name, graph_pass(graph))
+    return graph
 
 
 def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
@@ -50,6 +53,8 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
         # O1 equals NumPy bit for bit: NumPy's own loops instead of libmvec, float
         # reductions only in NumPy's own order (see DESIGN 5 and the jit_level option).
         groups = find_groups(optimized, exact=level == "O1", numpy_loops=numpy_loop_ops())
+    except GraphInvariantError:
+        raise
     except Exception:       # a pass bug must not reach the user
         log.exception("graph passes failed; using the NumPy backend")
         return on_numpy(graph)
@@ -84,7 +89,7 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
     for k, (node, _) in enumerate(loop_nodes):
         kernels.set_fallback(len(groups) + k, node.fn)     # the loop's reference semantics
         in_c[node.out] = getattr(kernels, f"g{len(groups) + k}")
-    lowered = lower(optimized, groups, kernels)
+    lowered = after("fusion", lower(optimized, groups, kernels))
     lowered.nodes = [dataclasses.replace(n, fn=in_c[n.out]) if n.out in in_c else n
                      for n in lowered.nodes]
     compiled = on_numpy(lowered)

@@ -1,0 +1,141 @@
+"""Fusion around writes, end to end: a program whose elementwise work sits on both sides of a
+write (an in-place operator of every kind, item and slice assignment, a write through a view,
+`out=`, a loop node's writes) must give plain NumPy's values at every level, as one graph with
+the write in it. The rule under test: a write closes the open fusion groups (fuse.py), so no
+read moves across it; without the rule the read after `x += 1` joins the group computed
+before it and sees the old x."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from differential import assert_same
+
+LEVELS = ("O0", "O1", "O2")
+
+
+def _jit(level):
+    return {"jit_config": {"jit_level": level}}
+
+
+A = np.linspace(-2.0, 3.0, 6 * 8).reshape(6, 8)
+W = np.linspace(0.5, 1.5, 8 * 8).reshape(8, 8)
+I = (np.arange(6 * 8).reshape(6, 8) % 11 + 1).astype(np.int64)
+
+
+def _after_matmul(op):
+    """x = a @ w (a buffer of the function's own); t reads x; x is updated in place; the
+    result reads t and the new x."""
+    src = (f"def f(a, w):\n"
+           f"    x = a @ w\n"
+           f"    t = x * 2.0\n"
+           f"    x {op}= 1.5\n"
+           f"    return t + x\n")
+    ns = {"np": np}
+    exec(compile(src, f"<fusion-order {op}=>", "exec"), ns)
+    return ns["f"]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("op", ["+", "-", "*", "/", "**"])
+def test_float_inplace_operator_between_reads(op, level):
+    f = _after_matmul(op)
+    assert_same(f, A, W, jit_kwargs=_jit(level), ops=["matmul", f"i{_NAMES[op]}"])
+
+
+_NAMES = {"+": "add", "-": "sub", "*": "mul", "/": "truediv", "**": "pow", "//": "floordiv",
+          "%": "mod", "&": "and", "|": "or", "^": "xor", "<<": "lshift", ">>": "rshift"}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("op", ["+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>"])
+def test_integer_inplace_operator_between_reads(op, level):
+    src = (f"def f(i):\n"
+           f"    x = i.copy()\n"
+           f"    t = x + 1\n"
+           f"    x {op}= 2\n"
+           f"    return t * x\n")
+    ns = {}
+    exec(compile(src, f"<fusion-order int {op}=>", "exec"), ns)
+    assert_same(ns["f"], I, jit_kwargs=_jit(level), ops=[f"i{_NAMES[op]}"])
+
+
+def _matmul_inplace(a, w):
+    x = a @ w
+    t = x + 1.0
+    x @= w
+    return t * x
+
+
+def _item_assignment(a):
+    x = a * 2.0
+    t = x - 1.0
+    x[1] = 7.0
+    x[:, 2] = t[:, 3]
+    return t + x
+
+
+def _slice_assignment_overlapping(a):
+    x = a + 0.5
+    t = x * 3.0
+    x[1:] = x[:-1]                  # overlap: NumPy copies the source first
+    return t - x
+
+
+def _write_through_a_view(a):
+    x = a * 1.0
+    v = x[::2]
+    t = x + 2.0
+    v += 10.0                       # x changes through v
+    return t * x, v
+
+
+def _ufunc_out(a):
+    x = a * 2.0
+    t = x - 3.0
+    np.add(x, 1.0, out=x)
+    return t + x
+
+
+def _loop_node_writes(a, n):
+    x = a * 2.0
+    t = x + 1.0
+    for k in range(n):
+        x[k] = x[k] * 0.5 + t[k]
+    return t * x
+
+
+def _write_then_reduce(a):
+    x = a * 2.0
+    s = x.sum(axis=-1, keepdims=True)
+    x -= 1.0
+    return x / s, x.max()
+
+
+def _two_writes(a):
+    x = a * 2.0
+    y = x + 1.0
+    x += y
+    z = x * y
+    y *= 2.0
+    return x + y + z
+
+
+# (fn, args, ops the graphs must include, graphs, breaks): item and slice assignment outside a
+# loop, writes through a view and `out=` break the graph today (the write runs as plain
+# bytecode between two graphs); in-place operators on the function's own arrays and a loop
+# node's writes are in the graph.
+CASES = [(_matmul_inplace, (A[:, :8], W), ["matmul", "imatmul"], 1, 0),
+         (_item_assignment, (A,), ["mul", "sub"], 3, 2),
+         (_slice_assignment_overlapping, (A,), ["add", "mul"], 2, 1),
+         (_write_through_a_view, (A,), ["mul", "add"], 2, 1),
+         (_ufunc_out, (A,), ["mul", "sub"], 2, 1),
+         (_loop_node_writes, (A, 4), ["loop"], 1, 0),
+         (_write_then_reduce, (A,), ["isub", "sum", "max"], 1, 0),
+         (_two_writes, (A,), ["iadd", "imul"], 1, 0)]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("fn,args,ops,graphs,breaks", CASES, ids=[c[0].__name__ for c in CASES])
+def test_writes_between_reads(fn, args, ops, graphs, breaks, level):
+    assert_same(fn, *args, jit_kwargs=_jit(level), ops=ops, graphs=graphs, breaks=breaks)

@@ -170,11 +170,24 @@ def test_input_signature_too_long_decorator_form():
             return x + y
 
 
-def test_input_signature_ok_forms():
-    pijit.jit(_f, input_signature=SPEC)
-    pijit.jit(_f, input_signature=[SPEC])
-    pijit.jit(_f, input_signature=(None,))
-    pijit.jit(_f)                                    # back to no signature
+@pytest.mark.parametrize("sig,checked", [(SPEC, True), ([SPEC], True), ((None,), False),
+                                         (None, False)])
+def test_input_signature_ok_forms(sig, checked):
+    """A spec, a list of specs, None per parameter, no signature: the call that matches runs
+    (dynamic first dim: one entry for both sizes); one that does not raises TypeError only
+    where a spec is given."""
+    jitted = pijit.jit(_f, input_signature=sig)
+    pijit.reset(jitted)
+    for rows in (3, 5):
+        x = np.ones((rows, 4))
+        assert np.array_equal(jitted(x), x + 1)
+    assert pijit.code_info(jitted)["compile_count"] == (1 if checked else 2)
+    bad = np.ones((3, 5))
+    if checked:
+        with pytest.raises(TypeError, match="does not match input_signature"):
+            jitted(bad)
+    else:
+        assert np.array_equal(jitted(bad), bad + 1)
 
 
 # -- fn -----------------------------------------------------------------------------------------

@@ -676,8 +676,15 @@ def test_print_last_frame_if_break_graph(capsys):
     pijit.reset(f)
     f(X)
     err = capsys.readouterr().err
-    assert "frame at graph break" in err and "print" in err
-    assert "stack[0] = NullValue" in err or "stack[0]" in err
+    line = print_between.__code__.co_firstlineno + 2
+    dump = err.split(f"=== pijit: frame at graph break ({__file__}:{line}) ===\n")[1]
+    assert dump.splitlines()[1:6] == [
+        "  stack[0] = NullValue", "  stack[1] = constant <built-in function print>",
+        "  stack[2] = constant 'a sum'", "  stack[3] = GraphValue float",
+        "  a = GraphValue float64[3,4]"], dump
+    assert dump.splitlines()[0].startswith(f"  break: call to a function pijit cannot capture: "
+                                           f"print") and dump.splitlines()[0].endswith(
+        f"(line {line})")
 
 
 def test_math_and_scalars_through_breaks():

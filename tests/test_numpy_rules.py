@@ -273,9 +273,8 @@ def _check_or_both_raise(rule, args, kwargs, margs, mkwargs, allow_unsupported=F
         expected = quiet(rule.fn, *args, **kwargs)
     except ZeroDivisionError:
         return  # Python scalars divided by a zero sample: a value-dependent run-time error
-    except Exception:
-        with pytest.raises(Exception):
-            rule.infer(margs, mkwargs)
+    except Exception as e:
+        assert_raises_like(e, lambda: rule.infer(margs, mkwargs))
         return
     try:
         got = rule.infer(margs, mkwargs)
@@ -351,29 +350,59 @@ def test_reduction_matrix(name):
 A23 = Meta.array((2, 3), np.float64)
 
 
-@pytest.mark.parametrize("call", [
-    lambda: R.lookup_operator("add").infer((A23, Meta.array((4,), np.float64)), {}),
-    lambda: R.lookup_operator("matmul").infer((A23, A23), {}),
-    lambda: R.lookup_call(np.sum).infer((A23,), {"axis": 2}),
-    lambda: R.lookup_call(np.sum).infer((A23,), {"axis": (0, 0)}),
-    lambda: R.lookup_method(A23, "reshape").infer((A23, 4, 2), {}),
-    lambda: R.lookup_method(A23, "reshape").infer((A23, -1, -1), {}),
-    lambda: R.lookup_call(np.concatenate).infer(((A23, Meta.array((2, 4), np.float64)),), {}),
-    lambda: R.lookup_call(np.stack).infer(((A23, Meta.array((3, 2), np.float64)),), {}),
-    lambda: R.lookup_call(np.add).infer((A23, Meta.array((2, 3), np.int64)),
-                                        {"dtype": np.int32, "casting": "safe"}),
-    lambda: R.lookup_operator("getitem").infer((A23, (0, 0, 0)), {}),
-    lambda: R.lookup_operator("getitem").infer((A23, (5,)), {}),
-    lambda: R.lookup_operator("getitem").infer((A23, 2.5), {}),
-    lambda: R.lookup_method(A23, "transpose").infer((A23, 0, 0), {}),
-    lambda: R.lookup_call(np.max).infer((Meta.array((0, 3), np.float64),), {"axis": 0}),
-    lambda: R.lookup_call(np.einsum).infer(("ij,jk->ik", A23, A23), {}),
-    lambda: R.lookup_operator("sub").infer((Meta.array((3,), bool), PY_BOOL), {}),
-    lambda: R.lookup_operator("add").infer((Meta.array((3,), np.int8), 300), {}),
-])
-def test_rules_raise_where_numpy_raises(call):
-    with pytest.raises(Exception):
-        call()
+def assert_raises_like(numpy_error: Exception, infer):
+    """infer() raises an exception of NumPy's class (or a public base of it, such as
+    TypeError for NumPy's private UFuncTypeError), not any exception: an AttributeError of
+    a broken rule is not "raising like NumPy"."""
+    with pytest.raises(Exception) as info:
+        infer()
+    got = info.value
+    assert type(got) is not Exception and isinstance(numpy_error, type(got)), (
+        f"the rule raised {got!r}, NumPy {numpy_error!r}")
+
+
+Z23 = np.zeros((2, 3))
+
+# (rule call, the same operation in NumPy)
+RAISING = [
+    (lambda: R.lookup_operator("add").infer((A23, Meta.array((4,), np.float64)), {}),
+     lambda: Z23 + np.zeros(4)),
+    (lambda: R.lookup_operator("matmul").infer((A23, A23), {}), lambda: Z23 @ Z23),
+    (lambda: R.lookup_call(np.sum).infer((A23,), {"axis": 2}), lambda: np.sum(Z23, axis=2)),
+    (lambda: R.lookup_call(np.sum).infer((A23,), {"axis": (0, 0)}),
+     lambda: np.sum(Z23, axis=(0, 0))),
+    (lambda: R.lookup_method(A23, "reshape").infer((A23, 4, 2), {}),
+     lambda: Z23.reshape(4, 2)),
+    (lambda: R.lookup_method(A23, "reshape").infer((A23, -1, -1), {}),
+     lambda: Z23.reshape(-1, -1)),
+    (lambda: R.lookup_call(np.concatenate).infer(((A23, Meta.array((2, 4), np.float64)),), {}),
+     lambda: np.concatenate((Z23, np.zeros((2, 4))))),
+    (lambda: R.lookup_call(np.stack).infer(((A23, Meta.array((3, 2), np.float64)),), {}),
+     lambda: np.stack((Z23, np.zeros((3, 2))))),
+    (lambda: R.lookup_call(np.add).infer((A23, Meta.array((2, 3), np.int64)),
+                                         {"dtype": np.int32, "casting": "safe"}),
+     lambda: np.add(Z23, np.zeros((2, 3), np.int64), dtype=np.int32, casting="safe")),
+    (lambda: R.lookup_operator("getitem").infer((A23, (0, 0, 0)), {}), lambda: Z23[0, 0, 0]),
+    (lambda: R.lookup_operator("getitem").infer((A23, (5,)), {}), lambda: Z23[5,]),
+    (lambda: R.lookup_operator("getitem").infer((A23, 2.5), {}), lambda: Z23[2.5]),
+    (lambda: R.lookup_method(A23, "transpose").infer((A23, 0, 0), {}),
+     lambda: Z23.transpose(0, 0)),
+    (lambda: R.lookup_call(np.max).infer((Meta.array((0, 3), np.float64),), {"axis": 0}),
+     lambda: np.max(np.zeros((0, 3)), axis=0)),
+    (lambda: R.lookup_call(np.einsum).infer(("ij,jk->ik", A23, A23), {}),
+     lambda: np.einsum("ij,jk->ik", Z23, Z23)),
+    (lambda: R.lookup_operator("sub").infer((Meta.array((3,), bool), PY_BOOL), {}),
+     lambda: np.zeros(3, bool) - True),
+    (lambda: R.lookup_operator("add").infer((Meta.array((3,), np.int8), 300), {}),
+     lambda: np.zeros(3, np.int8) + 300),
+]
+
+
+@pytest.mark.parametrize("call,numpy_call", RAISING)
+def test_rules_raise_where_numpy_raises(call, numpy_call):
+    with pytest.raises(Exception) as info:
+        numpy_call()
+    assert_raises_like(info.value, call)
 
 
 @pytest.mark.parametrize("call", [

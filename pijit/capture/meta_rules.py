@@ -470,8 +470,12 @@ def index_meta(x: Meta, idx) -> Meta:
         kinds = kinds + full
     has_adv = any(k[0] == "adv" for k in kinds)
     adv_pos = [i for i, k in enumerate(kinds) if k[0] == "adv" or (has_adv and k[0] == "int")]
-    b_shape = broadcast(*[k[1][0] if k[0] == "adv" else () for k in kinds if k[0] in ("adv", "int")]
-                        ) if has_adv else ()
+    try:
+        b_shape = broadcast(*[k[1][0] if k[0] == "adv" else () for k in kinds
+                              if k[0] in ("adv", "int")]) if has_adv else ()
+    except ValueError as e:     # NumPy's error for index arrays that do not broadcast
+        raise IndexError(f"shape mismatch: indexing arrays could not be broadcast "
+                         f"together ({e})") from None
     contiguous = adv_pos == list(range(adv_pos[0], adv_pos[-1] + 1)) if adv_pos else True
     out, dim = [], 0
     for i, k in enumerate(kinds):

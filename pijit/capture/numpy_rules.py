@@ -77,8 +77,9 @@ def elementwise(fn, n_operands, operand_kwargs=()):
     def infer(args, kwargs):
         _no_out(kwargs)
         operands = list(args[:n_operands]) + [kwargs[k] for k in operand_kwargs if k in kwargs]
+        value = probe(fn, args, kwargs)     # NumPy resolves the types before broadcasting
         shape = broadcast(*[shape_of(o) for o in operands if o is not None])
-        return result_meta(probe(fn, args, kwargs), shape)
+        return result_meta(value, shape)
     return infer
 
 
@@ -143,6 +144,9 @@ def reduction(fn, name):
             return result_meta(probe(fn, args, kwargs))
         axis = require_const(params.get("axis"), "axis")
         keepdims = require_const(params.get("keepdims", False), "keepdims")
+        if family in ("argmax", "cumsum") and isinstance(axis, (tuple, list)):
+            raise TypeError(f"'{type(axis).__name__}' object cannot be interpreted as an "
+                            "integer")
         axes = normalize_axes(axis, len(shape))
         if nonempty and "initial" not in params and any(shape[i] == 0 for i in axes):
             raise ValueError(f"zero-size array to reduction operation {name} "
@@ -228,9 +232,9 @@ def contraction(fn, shape_rule, n_operands=2):
     def infer(args, kwargs):
         _no_out(kwargs)
         ops = args[:n_operands]
-        shape = shape_rule(*[shape_of(o) for o in ops])
         small = tuple(small_const(o) for o in ops) + tuple(args[n_operands:])
-        return result_meta(probe(fn, small, kwargs), shape)
+        value = probe(fn, small, kwargs)    # (types first, as NumPy checks them)
+        return result_meta(value, shape_rule(*[shape_of(o) for o in ops]))
     return infer
 
 

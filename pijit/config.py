@@ -89,7 +89,9 @@ OPTIONS = (
     Option("jit_level", str, "O1",
            "'O0': the captured graph runs on the NumPy reference backend. 'O1': graph passes "
            "(dead code, constant scalars, exact identities such as x*1, common "
-           "subexpressions) and fused C kernels for what rounds exactly "
+           "subexpressions; code that may warn is neither dropped nor merged, and NumPy "
+           "scalar math of integers, which warns when it overflows, stays NumPy's, so the "
+           "warnings are NumPy's) and fused C kernels for what rounds exactly "
            "like NumPy: + - * /, comparisons, sqrt, abs, maximum, minimum, clip, where, "
            "square, casts, integer and bitwise ops (wrapping around like NumPy), "
            "sum/prod/max/min of integers and bools, and any/all/argmax/argmin (over all "

@@ -196,6 +196,40 @@ def _mag(v) -> np.ndarray:
         return np.abs(np.asarray(v, np.float64))
 
 
+# Functions and methods that only move values around (no arithmetic): the errors move
+# with them. Others that are not arithmetic are exact on exact inputs (see _exact_only).
+_STRUCTURAL = {np.transpose, np.reshape, np.squeeze, np.expand_dims, np.swapaxes,
+               np.moveaxis, np.ravel, np.broadcast_to, np.concatenate, np.stack, np.flip,
+               np.copy, np.atleast_1d, np.atleast_2d, np.atleast_3d, np.hstack, np.vstack,
+               np.roll}
+_STRUCTURAL_METHODS = {"reshape", "transpose", "swapaxes", "squeeze", "ravel", "flatten",
+                       "copy"}
+
+
+def _part(x, which: str):
+    """x with each Bounded replaced by its value (`v`) or its errors (`err`; other arrays:
+    zeros of their shape)."""
+    if isinstance(x, Bounded):
+        return x.v if which == "v" else x.err
+    if isinstance(x, (tuple, list)):
+        return type(x)(_part(i, which) for i in x)
+    if isinstance(x, dict):
+        return {k: _part(i, which) for k, i in x.items()}
+    if which == "err" and isinstance(x, np.ndarray):
+        return np.zeros(x.shape)
+    return x
+
+
+def _moved(x) -> bool:
+    if isinstance(x, Bounded):
+        return bool(np.any(x.err > 0))
+    if isinstance(x, (tuple, list)):
+        return any(_moved(i) for i in x)
+    if isinstance(x, dict):
+        return any(_moved(i) for i in x.values())
+    return False
+
+
 class Bounded(np.lib.mixins.NDArrayOperatorsMixin):
     """NumPy's value of an expression (`v`) and a bound on how far O2's may be (`err`, float64
     per element, inf where nothing is promised)."""
@@ -205,7 +239,7 @@ class Bounded(np.lib.mixins.NDArrayOperatorsMixin):
         self.v = value if isinstance(value, np.ndarray) or np.isscalar(value) and not \
             isinstance(value, np.generic) else np.asarray(value)
         if isinstance(err, np.ndarray) and err.dtype == np.float64 \
-                and err.shape == np.shape(value):
+                and err.shape == np.shape(value) and err.flags.writeable:
             self.err = err      # (a view of another's errors, for writes through views)
         else:
             self.err = np.broadcast_to(np.asarray(err, np.float64), np.shape(value)).copy()
@@ -221,26 +255,17 @@ class Bounded(np.lib.mixins.NDArrayOperatorsMixin):
         return len(self.v)
 
     def __getitem__(self, key):
-        key = key.v if isinstance(key, Bounded) else key
+        key = _part(key, "v")
         return Bounded(np.asarray(self.v)[key], self.err[key])
 
     def __setitem__(self, key, value):
-        key = key.v if isinstance(key, Bounded) else key
+        key = _part(key, "v")
         v, e = (value.v, value.err) if isinstance(value, Bounded) else (value, 0.0)
         self.v[key] = v
         self.err[key] = e
 
-    def copy(self, order="K"):
-        return Bounded(np.asarray(self.v).copy(order), self.err.copy(order))
-
-    def reshape(self, *shape):
-        return Bounded(np.asarray(self.v).reshape(*shape), self.err.reshape(*shape))
-
-    def transpose(self, *axes):
-        return Bounded(np.asarray(self.v).transpose(*axes), self.err.transpose(*axes))
-
-    def astype(self, dtype):
-        out = np.asarray(self.v).astype(dtype)
+    def astype(self, dtype, *args, **kwargs):
+        out = np.asarray(self.v).astype(dtype, *args, **kwargs)
         err = self.err.copy()
         if out.dtype.kind == "f":
             err = err + (_ulp(out) if out.dtype.itemsize < self.dtype.itemsize else 0.0)
@@ -267,10 +292,15 @@ class Bounded(np.lib.mixins.NDArrayOperatorsMixin):
         return np.clip(self, lo, hi)
 
     def __getattr__(self, name):
-        """argmax, any, all, ...: exact on exact inputs, nothing promised on others."""
-        if name not in ("argmax", "argmin", "any", "all"):
+        """Other ndarray methods: the errors move with structural ones; the rest (argmax,
+        any, ...) are exact on exact inputs, and promise nothing otherwise."""
+        if name.startswith("__") or not hasattr(np.ndarray, name):
             raise AttributeError(name)
-        return lambda *a, **kw: _exact_only(getattr(np, name), self, *a, **kw)
+        if name in _STRUCTURAL_METHODS:
+            return lambda *a, **kw: Bounded(getattr(np.asarray(self.v), name)(*a, **kw),
+                                            getattr(self.err, name)(*a, **kw))
+        return lambda *a, **kw: _exact_only(
+            lambda x, *b, **k: getattr(np.asarray(x), name)(*b, **k), self, *a, **kw)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         out = kwargs.pop("out", None)
@@ -293,7 +323,7 @@ class Bounded(np.lib.mixins.NDArrayOperatorsMixin):
         if func in (np.sum, np.mean, np.max, np.min, np.amax, np.amin, np.prod):
             name = {np.amax: "max", np.amin: "min"}.get(func, func.__name__)
             return _reduce(name, *args, **kwargs)
-        if func is np.where:
+        if func is np.where and len(args) == 3:
             c, x, y = args
             cv, ce = (c.v, c.err) if isinstance(c, Bounded) else (c, 0.0)
             xv, xe = (x.v, x.err) if isinstance(x, Bounded) else (x, 0.0)
@@ -304,21 +334,28 @@ class Bounded(np.lib.mixins.NDArrayOperatorsMixin):
         if func is np.clip:
             x, lo, hi = (list(args) + [None, None])[:3]
             lo, hi = kwargs.get("a_min", lo), kwargs.get("a_max", hi)
-            return Bounded(np.clip(x.v, lo, hi), x.err)
-        if func in (np.concatenate, np.stack):
-            items = [i if isinstance(i, Bounded) else Bounded(np.asarray(i), 0.0)
-                     for i in args[0]]
-            return Bounded(func([i.v for i in items], *args[1:], **kwargs),
-                           func([i.err for i in items], *args[1:], **kwargs))
-        if func in (np.argmax, np.argmin, np.any, np.all):
-            return _exact_only(func, *args, **kwargs)
+            return Bounded(np.clip(x.v, _part(lo, "v"), _part(hi, "v")),
+                           x.err + (np.inf if _moved(lo) or _moved(hi) else 0.0))
         if func is np.dot:
             return np.matmul(*args)
-        if func in (np.transpose, np.reshape, np.squeeze, np.expand_dims):
-            x, rest = args[0], args[1:]
-            return Bounded(func(np.asarray(x.v), *rest, **kwargs),
-                           func(x.err, *rest, **kwargs))
-        return NotImplemented
+        value = func(*_part(args, "v"), **_part(kwargs, "v"))
+        if func in _STRUCTURAL:
+            return Bounded(value, func(*_part(args, "err"), **_part(kwargs, "err")))
+        return Bounded(value, np.inf if _moved((args, kwargs)) else 0.0)
+
+
+def _exact_only(func, x, *args, **kwargs):
+    """An op whose result O2 gets right only from exact inputs (an index, a truth value);
+    for reductions, the reduced elements' errors decide."""
+    out = func(np.asarray(x.v), *args, **kwargs)
+    axis = kwargs.get("axis", args[0] if args else None)
+    try:
+        moved = np.any(x.err > 0, axis=axis, keepdims=kwargs.get("keepdims", False))
+        if np.shape(moved) != np.shape(out):
+            raise ValueError
+    except (ValueError, TypeError):
+        moved = bool(np.any(x.err > 0))
+    return Bounded(out, np.where(moved, np.inf, 0.0))
 
 
 def _ufunc_err(ufunc, vals, errs, out):
@@ -370,7 +407,10 @@ def _ufunc_err(ufunc, vals, errs, out):
         return prop + rnd
     if name == "power":
         p = vals[1]
-        if np.ndim(p) == 0 and float(p) in (2.0, 1.0, 0.5, -1.0):
+        if np.ndim(p) != 0 or isinstance(p, np.ndarray):
+            # (kernels take constant exponents only: NumPy computes this on both sides)
+            return np.where(e[0] + e[1] > 0, np.inf, 0.0) if moved else 0.0
+        if float(p) in (2.0, 1.0, 0.5, -1.0):
             return _ufunc_err({2.0: np.square, 1.0: np.positive, 0.5: np.sqrt,
                                -1.0: np.reciprocal}[float(p)], vals[:1], errs[:1], out)
         with np.errstate(all="ignore"):
@@ -409,13 +449,6 @@ def _derivative(name, a, out):
              "hypot": lambda: np.ones_like(x), "arctan2": lambda: np.full_like(x, np.inf),
              }.get(name, lambda: np.full_like(x, np.inf))()
     return np.where(np.isfinite(d), d, np.inf)
-
-
-def _exact_only(func, x, axis=None, **kwargs):
-    """An op whose result O2 gets right only from exact inputs (an index, a truth value)."""
-    out = func(np.asarray(x.v), axis=axis, **kwargs)
-    moved = np.any(x.err > 0, axis=axis, keepdims=kwargs.get("keepdims", False))
-    return Bounded(out, np.where(moved, np.inf, 0.0))
 
 
 def _reduce(name, x, axis=None, keepdims=False, **kw):

@@ -738,7 +738,8 @@ def test_bool_kernels_and_sums():
     p, q = A > 0.3, B < 0.1
     run(lambda p, q: (p & ~q) | (p ^ q), p, q, groups=1)
     run(lambda p, q: np.where(p, 1.5, 2.0) + q.sum(axis=-1, keepdims=True), p, q, groups=1)
-    run(lambda p, q: (p | q).sum() + np.maximum(p, q).max(), p, q, groups=3)
+    # (the two NumPy scalars' sum is scalar math, which warns when it overflows: NumPy's)
+    run(lambda p, q: (p | q).sum() + np.maximum(p, q).max(), p, q, groups=2)
 
 
 def test_integer_scalars_and_constants():

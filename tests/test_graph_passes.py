@@ -22,9 +22,10 @@ def graph_of(*input_metas):
     return g, refs
 
 
-def test_dce_drops_unused_pure_keeps_inplace():
+def test_dce_drops_unused_pure_keeps_inplace_and_what_may_warn():
     g, (x,) = graph_of(F64)
-    dead = g.add_node("exp", np.exp, (x,), {}, F64)
+    dead = g.add_node("neg", operator.neg, (x,), {}, F64)
+    g.add_node("exp", np.exp, (x,), {}, F64)        # unused, but may warn of an overflow
     t = g.add_node("mul", operator.mul, (x, 2.0), {}, F64)
     g.add_node("iadd", operator.iadd, (t, 1.0), {}, F64)
     out = g.add_node("add", operator.add, (x, 1.0), {}, F64)
@@ -32,22 +33,28 @@ def test_dce_drops_unused_pure_keeps_inplace():
     verify(g)
     d = dce(g)
     verify(d)
-    assert [n.name for n in d.nodes] == ["mul", "iadd", "add"]
+    assert [n.name for n in d.nodes] == ["exp", "mul", "iadd", "add"]
     assert dead.index not in d._metas
 
 
-def test_cse_merges_identical_pure_nodes():
+def test_cse_merges_identical_pure_nodes_that_cannot_warn():
     g, (x, y) = graph_of(F64, F64)
-    a = g.add_node("sub", operator.sub, (x, y), {}, F64)
-    b = g.add_node("sub", operator.sub, (x, y), {}, F64)
-    c = g.add_node("sub", operator.sub, (x, 1.0), {}, F64)
-    d = g.add_node("sub", operator.sub, (x, 1), {}, F64)       # 1 and 1.0 stay apart
-    out = g.add_node("mul", operator.mul, (a, b), {}, F64)
+    a = g.add_node("maximum", np.maximum, (x, y), {}, F64)
+    b = g.add_node("maximum", np.maximum, (x, y), {}, F64)
+    c = g.add_node("maximum", np.maximum, (x, 1.0), {}, F64)
+    d = g.add_node("maximum", np.maximum, (x, 1), {}, F64)   # 1 and 1.0 stay apart
+    out = g.add_node("lt", operator.lt, (a, b), {}, F64)
     g.outputs = [out, c, d]
     s = dce(cse(g))
     verify(s)
-    assert [n.name for n in s.nodes] == ["sub", "sub", "sub", "mul"]
+    assert [n.name for n in s.nodes] == ["maximum", "maximum", "maximum", "lt"]
     assert s.nodes[-1].args == (a, a)
+    # x - y twice warns twice in NumPy (an overflow, say): both stay
+    g, (x, y) = graph_of(F64, F64)
+    a = g.add_node("sub", operator.sub, (x, y), {}, F64)
+    b = g.add_node("sub", operator.sub, (x, y), {}, F64)
+    g.outputs = [g.add_node("lt", operator.lt, (a, b), {}, F64)]
+    assert [n.name for n in dce(cse(g)).nodes] == ["sub", "sub", "lt"]
 
 
 def test_cse_keeps_outputs_apart_and_skips_inplace_graphs():

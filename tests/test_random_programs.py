@@ -1,15 +1,22 @@
-"""Random straight-line NumPy programs (hypothesis): jitted == plain, as exactly one graph.
+"""Random NumPy programs (hypothesis): jitted == plain at O0, O1 and O2 (values by the level's
+comparison, warnings by category, message and count, exceptions by type and message), and
+how each ran.
 
 The generator keeps the real value of every temporary while it builds a program (evaluating
 each new statement with NumPy on the drawn inputs), so it only picks axes, reshapes, indices
-and broadcast partners that are valid, and knows each value's dtype. A statement whose plain
+and broadcast partners that are valid, and knows each value's dtype. Inputs include every
+integer width with values at their limits (NumPy warns when its scalar math overflows
+them). Besides expressions, a program writes: in place (`t += u`), into items and slices of
+its own arrays (`t[1:] = u`, a graph break), and in loops over elements (`t[i] = t[i] * 2
++ 1`, `s = s + t[i]`); views of inputs and of temporaries alias. A statement whose plain
 evaluation raises is dropped, except that now and then it is kept as the program's last
-statement: then the jitted function must raise the same exception type.
+statement: then the jitted function must raise the same exception, with the same message.
 """
 from __future__ import annotations
 
 import math
 import re
+import traceback
 import warnings
 
 import numpy as np
@@ -18,12 +25,13 @@ from hypothesis.extra import numpy as hnp
 
 import pijit
 
-from differential import alias_pattern, assert_equal_values, assert_same, clone, run_captured
+from differential import (alias_pattern, assert_equal_values, assert_same, assert_same_outcome,
+                          clone, level_tol, run_captured, run_observed, run_plain)
 from pijit.explain import report as explain_report
 
-DTYPES = ("bool", "int32", "int64", "float32", "float64")
-NP_NAME = {"bool": "np.bool_", "int32": "np.int32", "int64": "np.int64",
-           "float32": "np.float32", "float64": "np.float64"}
+DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+          "float32", "float64")
+NP_NAME = {"bool": "np.bool_", **{d: f"np.{d}" for d in DTYPES[1:]}}
 INPUT_NAMES = ("a", "b", "c")
 
 BINOPS = ("+", "-", "*", "/", "//", "%", "**", "<", "<=", "==", "!=", ">", ">=", "&", "|", "^")
@@ -63,8 +71,10 @@ def kind(v) -> str:
 def elements(dtype: str):
     if dtype == "bool":
         return st.booleans()
-    if dtype.startswith("int"):
-        return st.integers(-6, 6)
+    if np.dtype(dtype).kind in "iu":     # small values, and the type's limits
+        info = np.iinfo(dtype)
+        edges = [int(info.min), int(info.min) + 1, int(info.max) - 1, int(info.max)]
+        return st.one_of(st.integers(max(-6, int(info.min)), 6), st.sampled_from(edges))
     width = 32 if dtype == "float32" else 64
     return st.one_of(
         st.integers(-6, 6).map(float),
@@ -237,11 +247,13 @@ def statement(draw, pool):
     # astype
     x, v = draw(operand(pool, allow_const=False))
     dtype = draw(st.sampled_from(DTYPES))
-    if kind(v) == "f" and dtype.startswith("int"):
+    if kind(v) == "f" and np.dtype(dtype).kind in "iu":
         # float -> int of NaN/inf/out of range is undefined in C: keep values representable
+        info = np.iinfo(dtype)
         with np.errstate(all="ignore"):
-            finite = np.all(np.isfinite(v)) and np.all(np.abs(np.asarray(v)) < 2 ** 31)
-        if not finite:
+            fits = np.all(np.isfinite(v)) and np.all((np.asarray(v) > float(info.min) - 1)
+                                                     & (np.asarray(v) < float(info.max) + 1))
+        if not fits:
             dtype = "float64"
     return f"{x}.astype({NP_NAME[dtype]})"
 
@@ -264,19 +276,44 @@ def error_statement(draw, pool):
 
 
 # -- programs -----------------------------------------------------------------------------------
+def _owned(pool, names, target) -> bool:
+    """An array the function made itself (not an input, nor a view of one): writing into an
+    input is a side effect pijit breaks the graph for, which the straight-line tests do
+    not count on."""
+    tv = pool[target]
+    return (type(tv) is np.ndarray and tv.flags.owndata and tv.ndim >= 1 and tv.size > 0
+            and not any(np.shares_memory(tv, pool[n]) for n in names))
+
+
+def _quiet_exec(src, pool) -> bool:
+    """Run a statement on the pool (its values follow the program); False if it raises."""
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            exec(src, {"np": np}, pool)
+    except Exception:
+        return False
+    finally:
+        pool.pop("i", None)         # (a loop's variable is no value of the program)
+    return True
+
+
 @st.composite
 def programs(draw):
-    """(source, input arrays, raises, other inputs): a straight-line `prog(a[, b[, c]])`.
+    """(source, input arrays, raises, other inputs, writes): `prog(a[, b[, c]])`.
 
-    Statements are `tN = <expression>`, and sometimes `tN += <operand>` (in place) on a
-    temporary that does not share memory with an input; views of that temporary taken
-    earlier must see the update."""
+    Statements are `tN = <expression>`, and sometimes, on a temporary the function owns,
+    `tN += <operand>` (in place), `tN[k] = <operand>` (item or slice assignment: `writes`
+    counts them) or a loop over its elements (`tN[i] = tN[i] * 2 + 1`, or `tM = tN[0]`
+    then `tM = tM + tN[i]`); views taken earlier must see the writes."""
     args = draw(inputs())
     names = INPUT_NAMES[:len(args)]
     pool = {n: a.copy() for n, a in zip(names, args)}
-    body = []            # (line, target temp or None, source text the line reads)
+    body = []            # (lines, source text the lines read)
     temps = []
+    written = []         # temporaries written into (returned, so the writes are seen)
     raises = False
+    writes = 0
     allow_error = draw(st.sampled_from([False] * 7 + [True]))
     steps = draw(st.integers(1, 8))
     attempts = 0
@@ -286,26 +323,48 @@ def programs(draw):
         temps.append(name)
         body.append((f"    {name} = {expr}", expr))
         pool[name] = value
+        return name
 
     while len(body) < steps and attempts < 4 * steps:
         attempts += 1
-        if temps and draw(st.integers(0, 5)) == 0:
+        kind_ = draw(st.integers(0, 11)) if temps else 11
+        if writes and kind_ != 1:
+            # after an item write (a break) the arrays are the resume function's inputs:
+            # writing into them in place breaks too, so only item writes and expressions
+            kind_ = max(kind_, 3)
+        if kind_ <= 2:
             target = draw(st.sampled_from(temps))
+            if not _owned(pool, names, target):
+                continue
             tv = pool[target]
-            # Only arrays the function owns: an update of an input (or of any view) is a
-            # side effect pijit deliberately does not capture (a graph break).
-            if type(tv) is not np.ndarray or not tv.flags.owndata or \
-                    any(np.shares_memory(tv, pool[n]) for n in names):
+            if kind_ == 0:                            # in place
+                op = draw(st.sampled_from(INPLACE_OPS))
+                y, _ = draw(operand(pool))
+                src = f"{target} {op}= {y}"
+            elif kind_ == 1:                          # an item or a slice of the first axis
+                n = tv.shape[0]
+                key = draw(st.sampled_from([str(draw(st.integers(-n, n - 1))),
+                                            f"{draw(st.integers(0, n))}:", "::2", ":"]))
+                y, _ = draw(operand(pool))
+                src = f"{target}[{key}] = {y}"
+            else:                                     # a loop over the elements
+                if tv.shape[0] > 16:
+                    continue
+                # (t[i] * 2 + 1 keeps t's dtype, so the loop is one loop node: not for bool)
+                if tv.dtype.kind in "iuf" and draw(st.booleans()):
+                    src = (f"for i in range({target}.shape[0]):\n"
+                           f"        {target}[i] = {target}[i] * 2 + 1")
+                    y = target
+                else:
+                    acc = define(f"{target}[0]", quiet_eval(f"{target}[0]", pool))
+                    src = (f"for i in range(1, {target}.shape[0]):\n"
+                           f"        {acc} = {acc} + {target}[i]")
+                    y, target = acc, acc
+            if not _quiet_exec(src, pool):
                 continue
-            op = draw(st.sampled_from(INPLACE_OPS))
-            y, _ = draw(operand(pool))
-            try:
-                with warnings.catch_warnings(), np.errstate(all="ignore"):
-                    warnings.simplefilter("ignore")
-                    exec(f"{target} {op}= {y}", {"np": np}, pool)
-            except Exception:
-                continue
-            body.append((f"    {target} {op}= {y}", y))
+            body.append((f"    {src}", y))
+            written.append(target)
+            writes += kind_ == 1
             continue
         expr = draw(statement(pool))
         try:
@@ -331,16 +390,16 @@ def programs(draw):
         except Exception:
             define(expr, None)
             raises = True
-    # Return every temporary no later statement reads (so no statement is dead code), as a
-    # tuple when there are several.
+    # Return every temporary no later statement reads (so no statement is dead code), and
+    # every one written into, as a tuple when there are several.
     def read_later(t):
         first = next(i for i, (line, _) in enumerate(body) if line.startswith(f"    {t} = "))
         return any(re.search(rf"\b{t}\b", reads) for _, reads in body[first + 1:])
-    live = [t for t in temps if t == temps[-1] or not read_later(t)]
+    live = [t for t in temps if t == temps[-1] or not read_later(t) or t in written]
     ret = ", ".join(live)
     src = (f"def prog({', '.join(names)}):\n" + "\n".join(line for line, _ in body) +
            f"\n    return {ret}\n")
-    return src, args, raises, draw(same_kind_inputs(args))
+    return src, args, raises, draw(same_kind_inputs(args)), writes
 
 
 @st.composite
@@ -360,28 +419,52 @@ def describe(args) -> str:
                      for n, a in zip(INPUT_NAMES, args))
 
 
-def check_program(src, args, raises, args2=None, level="O0"):
+def check_program(src, args, raises, args2=None, level="O0", writes=0):
+    """The program plain and jitted at `level` (assert_same_outcome: values by the level's
+    comparison, warnings, exceptions with their messages, aliasing, written inputs), and how
+    it ran: each item or slice assignment of the program is one graph break, everything else
+    one graph; a program that raises breaks where its raising op would run, naming NumPy's
+    exception."""
     fn = build(src)
     config = {"jit_config": {"jit_level": level}}
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        expected, expected_exc, _ = run_captured(fn, [a.copy() for a in args], {})
-        if expected_exc is not None:
-            jitted = pijit.jit(fn, **config)
-            pijit.reset(jitted)
-            for call in range(2):
-                _, exc, _ = run_captured(jitted, [a.copy() for a in args], {})
-                assert type(exc) is type(expected_exc), \
-                    f"call {call + 1}: raised {exc!r}, expected {expected_exc!r}\n{src}"
-            return "raised"
-        assert not raises or expected_exc is None
-        try:
-            assert_same(fn, *args, graphs=1, breaks=0, jit_kwargs=config)
-            if args2 is not None:
-                check_other_values(fn, args2, config)
-        except AssertionError as e:
-            raise AssertionError(f"{e}\n--- program ---\n{src}{describe(args)}\n"
-                                 f"--- second inputs ---\n{describe(args2 or [])}") from None
+    plain_args = clone(list(args))
+    want = run_plain(fn, plain_args, {})
+    where = f"\n--- program ---\n{src}{describe(args)}\n"
+    assert raises == (want.exc is not None), f"the generator expected raises={raises}, " \
+                                             f"plain Python gave {want.exc!r}{where}"
+    if want.exc is not None:
+        jitted = pijit.jit(fn, **config)
+        pijit.reset(jitted)
+        for call in range(2):
+            got_args = clone(list(args))
+            got = run_observed(jitted, got_args, {})
+            try:
+                assert_same_outcome(got, want, got_args, plain_args, f"call {call + 1}")
+            except AssertionError as e:
+                raise AssertionError(f"{e}{where}") from None
+        report = explain_report(fn.__code__)
+        assert report.fallback is None, f"fell back to plain Python: {report}{where}"
+        name = type(want.exc).__name__
+        if any(f"would raise {name}" in b["reason"] for b in report.break_reasons):
+            # known at capture (shapes, axes, constants): a break before the op, which
+            # then raises as plain Python
+            assert report.graph_break_count == writes + 1, f"{report}{where}"
+            return "raised at a break"
+        # known at run time only (the data): the graph raises it, at the program's line
+        assert report.graph_break_count == writes, f"{report}{where}"
+        frame = traceback.extract_tb(got.exc.__traceback__)[-1]
+        assert frame.filename == "<generated>" and 1 < frame.lineno < src.count("\n"), \
+            f"raised at {frame.filename}:{frame.lineno}{where}"
+        return "raised in a graph"
+    try:
+        report = assert_same(fn, *args, graphs=None if writes else 1, breaks=writes,
+                             jit_kwargs=config)
+        assert 1 <= report.graph_count <= writes + 1, report
+        if args2 is not None:
+            check_other_values(fn, args2, config)
+    except AssertionError as e:
+        raise AssertionError(f"{e}{where}--- second inputs ---\n{describe(args2 or [])}") \
+            from None
     return "ok"
 
 
@@ -390,17 +473,16 @@ def check_other_values(fn, args2, config):
     still equals plain Python."""
     jitted = pijit.jit(fn, **config)
     before = pijit.stats(jitted)
-    expected, expected_exc, _ = run_captured(fn, [a.copy() for a in args2], {})
-    got, exc, _ = run_captured(jitted, [a.copy() for a in args2], {})
+    plain_args = clone(list(args2))
+    want = run_plain(fn, plain_args, {})
+    got_args = clone(list(args2))
+    got = run_observed(jitted, got_args, {})
     after = pijit.stats(jitted)
     assert after["compile_count"] == before["compile_count"], \
         f"new values recompiled: {after['recompile_reasons']}"
-    assert after["cache_hits"] == before["cache_hits"] + 1
-    if expected_exc is not None:
-        assert type(exc) is type(expected_exc), f"second inputs: {exc!r} != {expected_exc!r}"
-    else:
-        assert exc is None, f"second inputs: jitted raised {exc!r}"
-        assert_equal_values(got, expected, "second inputs")
+    assert after["cache_hits"] > before["cache_hits"]
+    tol, scale = level_tol(fn, args2, config["jit_config"]["jit_level"])
+    assert_same_outcome(got, want, got_args, plain_args, "second inputs", tol, scale)
 
 
 @settings(max_examples=300, deadline=None,
@@ -421,13 +503,23 @@ def test_random_program_fused(program):
     _straight_line_test(program, "O1")
 
 
+# And at O2, compared within the bounds o2_spec.carry derives for each program.
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
+                                 HealthCheck.data_too_large])
+@given(programs())
+def test_random_program_o2(program):
+    _straight_line_test(program, "O2")
+
+
 def _straight_line_test(program, level):
-    src, args, raises, args2 = program
+    src, args, raises, args2, writes = program
     note(src)
     note(describe(args))
     note("second inputs:\n" + describe(args2))
-    event(check_program(src, args, raises, args2, level))
+    event(check_program(src, args, raises, args2, level, writes))
     event(f"{src.count(chr(10)) - 2} statements")
+    event(f"{writes} item writes")
 
 
 # -- regressions and spot checks of the generator itself -----------------------------------------
@@ -442,7 +534,9 @@ def test_generator_builds_valid_programs():
     args = [np.arange(6.0).reshape(2, 3), np.arange(3, dtype=np.int32)]
     assert check_program(src, args, False) == "ok"
     bad = "def prog(a):\n    t0 = a ** (a - 3)\n    return t0\n"
-    assert check_program(bad, [np.arange(3)], True) == "raised"
+    assert check_program(bad, [np.arange(3)], True) == "raised in a graph"
+    bad = "def prog(a):\n    t0 = a * 2\n    t1 = t0.reshape(7)\n    return t1\n"
+    assert check_program(bad, [np.arange(3)], True) == "raised at a break"
 
 
 def test_generated_code_has_generated_filename():
@@ -705,51 +799,40 @@ def cf_build(src):
 
 def _cf_run_and_compare(fn, jitted, args, where):
     plain_args, _ = clone((list(args), {}))
-    expected, expected_exc, expected_out = run_captured(fn, plain_args, {})
+    want = run_plain(fn, plain_args, {})
     jit_args, _ = clone((list(args), {}))
-    got, exc, out = run_captured(jitted, jit_args, {})
-    assert out == expected_out, f"{where}: printed output differs:\n{out!r}\n{expected_out!r}"
-    if expected_exc is not None:
-        assert type(exc) is type(expected_exc), f"{where}: raised {exc!r}, expected {expected_exc!r}"
-        assert str(exc) == str(expected_exc), f"{where}: message {exc} != {expected_exc}"
-    else:
-        assert exc is None, f"{where}: jitted call raised {exc!r}"
-        assert_equal_values(got, expected, f"{where}: result")
-        assert alias_pattern(got, jit_args) == alias_pattern(expected, plain_args), \
-            f"{where}: aliasing of results with inputs differs"
-    assert_equal_values(jit_args, plain_args, f"{where}: mutated inputs")
-    return expected_out, expected_exc
+    got = run_observed(jitted, jit_args, {})
+    assert_same_outcome(got, want, jit_args, plain_args, where)
+    return want.out, want.exc
 
 
 def check_cf_program(src, args, breaking, args2=None, level="O0"):
     fn = cf_build(src)
     nlines = src.count("\n")
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        jitted = pijit.jit(fn, jit_config={"jit_level": level})
-        pijit.reset(jitted)
-        try:
-            printed, exc = "", None
-            for call in range(2):
-                printed, exc = _cf_run_and_compare(fn, jitted, args, f"call {call + 1}")
-            report = explain_report(fn.__code__)
-            assert report.fallback is None, \
-                f"fell back to plain Python: {report.fallback}"
-            for brk in report.break_reasons:
-                assert brk["filename"] == CF_FILENAME, f"break outside the program: {brk}"
-                assert 1 <= brk["lineno"] <= nlines, f"break line outside the program: {brk}"
-            if not breaking:
-                assert (report.graph_count, report.graph_break_count) == (1, 0), \
-                    f"a program without breaking constructs: {report}"
-            if printed:
-                assert report.graph_break_count >= 1, f"printed without a break: {report}"
-            if report.graph_count:
-                assert pijit.stats(jitted)["cache_hits"] >= 1, pijit.stats(jitted)
-            if args2 is not None:      # other data: other branches, same jitted function
-                _cf_run_and_compare(fn, jitted, args2, "second inputs")
-        except AssertionError as e:
-            raise AssertionError(f"{e}\n--- program ---\n{src}\nargs = {args!r}\n"
-                                 f"args2 = {args2!r}") from None
+    jitted = pijit.jit(fn, jit_config={"jit_level": level})
+    pijit.reset(jitted)
+    try:
+        printed, exc = "", None
+        for call in range(2):
+            printed, exc = _cf_run_and_compare(fn, jitted, args, f"call {call + 1}")
+        report = explain_report(fn.__code__)
+        assert report.fallback is None, \
+            f"fell back to plain Python: {report.fallback}"
+        for brk in report.break_reasons:
+            assert brk["filename"] == CF_FILENAME, f"break outside the program: {brk}"
+            assert 1 <= brk["lineno"] <= nlines, f"break line outside the program: {brk}"
+        if not breaking:
+            assert (report.graph_count, report.graph_break_count) == (1, 0), \
+                f"a program without breaking constructs: {report}"
+        if printed:
+            assert report.graph_break_count >= 1, f"printed without a break: {report}"
+        if report.graph_count:
+            assert pijit.stats(jitted)["cache_hits"] >= 1, pijit.stats(jitted)
+        if args2 is not None:      # other data: other branches, same jitted function
+            _cf_run_and_compare(fn, jitted, args2, "second inputs")
+    except AssertionError as e:
+        raise AssertionError(f"{e}\n--- program ---\n{src}\nargs = {args!r}\n"
+                             f"args2 = {args2!r}") from None
     if report.fallback is not None:
         return "known fallback"
     if exc is not None:

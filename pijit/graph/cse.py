@@ -3,7 +3,8 @@ one (same fn, same arguments) is replaced by it.
 
 Skipped entirely when the graph mutates arrays in place, directly or in a loop node's body
 (sharing a value could then expose a mutation), and never applied to a node that is itself a graph output (two outputs that are
-one object would alias where NumPy returns two arrays).
+one object would alias where NumPy returns two arrays), nor to a node that may warn (NumPy
+would warn once per evaluation).
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from pijit.graph.dce import replace_nodes
 from pijit.graph.ir import Graph, Ref, map_refs
-from pijit.graph.purity import is_pure, mutates
+from pijit.graph.purity import is_pure, may_warn, mutates
 
 
 class _Unhashable(Exception):
@@ -48,7 +49,7 @@ def cse(graph: Graph) -> Graph:
                 node, args=map_refs(node.args, lambda r: Ref(rename.get(r.index, r.index))),
                 kwargs=tuple((k, map_refs(v, lambda r: Ref(rename.get(r.index, r.index))))
                              for k, v in node.kwargs))
-        if is_pure(node):
+        if is_pure(node) and not may_warn(graph, node):
             try:
                 key = (id(node.fn), _key(node.args), _key(node.kwargs), node.meta)
             except _Unhashable:

@@ -2,7 +2,7 @@
 
 In-place operator nodes (`iadd`, ...) mutate their first argument and are always kept, and so
 is everything they read; so are loop nodes (one opaque node each: their bodies are not
-entered).
+entered), and nodes that may warn (`t = a / a` unused still warns of 0 / 0 in NumPy).
 """
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import dataclasses
 
 from pijit.graph.ir import Graph
 from pijit.graph.ir import node_refs
-from pijit.graph.purity import is_pure
+from pijit.graph.purity import is_pure, may_warn
 
 
 def dce(graph: Graph) -> Graph:
     live = {r.index for r in graph.outputs}
     kept = []
     for node in reversed(graph.nodes):
-        if node.out in live or not is_pure(node):
+        if node.out in live or not is_pure(node) or may_warn(graph, node):
             kept.append(node)
             live.update(r.index for r in node_refs(node))
     kept.reverse()

@@ -92,6 +92,9 @@ INT_OPS = frozenset(("add", "sub", "mul", "neg", "pos", "abs", "square", "maximu
 BOOL_OPS = frozenset(("maximum", "minimum")) | BITWISE
 ANY_OPS = frozenset(("where", "astype")) | COMPARE
 MAX_INT_POWER = 8       # x ** k for integer x: k unrolled multiplications
+# Integer ops that NumPy's scalar math (NumPy scalars only, no array operand) checks for
+# overflow ("overflow encountered in scalar add"); ufuncs on arrays wrap silently.
+SCALAR_OVERFLOW = frozenset(("add", "sub", "mul", "neg", "abs", "square", "pow", "power"))
 SPECIAL_POWERS = (2.0, 1.0, 0.5, -1.0)     # x ** e NumPy computes as x*x, x, sqrt(x), 1/x
 
 _REDUCE = {}
@@ -196,6 +199,9 @@ def elementwise_op(graph: Graph, node, exact: bool = False, numpy_loops=frozense
     allowed = FLOAT_OPS if t in FLOAT else INT_OPS if t in INTEGER else BOOL_OPS
     if op not in allowed | ANY_OPS:
         return None
+    if t in INTEGER and op in SCALAR_OVERFLOW and not any(graph.meta(r).is_array
+                                                          for r in refs):
+        return None     # NumPy's scalar math warns when it overflows; a kernel cannot
     consts = [a for a in node.args if not isinstance(a, Ref) and a is not None]
     if op in COMPARE:
         return op if t == BOOL and _comparable(graph, node, consts) else None
@@ -509,10 +515,13 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
             return set()
         return cands
 
+    unused = unused_values(graph)
     for node in graph.nodes:
         op = elementwise_op(graph, node, exact, numpy_loops)
         red = None if op is not None else reduction_op(graph, node, exact)
         refs = node_refs(node)
+        if node.out in unused:      # kept only for its warnings: NumPy computes it
+            op = red = None
         if op is None and red is None and row_expand(graph, node) and refs[0].index in row_values:
             op = "expand"       # a row value read as keepdims: a row node (or nothing)
         if op is None and red is None:
@@ -628,6 +637,15 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
                     grp.inputs.append(r)
         grp.outputs = [Ref(n.out) for n in grp.nodes if n.out in used_outside]
     return sorted(result, key=lambda g: g.id)
+
+
+def unused_values(graph: Graph) -> set:
+    """Value numbers nothing reads (no node, no output): the nodes dce keeps for the warnings
+    they may give. Fused, their C would be dropped by the compiler, warnings and all."""
+    read = {r.index for r in graph.outputs}
+    for node in graph.nodes:
+        read.update(r.index for r in node_refs(node))
+    return {n.out for n in graph.nodes if n.out not in read and writes_nothing(n)}
 
 
 def schedule(graph: Graph, groups: list) -> list:

@@ -7,7 +7,9 @@ loop nodes always are (opaque: one node, whatever their body does).
 
 Fusion needs less: a fused group may move across a node that writes no array (`writes_nothing`:
 pure, or indexing, views, shape changes, creation, copies). Those are not all pure for DCE and
-CSE (a dropped `x[10]` would drop its IndexError, a shared view would be one object).
+CSE (a dropped `x[10]` would drop its IndexError, a shared view would be one object), and
+neither are pure nodes that may warn (`may_warn`: dropping or sharing them would drop
+NumPy's warnings).
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import operator
 
 import numpy as np
 
-from pijit.graph.ir import LoopOp
+from pijit.graph.ir import LoopOp, node_refs
 
 _INPLACE = frozenset(id(f) for f in (
     operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
@@ -40,6 +42,45 @@ _WRITES_NOTHING = {id(f) for f in (
     np.ndarray.copy, np.broadcast_to, np.argmax, np.argmin, np.ndarray.argmax,
     np.ndarray.argmin, np.arange, np.linspace, np.zeros, np.ones, np.empty, np.full,
     np.zeros_like, np.ones_like, np.empty_like, np.full_like)}
+
+
+# Ops that never emit NumPy's floating-point or overflow warnings, whatever their operands.
+_QUIET = {id(f) for f in (
+    operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge,
+    operator.and_, operator.or_, operator.xor, operator.invert, operator.pos,
+    np.less, np.less_equal, np.equal, np.not_equal, np.greater, np.greater_equal,
+    np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.invert, np.positive,
+    np.logical_and, np.logical_or, np.logical_xor, np.logical_not,
+    np.maximum, np.minimum, np.fmax, np.fmin, np.where, np.clip, np.ndarray.clip,
+    np.isnan, np.isinf, np.isfinite, np.signbit, np.copysign, np.floor, np.ceil, np.trunc,
+    np.rint, np.max, np.min, np.amax, np.amin, np.ndarray.max, np.ndarray.min, np.any, np.all,
+    np.ndarray.any, np.ndarray.all)}
+# Quiet on arrays (and floats); NumPy's scalar math warns when they overflow an integer
+# (-np.int8(-128), np.uint8(255) + 1): the integer ops of integer-only operands.
+_INT_SCALAR_OVERFLOW = {id(f) for f in (
+    operator.add, operator.sub, operator.mul, operator.neg, builtins.abs, operator.pow,
+    np.add, np.subtract, np.multiply, np.negative, np.absolute, np.square, np.power)}
+# Integer array ops (ufunc loops) that wrap around silently.
+_INT_ARRAY_QUIET = _INT_SCALAR_OVERFLOW | {id(f) for f in (
+    operator.lshift, operator.rshift, np.left_shift, np.right_shift, np.ndarray.astype)}
+
+
+_SIGN = {id(f) for f in (operator.neg, builtins.abs, np.negative, np.absolute)}
+
+
+def may_warn(graph, node) -> bool:
+    """Whether evaluating the node may emit a NumPy warning (divide by zero, overflow,
+    invalid value, in scalar math too): passes keep such a node even when its value is
+    unused (dce), and do not merge two of them (cse), so the warnings are NumPy's, as many
+    as NumPy gives."""
+    fid = id(node.fn)
+    if fid in _WRITES_NOTHING or fid in _QUIET:
+        return False
+    metas = [graph.meta(r) for r in node_refs(node)]
+    if metas and all(m.dtype.kind in "biu" for m in metas) and node.meta.dtype.kind in "biu":
+        scalar_math = not any(m.is_array for m in metas)
+        return fid in _INT_SCALAR_OVERFLOW if scalar_math else fid not in _INT_ARRAY_QUIET
+    return fid not in _SIGN        # any other arithmetic on floats (or int / int) may warn
 
 
 def register_writes_nothing(fn):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from pijit.backends.cfused import render
-from pijit.graph.fuse import FusionGroup, elementwise_op
+from pijit.graph.fuse import FusionGroup, elementwise_op, unused_values
 from pijit.graph.ir import LoopOp, node_refs
 
 LB = 64     # elements per block of the trip loop
@@ -28,6 +28,8 @@ def loop_group(node, exact: bool):
     body = op.body
     carried, nexts = body.inputs[:op.n_carried], body.outputs[:op.n_carried]
     shape = body.meta(carried[0]).shape
+    if unused_values(body):        # (kept for their warnings: NumPy must compute them)
+        return None
     ops = {}
     for n in body.nodes:
         ops[n.out] = elementwise_op(body, n, exact)

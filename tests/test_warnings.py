@@ -1,0 +1,67 @@
+"""NumPy's warnings, the same at every level (category, message and count): the differences
+the random-program fuzzers found. NumPy's scalar math warns when it overflows an integer
+(arrays wrap silently), so kernels leave it to NumPy; code whose value is unused still warns
+(dce keeps it, NumPy computes it), and two equal expressions warn twice (cse keeps both)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from differential import assert_same
+
+LEVELS = ("O0", "O1", "O2")
+
+
+def _scalar_add(y):
+    return y[1] + 1
+
+
+def _scalar_loop(a):
+    s = a[0]
+    for i in range(3):
+        s = a[i] * 2 + 1
+    return s
+
+
+def _scalar_negative(y):
+    return -y[0], -y[2]
+
+
+def _scalar_square(y):
+    return y[1] * y[1] + y[0]
+
+
+def _dead_division(a):
+    t = a / a           # unused: still 0 / 0
+    return a + 1.0
+
+
+def _twice(a, b):
+    t1 = a / b
+    t2 = a / b
+    return t1 + t2
+
+
+def _array_wraps(y):
+    return (y + 1) * 2         # arrays wrap around without a warning
+
+
+def _float_scalar_overflow(x):
+    return x[0] * np.float32(1e30) + 1.0
+
+
+U8 = np.array([1, 255, 3], np.uint8)
+CASES = [(_scalar_add, (U8,), ["getitem", "add"]),
+         (_scalar_loop, (np.array([100, 200, 250], np.uint8),), ["mul", "add"]),
+         (_scalar_negative, (np.array([5, 0, 7], np.uint8),), ["neg"]),
+         (_scalar_square, (np.array([7, 2 ** 31 - 1], np.int32),), ["mul", "add"]),
+         (_dead_division, (np.array([0.0, 1.0, 2.0]),), ["truediv", "add"]),
+         (_twice, (np.array([0.0, 1.0]), np.zeros(2)), ["truediv", "add"]),
+         (_array_wraps, (U8,), ["add", "mul"]),
+         (_float_scalar_overflow, (np.array([1e30, 2.0], np.float32),), ["mul", "add"])]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("fn,args,ops", CASES, ids=[c[0].__name__ for c in CASES])
+def test_warnings_are_numpys(fn, args, ops, level):
+    assert_same(fn, *args, ops=ops, jit_kwargs={"jit_config": {"jit_level": level}})

@@ -5,7 +5,7 @@ PYTHON ?= python3
 PYTEST_ARGS ?=
 ASAN_LIB := $(shell gcc -print-file-name=libasan.so)
 
-.PHONY: install build test golden bench asan clean
+.PHONY: install build test golden mutants bench asan clean
 
 install:
 	$(PYTHON) -m pip install -e '.[test]'
@@ -20,6 +20,12 @@ test: install
 # Rewrite tests/golden/ from the current dumps (after a codegen change that is meant).
 golden:
 	PIJIT_UPDATE_GOLDEN=1 $(PYTHON) -m pytest -q tests/test_golden.py
+
+# Planted faults (tests/mutants/*.toml): each applied to a scratch copy of the tree, where the
+# tests that must catch it run; fails when one survives or no longer applies (stale).
+# `make mutants MUTANTS="name ..."` runs some of them.
+mutants:
+	$(PYTHON) tests/mutants/run.py $(MUTANTS)
 
 bench: install
 	@if [ -f benchmarks/__main__.py ]; then $(PYTHON) -m benchmarks; \

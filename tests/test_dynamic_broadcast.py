@@ -44,6 +44,20 @@ CASES = {"row_times": (_row_times, lambda x, r1, r, c: (x, r1)),
 ROWS = (3, 4, 1, 7, 0, 2)       # the second size makes the rows dynamic
 
 
+def test_dynamic_rows_stay_dynamic_in_the_graph():
+    """The captured graph of the dynamic entry (O0: nothing but NumPy runs it) gives the
+    result of (?, K) * (1, K) the shape (?, K), not (1, K): kernels size their outputs and
+    loops by these shapes."""
+    jitted = pijit.jit(_row_times, jit_config={"jit_level": "O0"})
+    pijit.reset(jitted)
+    for rows in (3, 4):
+        x, r1, _, _ = _arrays(rows, rows)
+        jitted(x, r1)
+    from pijit import cache
+    graph = cache.record(_row_times.__code__).entries[0].graph
+    assert [str(graph.meta(r)) for r in graph.outputs] == [f"float64[?,{K}]"], str(graph)
+
+
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("name", list(CASES))
 def test_dynamic_rows_broadcast_against_one(name, level):

@@ -139,3 +139,17 @@ CASES = [(_matmul_inplace, (A[:, :8], W), ["matmul", "imatmul"], 1, 0),
 @pytest.mark.parametrize("fn,args,ops,graphs,breaks", CASES, ids=[c[0].__name__ for c in CASES])
 def test_writes_between_reads(fn, args, ops, graphs, breaks, level):
     assert_same(fn, *args, jit_kwargs=_jit(level), ops=ops, graphs=graphs, breaks=breaks)
+
+
+def _alias_then_write(i):
+    x = i.copy()
+    y = x                   # the same array: the write below changes what y * 3 reads
+    t = y * 3
+    x += 1
+    u = y * 3               # not the same value as t (cse must not merge across the write)
+    return t, u - t
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_equal_expressions_across_a_write(level):
+    assert_same(_alias_then_write, I, jit_kwargs=_jit(level), ops=["iadd"])

@@ -867,3 +867,21 @@ def test_equal_code_objects_share_a_record(capsys):
     assert pijit.stats(j1)["compile_count"] == 1
     pijit.reset(pijit.jit(f2))                  # must not clear f1's record
     assert pijit.stats(j1)["compile_count"] == 1
+
+
+def residual_loop_two_outs(x):
+    s = x * 0.0
+    t = x + 1.0
+    for i in range(3):
+        print("it", i)
+        s = s + t
+        t = t * 2.0
+    return s, t
+
+
+def test_residual_loop_body_returns_each_local_to_its_name():
+    # graph (mul, add); the loop with its print is residual (1 break), its outlined body
+    # breaks at the print (1 break) and its resume is a graph (add, mul) returning s and t,
+    # which the loop must store back in that order (the values differ every iteration)
+    report = assert_same(residual_loop_two_outs, X, graphs=2, breaks=2)
+    assert report.ops_per_graph == [["mul", "add"], ["add", "mul"]], report

@@ -543,6 +543,39 @@ def test_recompile_on_global_rebound():
     assert all(e["fallback"] is None for e in s["entries"])
 
 
+def _double(x):
+    return x * 2.0
+
+
+def _triple(x):
+    return x * 3.0
+
+
+G_HELPER = _double
+
+
+def _calls_global_helper(x):
+    return G_HELPER(x) + 1.0
+
+
+def test_recompile_on_global_function_rebound():
+    """A global function inlined into the graph is guarded by identity: rebinding it
+    recompiles (else the old callee's code would run)."""
+    global G_HELPER
+    jitted = pijit.jit(_calls_global_helper)
+    pijit.reset(jitted)
+    x = np.arange(3.0)
+    try:
+        assert_equal_values(jitted(x), x * 2.0 + 1.0)
+        G_HELPER = _triple
+        assert_equal_values(jitted(x), x * 3.0 + 1.0)
+    finally:
+        G_HELPER = _double
+    s = pijit.stats(jitted)
+    assert s["compile_count"] == 2 and any(r.startswith("G_HELPER") for r in
+                                           s["recompile_reasons"]), s
+
+
 def test_recompile_on_hash_args_change():
     table = {"k": 1}
 

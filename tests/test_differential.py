@@ -96,3 +96,19 @@ def test_outputs_beside_a_reduction_keep_numpys_layout(level):
     config = {"jit_config": {"jit_level": level}}
     assert_same(_astype_and_mean, a, jit_kwargs=config)
     assert_same(_softmax, a, jit_kwargs=config)
+
+
+def _clips(x, lo, hi):
+    return (np.clip(x * 1.0, 0.0, 1.0), np.clip(x * 1.0, lo, hi), np.clip(x * 1.0, 0.0, hi),
+            np.clip(x * 1.0, None, -0.0), (x * 1.0).clip(-0.0, 1.0))
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_clip_ties_are_numpys(level):
+    """A tie between x and a bound of the other zero's sign: NumPy keeps x when both bounds
+    are broadcast (scalars), the bound otherwise (found by the random programs: clip(-0.0,
+    0, 1) was 0.0 fused, -0.0 in NumPy)."""
+    x = np.array([-0.0, 0.0, -0.0, 0.5, np.nan, 2.0] * 4)
+    lo, hi = np.zeros(x.size), np.full(x.size, 1.0)
+    with np.errstate(invalid="ignore"):
+        assert_same(_clips, x, lo, hi, jit_kwargs={"jit_config": {"jit_level": level}})

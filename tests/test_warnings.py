@@ -1,7 +1,8 @@
 """NumPy's warnings, the same at every level (category, message and count): the differences
 the random-program fuzzers found. NumPy's scalar math warns when it overflows an integer
 (arrays wrap silently), so kernels leave it to NumPy; code whose value is unused still warns
-(dce keeps it, NumPy computes it), and two equal expressions warn twice (cse keeps both)."""
+(dce keeps it, NumPy computes it), and two equal expressions warn twice (cse keeps both); an
+op a constant decides (x & False) is NumPy's, or C would drop what its operand computes."""
 from __future__ import annotations
 
 import numpy as np
@@ -42,6 +43,11 @@ def _twice(a, b):
     return t1 + t2
 
 
+def _absorbed(a):
+    t = 0 / a               # 0 / 0 warns; in C the ops below would not need t at all
+    return (t > 0) & False, (t < 1) | True, np.where(t > 0, 1, 1), (a > 0) * 0
+
+
 def _array_wraps(y):
     return (y + 1) * 2         # arrays wrap around without a warning
 
@@ -57,6 +63,7 @@ CASES = [(_scalar_add, (U8,), ["getitem", "add"]),
          (_scalar_square, (np.array([7, 2 ** 31 - 1], np.int32),), ["mul", "add"]),
          (_dead_division, (np.array([0.0, 1.0, 2.0]),), ["truediv", "add"]),
          (_twice, (np.array([0.0, 1.0]), np.zeros(2)), ["truediv", "add"]),
+         (_absorbed, (np.array([0.0, 1.0]),), ["truediv", "and", "or", "where"]),
          (_array_wraps, (U8,), ["add", "mul"]),
          (_float_scalar_overflow, (np.array([1e30, 2.0], np.float32),), ["mul", "add"])]
 

@@ -203,6 +203,8 @@ def elementwise_op(graph: Graph, node, exact: bool = False, numpy_loops=frozense
                                                           for r in refs):
         return None     # NumPy's scalar math warns when it overflows; a kernel cannot
     consts = [a for a in node.args if not isinstance(a, Ref) and a is not None]
+    if _absorbs(node, op, t):
+        return None     # in C its operand would be dead code, and the warnings of computing it
     if op in COMPARE:
         return op if t == BOOL and _comparable(graph, node, consts) else None
     if op == "astype":
@@ -221,6 +223,25 @@ def elementwise_op(graph: Graph, node, exact: bool = False, numpy_loops=frozense
             graph.meta(a).dtype == t for a in node.args if isinstance(a, Ref))):
         return None     # NumPy's loop of dtype t: its operands must be of t (or constants)
     return op
+
+
+def _absorbs(node, op: str, t) -> bool:
+    """An op whose value a constant operand decides (x & False, x | True, x * 0 of integers,
+    x ** 0, np.where(c, k, k)): the C compiler drops the computation of its
+    other operand, and with it the floating-point flags NumPy would warn of (0 / a ... & False
+    warns in NumPy): NumPy computes it."""
+    a = node.args
+    consts = [c for c in a if not isinstance(c, Ref)]
+    if op == "where":
+        return type(a[1]) is type(a[2]) and (a[1] is a[2] or a[1] == a[2])
+    if op in ("pow", "power"):
+        return type(a[1]) in (int, float) and a[1] == 0
+    if op == "and":
+        return any(not bool(c) for c in consts)
+    if op == "or":
+        return any(bool(c) if t == BOOL else int(c) == -1 or (
+            t.kind == "u" and int(c) == np.iinfo(t).max) for c in consts)
+    return op == "mul" and t.kind in "iub" and any(c == 0 for c in consts)
 
 
 def uses_numpy_loop(graph: Graph, node, op: str, exact: bool) -> bool:

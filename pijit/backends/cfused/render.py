@@ -569,12 +569,23 @@ class GroupKernel:
             return [f"const {ct} {out}_a = {x}, {out}_b = {y};",
                     f"const {ct} {out} = ({wins} || {out}_a != {out}_a) ? {out}_a : {out}_b;"]
         if op == "clip":            # minimum(maximum(x, lo), hi)
+            # NumPy: with two bounds that are both broadcast (scalars, rows...), x wins a
+            # tie (clip(-0.0, 0.0, 1.0) is -0.0); otherwise the bound does (maximum(-0.0,
+            # 0.0) is 0.0); a NaN wins either way
+            scalars = all(b is not None and not (isinstance(b, Ref) and self.graph.meta(
+                b).shape == node.meta.shape) for b in a[1:3])
             stmts = [f"{ct} {out}_t = {self.arg(a[0], t)};"]
             for k, (bound, cmp) in enumerate(((a[1], "gt"), (a[2], "lt"))):
-                if bound is not None:
-                    stmts.append(f"const {ct} {out}_{k} = {self.arg(bound, t)};")
-                    wins = self.compare(f"{out}_t", cmp, f"{out}_{k}", t)
-                    stmts.append(f"{out}_t = ({wins} || {out}_t != {out}_t) ? {out}_t : {out}_{k};")
+                if bound is None:
+                    continue
+                b = f"{out}_{k}"
+                stmts.append(f"const {ct} {b} = {self.arg(bound, t)};")
+                if scalars:
+                    beats = self.compare(b, cmp, f"{out}_t", t)
+                    stmts.append(f"{out}_t = ({beats} || {b} != {b}) ? {b} : {out}_t;")
+                else:
+                    wins = self.compare(f"{out}_t", cmp, b, t)
+                    stmts.append(f"{out}_t = ({wins} || {out}_t != {out}_t) ? {out}_t : {b};")
             return stmts + [f"const {ct} {out} = {out}_t;"]
         if op == "where":
             return f"{self.arg(a[0], BOOL)} ? {self.arg(a[1], t)} : {self.arg(a[2], t)}"

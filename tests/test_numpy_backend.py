@@ -223,15 +223,6 @@ def index_error(x, idx):
     return z + 1.0
 
 
-def last_frame(fn, *args):
-    pijit.reset()
-    jitted = pijit.jit(fn, jit_config=O0)
-    with pytest.raises(Exception) as info:
-        jitted(*args)
-    frame = traceback.extract_tb(info.value.__traceback__)[-1]
-    return info.value, frame
-
-
 def test_runtime_error_points_at_the_users_line():
     # Compile with valid data first, so the error comes from the compiled graph.
     pijit.reset()

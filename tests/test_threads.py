@@ -47,7 +47,8 @@ _SCRIPT = textwrap.dedent("""
         records.clear()
         out[name] = {"before": before, "after": after,
                      "same": got.tobytes() == fn(*args).tobytes(),
-                     "threads_define": f"#define PJ_THREADS {threads}" in source,
+                     "threads_define":
+                         f"#define PJ_THREADS (pj_one_thread ? 1 : {threads})" in source,
                      "parallel": "#pragma omp parallel num_threads(PJ_THREADS)" in source,
                      "graphs": pijit.explain(jitted, *args).graph_count}
     print(json.dumps(out))

@@ -75,9 +75,10 @@ setup(
     extras_require={
         # coverage: the tracing tests; cloudpickle, joblib: the pickling tests; pytest-xdist:
         # CI's two workers (.ci/run); dask: the Dask tests and examples (map_blocks, a
-        # LocalCluster)
+        # LocalCluster); setuptools: `make mutants` rebuilds the C extension of its scratch
+        # copy for a mutant of csrc/
         "test": ["pytest==9.0.3", "hypothesis==6.155.2", "coverage==7.17.4", "cloudpickle==3.1.3",
-                 "joblib==1.6.0", "pytest-xdist==3.8.0", *DASK],
+                 "joblib==1.6.0", "pytest-xdist==3.8.0", "setuptools>=61", *DASK],
         # optional: jitted block functions on Dask arrays and dask.distributed workers
         "dask": DASK,
         # optional: progress bar, BLAS report, plots, and a peer for the benchmark runner

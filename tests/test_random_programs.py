@@ -8,9 +8,11 @@ and broadcast partners that are valid, and knows each value's dtype. Inputs incl
 integer width with values at their limits (NumPy warns when its scalar math overflows
 them). Besides expressions, a program writes: in place (`t += u`), into items and slices of
 its own arrays (`t[1:] = u`, a graph break), and in loops over elements (`t[i] = t[i] * 2
-+ 1`, `s = s + t[i]`); views of inputs and of temporaries alias. A statement whose plain
-evaluation raises is dropped, except that now and then it is kept as the program's last
-statement: then the jitted function must raise the same exception, with the same message.
++ 1`, `s = s + t[i]`); views of inputs and of temporaries alias, and now and then the second
+argument is the first or a reversed view of it (the second inputs, drawn to hit the cache,
+are buffers of their own). A statement whose plain evaluation raises is dropped, except
+that now and then it is kept as the program's last statement: then the jitted function must
+raise the same exception, with the same message.
 """
 from __future__ import annotations
 
@@ -95,6 +97,10 @@ def inputs(draw):
         shape = tuple(d if draw(st.integers(0, 3)) else 1 for d in base[ndim - k:])
         dtype = draw(st.sampled_from(DTYPES))
         arrays.append(draw(hnp.arrays(np.dtype(dtype), shape, elements=elements(dtype))))
+    if len(arrays) >= 2 and draw(st.integers(0, 5)) == 0:
+        # the second argument over the first one's buffer: the array itself or reversed
+        a = arrays[0]
+        arrays[1] = a[..., ::-1] if a.ndim and draw(st.booleans()) else a
     return arrays
 
 
@@ -404,8 +410,14 @@ def programs(draw):
 
 @st.composite
 def same_kind_inputs(draw, args):
-    """New values for the same shapes and dtypes: must hit the cache, not recompile."""
-    return [draw(hnp.arrays(a.dtype, a.shape, elements=elements(str(a.dtype)))) for a in args]
+    """New values for the same shapes, dtypes and layouts (a reversed view stays one): must
+    hit the cache, not recompile. Each array is a buffer of its own, also where the first
+    inputs aliased: a capture that took the aliasing for granted without a guard fails."""
+    new = []
+    for a in args:
+        x = draw(hnp.arrays(a.dtype, a.shape, elements=elements(str(a.dtype))))
+        new.append(x[..., ::-1].copy()[..., ::-1] if a.ndim and a.strides[-1] < 0 else x)
+    return new
 
 
 def build(src):
@@ -415,8 +427,17 @@ def build(src):
 
 
 def describe(args) -> str:
-    return "\n".join(f"{n} = np.array({a.tolist()!r}, dtype=np.{a.dtype})  # shape {a.shape}"
-                     for n, a in zip(INPUT_NAMES, args))
+    lines = []
+    for i, (n, a) in enumerate(zip(INPUT_NAMES, args)):
+        first = next((INPUT_NAMES[j] for j in range(i) if np.shares_memory(a, args[j])), None)
+        if first is not None:
+            lines.append(f"{n} = {first}" if a is args[INPUT_NAMES.index(first)]
+                         else f"{n} = {first}[..., ::-1]")
+        else:
+            lines.append(f"{n} = np.array({a.tolist()!r}, dtype=np.{a.dtype})  # shape "
+                         f"{a.shape}" + ("  (reversed view)" if a.ndim and a.strides[-1] < 0
+                                         else ""))
+    return "\n".join(lines)
 
 
 def check_program(src, args, raises, args2=None, level="O0", writes=0):

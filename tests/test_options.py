@@ -42,6 +42,14 @@ OPTION_TESTS = {
                   "test_differential.py::test_max_min_of_signed_zeros_are_numpys"],
     "num_threads": ["test_threads.py::test_two_threads_are_built_for_and_run",
                     "test_threads.py::test_one_thread_starts_no_thread"],
+    "adaptive": ["test_adaptive.py::test_adaptive_off_compiles_at_the_first_call_at_jit_level"],
+    "compile_after_ms": [
+        "test_adaptive.py::test_a_signature_compiles_once_its_plain_calls_took_compile_after_ms"],
+    "promote_after": ["test_adaptive.py::test_a_small_graph_climbs_from_numpy_to_fused_kernels"],
+    "perf_statistics": ["test_adaptive.py::test_perf_statistics_keeps_the_faster_path"],
+    "PERF_STATISTICS_COUNT": ["test_adaptive.py::test_perf_statistics_keeps_the_faster_path"],
+    "PERF_STATISTICS_SCALE_10000X": [
+        "test_adaptive.py::test_perf_statistics_scale_is_the_margin_plain_python_must_beat"],
 }
 
 

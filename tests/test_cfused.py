@@ -145,7 +145,7 @@ def test_o1_computes_transcendentals_by_numpys_loops():
             theirs = [str(w.message) for w in seen]
         assert mine == theirs and type(got) is type(want), (mode, mine, theirs)
         if isinstance(want, np.ndarray):
-            np.testing.assert_array_equal(got, want)
+            assert_equal_values(got, want)
     # underflow (ignored by NumPy's default errstate) is reported as np.errstate says
     tiny = np.array([-1e-300, 1.0, 1e-300])
     for mode in ("ignore", "warn", "raise"):
@@ -188,7 +188,7 @@ def test_o2_contracts_multiply_adds():
     scale = np.abs(x * y) + 1.0
     assert_equal_values(got, want, tol=o2_spec.FMA, scale=scale)
     assert not np.array_equal(got, want)
-    assert np.array_equal(pijit.jit(lambda a, b: a * b - 1.0)(x, y), want)
+    assert_equal_values(pijit.jit(lambda a, b: a * b - 1.0)(x, y), want)      # O1: bits
 
 
 def test_chain_with_exp():
@@ -965,7 +965,7 @@ def test_cache_limit_setting_is_checked(monkeypatch, caplog):
     f = _scaled(7)
     with caplog.at_level(logging.WARNING, logger="pijit.kernels"):
         got = pijit.jit(f)(A)
-    assert np.array_equal(got, f(A))
+    assert_equal_values(got, f(A))
     assert any("PIJIT_CACHE_MB" in r.getMessage() for r in caplog.records)
 
 
@@ -1027,7 +1027,7 @@ def test_module_in_parts_runs_like_one(monkeypatch, tmp_path, caplog, capsys):
         got = run(_three_groups, a, b, groups=3)
     assert any("in 3 parts" in r.getMessage() for r in caplog.records)
     assert not handed
-    assert np.array_equal(got, _three_groups(a, b))
+    assert_equal_values(got, _three_groups(a, b))
     # each group's kernel reaches its NumPy fallback (here given no arguments, it raises
     # the fallback's TypeError; one not set would raise RuntimeError)
     (kernels,) = build._loaded.values()
@@ -1083,7 +1083,7 @@ def test_row_sums_by_the_shared_pairwise_routine_are_numpys(dtype, fn):
         x = rng.standard_normal((3, 2 * n)).astype(dtype) * 10.0 ** rng.integers(-3, 4, (3, 2 * n))
         for arg in (x[:, :n], x[:, ::2]):
             got = run(fn, arg, groups=1)
-            np.testing.assert_array_equal(got, fn(arg))
+            assert_equal_values(got, fn(arg))
 
 
 def _sum_of_squares(x):
@@ -1120,13 +1120,13 @@ def test_o1_whole_and_long_row_sums_follow_numpys_recursion(dtype, monkeypatch):
         x = rng.standard_normal(shape).astype(dtype)
         got = run(_sums_of_x, x, min_groups=1)
         for g, w in zip(got, _sums_of_x(x)):
-            np.testing.assert_array_equal(g, w, strict=True)
+            assert_equal_values(g, w)
     assert backs == []
     x = rng.standard_normal((300, 70)).astype(dtype)
     for layout in (x.T, x[:, ::2], np.asfortranarray(x)):
         got = run(_sums_of_x, layout, min_groups=1, handed_back=None)
         for g, w in zip(got, _sums_of_x(layout)):
-            np.testing.assert_array_equal(g, w, strict=True)
+            assert_equal_values(g, w)
     assert backs        # handed back: NumPy's order of those is not the kernel's
     # an operand broadcast along rows: the group cannot run in flat chunks (handed back)
     backs.clear()
@@ -1137,7 +1137,7 @@ def test_o1_whole_and_long_row_sums_follow_numpys_recursion(dtype, monkeypatch):
     backs.clear()
     got = run(_whole_and_columns, x, groups=2)
     for g, w in zip(got, _whole_and_columns(x)):
-        np.testing.assert_array_equal(g, w, strict=True)
+        assert_equal_values(g, w)
     assert backs == []
 
 
@@ -1171,7 +1171,7 @@ def test_groups_rendered_alike_share_one_body_and_keep_their_fallbacks(caplog):
     with warnings.catch_warnings(record=True) as want:
         warnings.simplefilter("always")
         expected = _two_alike(x, y, z)
-    np.testing.assert_array_equal(result, expected, strict=True)
+    assert_equal_values(result, expected)
     assert [(w.category, w.lineno) for w in got] == [(w.category, w.lineno) for w in want]
     assert got[0].lineno == _two_alike.__code__.co_firstlineno + 3
 
@@ -1190,7 +1190,7 @@ def test_unrolled_loop_compiles_one_body(caplog):
     source = "\n".join(r.getMessage() for r in caplog.records if "C source" in r.getMessage())
     assert source.count("(int gk, PyObject *const *args") == 1
     assert all(f"return pj_body0({k}, args, nargs)" in source for k in range(8))
-    np.testing.assert_array_equal(got, steps(u), strict=True)
+    assert_equal_values(got, steps(u))
 
 
 @pytest.mark.parametrize("level", ["O1", "O2"])
@@ -1231,7 +1231,7 @@ def test_kernel_module_without_its_support_table_falls_back_to_numpy(monkeypatch
     jitted = pijit.jit(f)
     with caplog.at_level(logging.WARNING, logger="pijit.kernels"):
         got = jitted(A)
-    np.testing.assert_array_equal(got, f(A))
+    assert_equal_values(got, f(A))
     assert any("kernel build failed" in r.getMessage() and "init failed" in r.getMessage()
                for r in caplog.records), [r.getMessage() for r in caplog.records]
     assert "fused groups" not in pijit.cache.record(f.__code__).entries[0].graph_source
@@ -1260,7 +1260,7 @@ def test_floating_point_errors_reported_like_numpy():
         with warnings.catch_warnings(record=True) as expected:
             warnings.simplefilter("always")
             plain = _divide_then_add(a, b)
-        np.testing.assert_array_equal(result, plain)
+        assert_equal_values(result, plain)
         assert [(w.category, str(w.message)) for w in got] == \
             [(w.category, str(w.message)) for w in expected]
         assert got[0].filename == __file__            # the user's line, not pijit's
@@ -1268,7 +1268,7 @@ def test_floating_point_errors_reported_like_numpy():
             jitted(a, b)
         with np.errstate(divide="ignore"), warnings.catch_warnings():
             warnings.simplefilter("error")
-            np.testing.assert_array_equal(jitted(a, b), plain)
+            assert_equal_values(jitted(a, b), plain)
     # the graph was compiled with a fused kernel (not the NumPy backend as a whole)
     source = pijit.cache.record(_divide_then_add.__code__).entries[0].graph_source
     assert "fused groups" in source and pijit.stats(jitted)["cache_hits"] >= 5

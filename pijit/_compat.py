@@ -50,12 +50,16 @@ class BytecodeFacts:
     # Pushes a cell of this frame (for a closure): LOAD_CLOSURE, or LOAD_FAST of the cell or
     # free variable (3.13, where LOAD_CLOSURE is only a pseudo-instruction).
     cell_load: str
+    # A forward jump taken when the value on top (popped) is not None: 3.11 names its
+    # direction (POP_JUMP_FORWARD_IF_NOT_NONE), 3.12+ do not.
+    jump_if_not_none: str = "POP_JUMP_IF_NOT_NONE"
 
 
 _FACTS = {
     (3, 11): BytecodeFacts(null_first=True, precall=True, call_kw=False, attr_pair=False,
                            make_function_flags=True, for_iter_exit=(),
-                           checked_load="LOAD_FAST", cell_load="LOAD_CLOSURE"),
+                           checked_load="LOAD_FAST", cell_load="LOAD_CLOSURE",
+                           jump_if_not_none="POP_JUMP_FORWARD_IF_NOT_NONE"),
     (3, 12): BytecodeFacts(null_first=True, precall=False, call_kw=False, attr_pair=True,
                            make_function_flags=True, for_iter_exit=("END_FOR",),
                            checked_load="LOAD_FAST_CHECK", cell_load="LOAD_CLOSURE"),

@@ -16,7 +16,7 @@ from pijit.bytecode_gen.transform import build_transformed
 from pijit.cache import BreakInfo, EntryInfo
 from pijit.capture.graph_break import GraphBreak
 from pijit.capture.interpreter import capture_frame
-from pijit.graph import verify
+from pijit.graph import opaque, verify
 
 
 def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_for,
@@ -49,6 +49,7 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
         info.fallback = BreakInfo(plan.plain, code.co_filename, code.co_firstlineno)
         return info, None, plan
     name = "__pijit_graph_" + re.sub(r"\W", "_", code.co_name)     # <lambda>, <genexpr>
+    restart = opaque.may_mismatch(graph)
 
     def build(level):
         """The transformed function with the graph compiled at `level` (the entry's first
@@ -58,9 +59,13 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
                     if level == "O0" else
                     cfused.compile_graph(graph, name, code.co_filename, code.co_firstlineno,
                                          level=level, threads=config.threads))
-        fn = build_transformed(func, capture, compiled.fn, out_index,
+        graph_fn = compiled.fn
+        if restart:
+            graph_fn = opaque.restartable(graph_fn, f"{code.co_filename}:{code.co_name}")
+        fn = build_transformed(func, capture, graph_fn, out_index,
                                lambda *exit_: resume_code_for(capture.instructions, *exit_),
-                               lambda body: body_code_for(capture.instructions, body))
+                               lambda body: body_code_for(capture.instructions, body),
+                               restart=restart)
         info.level, info.code, info.graph_source = level, fn.__code__, compiled.source
         info.bytecode = explain.bytecode_text(fn.__code__)
         if config.print_after_all:

@@ -10,6 +10,7 @@ import dataclasses
 import math
 import os
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -77,6 +78,15 @@ OPTIONS = (
            "Modules (and their submodules) of installed libraries whose Python functions may "
            "be inlined. User code is always inlined; library code by default is not.",
            item_type=str),
+    Option("pijit_forbidden", tuple, (),
+           "Callables capture never calls, inlines or folds: each call of one is a graph "
+           "break and runs as plain Python (e.g. a function with side effects pijit would "
+           "otherwise take for pure).", item_type=Callable),
+    Option("pijit_constexpr", tuple, (),
+           "Callables whose calls on values known at capture time (guarded constants) are "
+           "folded to constants, called once at capture: their result must depend only on "
+           "their arguments. A call with array arguments is a graph break.",
+           item_type=Callable),
     Option("print_last_frame_if_break_graph", bool, False,
            "At each graph break, print the frame state at the break (stack and live locals, "
            "with shapes and dtypes) to stderr."),
@@ -189,6 +199,8 @@ class JitConfig:
     loop_nodes: bool = True
     MAX_INLINE_DEPTH: int = 8
     allowed_inline_modules: tuple = ()
+    pijit_forbidden: tuple = ()
+    pijit_constexpr: tuple = ()
     print_last_frame_if_break_graph: bool = False
     fullgraph: bool = False
     jit_syntax_level: str = "LAX"

@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass, field
 
 from pijit import cache, config as config_mod, eval_frame
+from pijit.graph.opaque import is_opaque
 
 STATE_NAMES = {eval_frame.NEVER_COMPILE: "never_compile", eval_frame.CANDIDATE: "candidate",
                eval_frame.BUILDING: "building", eval_frame.CALLABLE: "callable",
@@ -53,6 +54,7 @@ class ExplainOutput:
     break_reasons: list = field(default_factory=list)   # dicts: reason, filename, lineno
     op_count: int = 0
     ops_per_graph: list = field(default_factory=list)   # op names per graph
+    opaque_calls: list = field(default_factory=list)    # per graph: its opaque calls' names
     guards: list = field(default_factory=list)          # readable strings
     bytecode: str = ""                                  # transformed code, as text
     graphs: list = field(default_factory=list)          # graph text per graph
@@ -67,8 +69,10 @@ class ExplainOutput:
         for i, reason in enumerate(self.break_reasons, 1):
             lines.append(f"Break reason {i}: {reason['reason']} "
                          f"({reason['filename']}:{reason['lineno']})")
-        for i, (ops, text) in enumerate(zip(self.ops_per_graph, self.graphs), 1):
-            lines.append(f"Graph {i} ({len(ops)} ops):\n{text}")
+        for i, (ops, opaque, text) in enumerate(
+                zip(self.ops_per_graph, self.opaque_calls, self.graphs), 1):
+            calls = f"; opaque calls: {', '.join(opaque)}" if opaque else ""
+            lines.append(f"Graph {i} ({len(ops)} ops{calls}):\n{text}")
         if self.guards:
             lines.append("Guards:\n" + "\n".join(f"  {g}" for g in self.guards))
         if self.bytecode:
@@ -106,6 +110,7 @@ def _add_entry(out: ExplainOutput, entry, is_main: bool):
     ops = entry.graph.op_names()
     if ops:
         out.ops_per_graph.append(ops)
+        out.opaque_calls.append([n.name for n in entry.graph.nodes if is_opaque(n)])
         out.graphs.append(str(entry.graph))
         out.op_count += len(ops)
     if is_main:

@@ -16,6 +16,7 @@ import types
 
 from bytecode import Instr, Label, TryBegin, TryEnd
 
+from pijit import _compat
 from pijit._compat import arg_slot_count
 from pijit.bytecode_gen import forms
 from pijit.bytecode_gen.copy import (assemble, copy_handlers, copy_instructions, line_at,
@@ -27,19 +28,22 @@ from pijit.capture.instructions import read_instructions
 
 
 def build_transformed(func, capture, graph_fn, out_index: dict, resume_code_for,
-                      body_code_for=None) -> types.FunctionType:
+                      body_code_for=None, restart=False) -> types.FunctionType:
     """The function an entry calls: (arg slots...) -> the original function's result.
 
     out_index: {Ref: position in the graph's output tuple}.
     resume_code_for(position, depth, live) -> code object of the resume function there.
     body_code_for(loop_body) -> code object of an outlined loop body (flow.LoopBody).
+    restart: graph_fn may return None instead of its outputs (an opaque call's result did
+    not match, pijit.graph.opaque.restartable): the call then runs as plain Python.
     """
     code = func.__code__
     bp = capture.break_point
     lineno = capture.return_lineno
     instrs = prologue(code, code.co_firstlineno)
     if capture.graph.nodes or out_index:
-        instrs += _run_graph(graph_fn, capture.input_sources, len(out_index), lineno)
+        instrs += _run_graph(graph_fn, capture.input_sources, len(out_index), lineno,
+                             code if restart else None)
     emitter = Emitter(out_index, lineno)
     if bp is None:
         instrs += emitter.emit(capture.ret) + [Instr("RETURN_VALUE", lineno=lineno)]
@@ -57,14 +61,36 @@ def build_transformed(func, capture, graph_fn, out_index: dict, resume_code_for,
     return fn
 
 
-def _run_graph(graph_fn, input_sources, n_out, lineno) -> list:
+def _run_graph(graph_fn, input_sources, n_out, lineno, restart_code=None) -> list:
     """Instructions that run the compiled graph and store its outputs in OUT_NAME temps:
     its code spliced in when it is a plain generated function (one frame less per call),
-    else a call."""
-    run = _inline_graph(graph_fn, input_sources, lineno) or \
-        _call_graph(graph_fn, input_sources, lineno)
+    else a call. With restart_code, a None from the graph runs that code plainly instead."""
+    if restart_code is not None:
+        run = _call_graph(graph_fn, input_sources, lineno) + \
+            _restart_on_none(restart_code, lineno)
+    else:
+        run = _inline_graph(graph_fn, input_sources, lineno) or \
+            _call_graph(graph_fn, input_sources, lineno)
     return run + [Instr("UNPACK_SEQUENCE", n_out, lineno=lineno)] + \
         [Instr("STORE_FAST", OUT_NAME.format(i), lineno=lineno) for i in range(n_out)]
+
+
+def _restart_on_none(code, lineno) -> list:
+    """On a None on top of the stack: return the original code's result on the argument
+    slots, run as plain Python (a copy of the code, which the hook does not know). The
+    graph has made no effect the user can see by then (see pijit.capture.opaque)."""
+    n = arg_slot_count(code)
+    plain = code.replace(co_argcount=n, co_posonlyargcount=0, co_kwonlyargcount=0,
+                         co_flags=code.co_flags & ~(inspect.CO_VARARGS |
+                                                    inspect.CO_VARKEYWORDS))
+    ok = Label()
+    out = [Instr("COPY", 1, lineno=lineno),
+           Instr(_compat.BYTECODE.jump_if_not_none, ok, lineno=lineno),
+           Instr("POP_TOP", lineno=lineno)]
+    out += forms.call(_make_function(plain, code, lineno),
+                      [[Instr("LOAD_FAST", name, lineno=lineno)]
+                       for name in code.co_varnames[:n]], lineno=lineno)
+    return out + [Instr("RETURN_VALUE", lineno=lineno), ok]
 
 
 _GRAPH_LOCAL = "__pijit_g_{}"

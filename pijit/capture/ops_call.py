@@ -14,15 +14,16 @@ import types
 import numpy as np
 
 from pijit import _compat, eval_frame
-from pijit.capture import numpy_rules
-from pijit.capture.graph_break import Reason
-from pijit.capture.inline import inline_call, inline_made
+from pijit.capture import call_table, numpy_rules
+from pijit.capture.graph_break import GraphBreak, Reason
+from pijit.capture.inline import inline_call, inline_made, is_library
 from pijit.capture.ops_arith import fold
 from pijit.capture.ops_build import own_list, sequence_items
 from pijit.capture.registry import handler
 from pijit.capture.sources import AttrSource
 from pijit.capture.ops_load_store import push_attr, shape_dim_value
 from pijit.capture.loop_node import symbolic_range
+from pijit.capture.opaque import opaque_call
 from pijit.capture.ops_loop import iterator_call
 from pijit.capture.values import (NULL, ConstValue, DictValue, FunctionValue, GraphValue,
                                   ListValue,
@@ -117,7 +118,12 @@ def call_value(cap, fn, args: list, kwargs: dict):
     if not isinstance(fn, ConstValue):
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"calling a {describe(fn)}")
     target = fn.value
-    if isinstance(target, types.FunctionType) and numpy_rules.lookup_call(target) is None:
+    _check_forbidden(cap, target)
+    if _listed(target, cap.config.pijit_constexpr):
+        return _constexpr_call(cap, target, args, kwargs)
+    kind = call_table.kind(target)
+    if isinstance(target, types.FunctionType) and numpy_rules.lookup_call(target) is None \
+            and not (kind == "pure" and _not_inlined_library(cap, target)):
         return inline_call(cap, target, fn.source, args, kwargs)
     name = getattr(target, "__name__", type(target).__name__)
     if _is_introspection(target):
@@ -129,9 +135,11 @@ def call_value(cap, fn, args: list, kwargs: dict):
         return symbolic_range(cap, args, kwargs)
     if target is len and len(args) == 1 and isinstance(args[0], (TupleValue, ListValue, DictValue)):
         return ConstValue(len(args[0].items))      # lengths of containers are guarded
+    if kind == "random":
+        return opaque_call(cap, target, args, kwargs, kind)
     has_graph = any(contains_graph_value(v) for v in list(args) + list(kwargs.values()))
     if not has_graph:
-        if _is_pure(target):
+        if _is_pure(target) or kind == "pure":
             return _fold_call(cap, target, name, args, kwargs)
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"{_qualname(target)}")
     special = _builtin_on_graph(cap, target, args, kwargs)
@@ -139,8 +147,59 @@ def call_value(cap, fn, args: list, kwargs: dict):
         return special
     rule = numpy_rules.lookup_call(target)
     if rule is None:
+        if kind == "pure":
+            return opaque_call(cap, target, args, kwargs, kind)
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"{_qualname(target)} with values known only at run time")
-    return cap.add_op(rule, tuple(args), kwargs)
+    if kind != "pure":
+        return cap.add_op(rule, tuple(args), kwargs)
+    try:
+        return cap.add_op(rule, tuple(args), kwargs)
+    except GraphBreak as e:
+        if e.reason is not Reason.UNSUPPORTED_OP:
+            raise
+    # A rule that cannot be exact here (np.unique, np.where(cond): shapes that depend on
+    # the data; an axis known only at run time): the real function as an opaque node.
+    return opaque_call(cap, target, args, kwargs, kind)
+
+
+def _listed(target, callables) -> bool:
+    """`target` is one of `callables` (a jit_config tuple), by identity."""
+    return any(target is c for c in callables)
+
+
+def _check_forbidden(cap, target):
+    """pijit_forbidden: capture never calls, inlines or folds these; the call runs as plain
+    Python."""
+    if _listed(target, cap.config.pijit_forbidden):
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{_qualname(target)} is in pijit_forbidden")
+
+
+def _constexpr_call(cap, target, args, kwargs):
+    """pijit_constexpr: called once at capture on constants (guarded through their
+    sources); an array result is copied at run time (the caller may change it)."""
+    name = _qualname(target)
+    try:
+        result = target(*[_const(cap, v) for v in args],
+                        **{k: _const(cap, v) for k, v in kwargs.items()})
+    except _NotConstant:
+        cap.unsupported(Reason.UNSUPPORTED_CALL,
+                        f"pijit_constexpr {name} with values known only at run time")
+    except Exception as e:
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{name} raises {type(e).__name__}: {e}")
+    if type(result) is np.ndarray and result.dtype.kind in "biufc":
+        kept = result.copy(order="K")         # np.array copies it again at each call
+        ref = cap.graph.add_node(name, np.array, (kept,), {}, Meta.of(kept), cap.lineno)
+        return GraphValue(ref, Meta.of(kept), fresh=True)
+    return fold(cap, lambda: result, ())
+
+
+def _not_inlined_library(cap, target) -> bool:
+    """A library function inlining refuses (its module is not in allowed_inline_modules)."""
+    if not is_library(target):
+        return False
+    module = getattr(target, "__module__", "") or ""
+    return not any(module == m or module.startswith(m + ".")
+                   for m in cap.config.allowed_inline_modules)
 
 
 def _call_method(cap, method: MethodValue, args, kwargs):
@@ -158,6 +217,21 @@ def _call_method(cap, method: MethodValue, args, kwargs):
             and len(args) == 1 and not kwargs:
         own_list(cap, obj).items.append(args[0])
         return ConstValue(None)
+    if isinstance(obj, ConstValue) and isinstance(obj.value, np.ufunc):
+        # np.add.outer(a, b), np.maximum.reduce(a): a bound method made per access
+        target = getattr(obj.value, method.name, None)
+        if target is not None and call_table.kind(target) == "pure" and \
+                any(contains_graph_value(v) for v in list(args) + list(kwargs.values())):
+            _check_forbidden(cap, target)
+            return opaque_call(cap, target, args, kwargs, "pure")
+    if isinstance(obj, ObjectValue) and call_table.random_generator(
+            getattr(obj.obj, method.name, None)) is not None:
+        # rng.normal(...): the draw is made on the very generator the entry was compiled
+        # for (guarded by identity), in program order
+        target = getattr(obj.obj, method.name)
+        cap.builder.guard(obj.source, "id", obj.obj)
+        _check_forbidden(cap, target)
+        return opaque_call(cap, target, args, kwargs, "random")
     if isinstance(obj, ObjectValue):
         func, takes_self = _class_function(type(obj.obj), method.name)
         if func is not None:         # obj.method(...): the class's function, self = obj
@@ -170,6 +244,11 @@ def _call_method(cap, method: MethodValue, args, kwargs):
 def _call_object(cap, fn: ObjectValue, args, kwargs):
     """Calls of callable objects capture can see through: jitted functions and partials."""
     obj = fn.obj
+    if call_table.random_generator(obj) is not None:
+        # np.random.normal: a bound method of NumPy's global RandomState
+        cap.builder.guard(fn.source, "id", obj)
+        _check_forbidden(cap, obj)
+        return opaque_call(cap, obj, args, kwargs, "random")
     if isinstance(obj, eval_frame.Wrapper):
         inner = cap.builder.wrap(obj.fn, AttrSource(fn.source, "fn"))
         return call_value(cap, inner, args, kwargs)

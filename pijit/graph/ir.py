@@ -144,6 +144,8 @@ class Graph:
                 parts = [format_arg(a) for a in node.args]
             parts += [f"{k}={format_arg(v)}" for k, v in node.kwargs]
             line = f"  # line {node.lineno}" if node.lineno is not None else ""
+            if getattr(node.fn, "opaque", False):
+                line += "  [opaque call]"
             lines.append(f"  %{node.out} = {node.name}({', '.join(parts)})  : "
                          f"{format_meta(node.meta)}{line}")
             if isinstance(node.fn, LoopOp):

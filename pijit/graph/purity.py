@@ -94,7 +94,8 @@ def writes_nothing(node) -> bool:
     """True when the node writes into no array (so computations may move across it)."""
     if any(k == "out" for k, _ in node.kwargs):
         return False
-    return is_pure(node) or id(node.fn) in _WRITES_NOTHING
+    return is_pure(node) or id(node.fn) in _WRITES_NOTHING or \
+        getattr(node.fn, "writes_nothing", False) is True
 
 
 def is_inplace(node) -> bool:

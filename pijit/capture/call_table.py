@@ -1,0 +1,125 @@
+"""The purity table of calls the op table has no rule for: callable -> "pure" (its result
+depends only on its arguments, it mutates none of them, it calls no user code), "random"
+(a draw from a NumPy random generator: an effect on that generator's state) or None (not
+known: capture never calls it).
+
+Pure: the functions of numpy, numpy.linalg and numpy.fft, and of scipy.special, scipy.linalg,
+scipy.ndimage, scipy.signal, scipy.fft and scipy.stats when SciPy is imported, minus those
+that write into an argument, do I/O, change global state or call Python callables; ufunc
+methods (outer, reduce, accumulate, reduceat). A call passing out= (or SciPy's overwrite_*)
+writes into an array and is not pure, whatever the function.
+"""
+from __future__ import annotations
+
+import inspect
+import sys
+import types
+
+import numpy as np
+
+# NumPy functions that are not pure: they write into an argument, read or write files,
+# change or read global state, print, iterate or call Python objects they are given.
+_NOT_PURE_NUMPY = frozenset({
+    "copyto", "put", "place", "putmask", "put_along_axis", "fill_diagonal",
+    "save", "savez", "savez_compressed", "savetxt", "load", "loadtxt", "genfromtxt",
+    "fromfile", "fromregex", "fromiter", "frompyfunc", "fromfunction", "vectorize",
+    "apply_along_axis", "apply_over_axes", "piecewise", "nditer", "ndenumerate", "ndindex",
+    "set_printoptions", "get_printoptions", "printoptions", "seterr", "geterr", "seterrcall",
+    "geterrcall", "errstate", "setbufsize", "getbufsize", "show_config", "show_runtime",
+    "info", "test", "get_include", "memmap", "recarray", "asmatrix", "matrix", "bmat",
+    "broadcast", "busdaycalendar", "einsum_path", "may_share_memory", "shares_memory",
+    "set_string_function", "typename", "mintypecode", "iterable", "isscalar",
+})
+
+_SCIPY_MODULES = ("scipy.special", "scipy.linalg", "scipy.ndimage", "scipy.signal",
+                  "scipy.fft", "scipy.stats")
+
+# Methods of np.random.Generator / RandomState that are not draws (or that shuffle in place).
+_NOT_DRAWS = frozenset({"seed", "set_state", "get_state", "shuffle", "bytes", "spawn",
+                        "jumped", "random_raw", "bit_generator"})
+
+_UFUNC_METHODS = frozenset({"outer", "reduce", "accumulate", "reduceat"})
+
+_pure: dict = {}        # id(callable) -> callable (kept alive so ids stay unique)
+_scipy_done = False
+
+
+def _add_module(module, skip=frozenset()):
+    for name, obj in vars(module).items():
+        if name.startswith("_") or name in skip or isinstance(obj, (type, types.ModuleType)):
+            continue
+        if callable(obj):
+            _pure.setdefault(id(obj), obj)
+
+
+_add_module(np, _NOT_PURE_NUMPY)
+_add_module(np.linalg)
+_add_module(np.fft)
+
+
+def _add_scipy():
+    """SciPy's modules, once SciPy is imported (pijit never imports it itself)."""
+    global _scipy_done
+    if _scipy_done or "scipy" not in sys.modules:
+        return
+    _scipy_done = True
+    for name in _SCIPY_MODULES:
+        module = sys.modules.get(name)
+        if module is None:
+            try:
+                module = __import__(name, fromlist=["_"])
+            except ImportError:
+                continue
+        _add_module(module)
+
+
+def kind(target) -> str | None:
+    """"pure", "random" or None (unknown: never called by capture) for a callable."""
+    rng = random_generator(target)
+    if rng is not None:
+        return "random"
+    _add_scipy()
+    if _pure.get(id(target)) is target:
+        return "pure"
+    owner = getattr(target, "__self__", None)
+    if isinstance(owner, np.ufunc) and getattr(target, "__name__", "") in _UFUNC_METHODS:
+        return "pure"
+    return None
+
+
+def random_generator(target):
+    """The np.random.Generator or RandomState a bound draw method (np.random.normal,
+    rng.integers) advances, else None."""
+    owner = getattr(target, "__self__", None)
+    name = getattr(target, "__name__", "_")
+    if isinstance(owner, (np.random.Generator, np.random.RandomState)) and \
+            not name.startswith("_") and name not in _NOT_DRAWS:
+        return owner
+    return None
+
+
+def writes_argument(target, n_positional: int, kwargs: dict) -> str | None:
+    """Why this call writes into one of its arguments (out=, overwrite_*=True), else None."""
+    for key, value in kwargs.items():
+        if key == "out" and value is not None:
+            return "out= writes into an existing array"
+        if key.startswith("overwrite") and value is not False:
+            return f"{key}= may write into its input"
+    params = _parameters(target)
+    if "out" in params and params.index("out") < n_positional:
+        return "out= writes into an existing array"
+    return None
+
+
+_PARAMS: dict = {}
+
+
+def _parameters(target) -> list:
+    key = id(target)
+    if key not in _PARAMS:
+        try:
+            names = list(inspect.signature(target).parameters)
+        except (TypeError, ValueError):
+            names = []
+        _PARAMS[key] = names
+    return _PARAMS[key]

@@ -1,0 +1,154 @@
+"""Calls without a rule in the op table -> opaque call nodes (pijit.graph.opaque).
+
+A call of a function the purity table (call_table.py) knows to be pure, or a draw from a
+NumPy random generator, becomes one node that calls the real function at run time, at its
+place in program order. Capture calls it once on the first call's real values (evaluate.py)
+to learn the result's structure, types, dtypes and shapes; the node checks them at run time.
+Anything capture cannot learn that way (an unknown function, a result of another type, a
+call that raises, writes into an argument or is handed a Python callable) is a graph break,
+as before.
+"""
+from __future__ import annotations
+
+import types
+
+import numpy as np
+
+from pijit.capture import call_table
+from pijit.capture.evaluate import CaptureValues, NotKnown, quietly
+from pijit.capture.graph_break import Reason
+from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, SliceValue,
+                                  TupleValue, Value, describe, node_arg)
+from pijit.capture.wrap import SUPPORTED_DTYPE_KINDS
+from pijit.graph.ir import PY_SCALARS, Meta
+from pijit.graph.opaque import OpaqueCall
+from pijit.graph.purity import mutates
+
+
+def opaque_call(cap, target, args: list, kwargs: dict, kind: str):
+    """The value of target(*args, **kwargs) as an opaque node; kind: "pure" or "random"."""
+    name = op_name(target)
+    why = call_table.writes_argument(target, len(args), kwargs)
+    if why is not None:
+        cap.unsupported(Reason.SIDE_EFFECT, f"{name}: {why}")
+    rng = call_table.random_generator(target) if kind == "random" else None
+    if rng is None and cap.bodies:
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{name} in a loop node's body (a result "
+                        "that does not match could not restart the call)")
+    if rng is None and any(_is_effect(n) for n in cap.graph.nodes):
+        # A result that does not match at run time restarts the call as plain Python: only
+        # sound while nothing the user can see has happened yet.
+        cap.unsupported(Reason.UNSUPPORTED_CALL,
+                        f"{name} after a write or a random draw in the same graph")
+    values = capture_values(cap)
+    try:
+        real_args = [_real(cap, values, a) for a in args]
+        real_kwargs = {k: _real(cap, values, v) for k, v in kwargs.items()}
+        if rng is not None:
+            result = values.draw(rng, target, real_args, real_kwargs)
+        else:
+            result = quietly(target, real_args, real_kwargs)
+    except NotKnown as e:
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{name}: {e}")
+    dynamic = any(None in m.shape for m in _metas(args) + _metas(list(kwargs.values())))
+    expected = _expected(cap, name, result, dynamic)
+    fn = OpaqueCall(target, expected, name, stateful=rng is not None, rng=rng,
+                    where=f"{cap.code.co_filename}:{cap.lineno}")
+    ref = cap.graph.add_node(name, fn, tuple(node_arg(a) for a in args),
+                             {k: node_arg(v) for k, v in kwargs.items()}, expected, cap.lineno)
+    values.remember(ref, result)
+    if isinstance(expected, tuple):
+        items = []
+        for i, meta in enumerate(expected):
+            item = cap._tuple_item(ref, i, meta)
+            item.fresh = False
+            values.remember(item.ref, result[i])
+            items.append(item)
+        return TupleValue(items)
+    return GraphValue(ref, expected, fresh=False)
+
+
+def capture_values(cap) -> CaptureValues:
+    """The capture's real values, shared by the frames of one capture."""
+    top = cap
+    while top.parent is not None:
+        top = top.parent
+    values = getattr(top, "real_values", None)
+    if values is None:
+        values = top.real_values = CaptureValues(cap.builder)
+    return values
+
+
+def op_name(target) -> str:
+    """np.linalg.solve -> "linalg.solve", np.cov -> "cov", rng.normal -> "random.normal",
+    np.add.outer -> "add.outer", scipy.special.erf -> "scipy.special.erf"."""
+    owner = getattr(target, "__self__", None)
+    name = getattr(target, "__name__", type(target).__name__)
+    if isinstance(owner, np.ufunc):
+        return f"{owner.__name__}.{name}"
+    if call_table.random_generator(target) is not None:
+        return f"random.{name}"
+    module = getattr(target, "__module__", None) or ""
+    if module == "numpy" or module.startswith("numpy._"):
+        return name
+    if module.startswith("numpy."):
+        return f"{module[6:]}.{name}"
+    return f"{module}.{name}" if module else name
+
+
+def _is_effect(node) -> bool:
+    return mutates(node) or (isinstance(node.fn, OpaqueCall) and node.fn.stateful)
+
+
+def _real(cap, values, value: Value):
+    """The real object behind an argument Value (graph values evaluated)."""
+    if isinstance(value, GraphValue):
+        return values.value(value.ref)
+    if isinstance(value, ConstValue):
+        if _calls_user_code(value.value):
+            cap.unsupported(Reason.UNSUPPORTED_CALL, "a call handed a Python callable")
+        return value.value
+    if isinstance(value, TupleValue):
+        return tuple(_real(cap, values, v) for v in value.items)
+    if isinstance(value, ListValue):
+        return [_real(cap, values, v) for v in value.items]
+    if isinstance(value, DictValue):
+        return {k: _real(cap, values, v) for k, v in value.items.items()}
+    if isinstance(value, SliceValue):
+        return slice(*(_real(cap, values, v) for v in (value.start, value.stop, value.step)))
+    cap.unsupported(Reason.UNSUPPORTED_VALUE,
+                    f"a {describe(value)} as an argument of a call without a rule")
+
+
+def _calls_user_code(obj) -> bool:
+    return isinstance(obj, (types.FunctionType, types.MethodType, types.LambdaType)) or (
+        callable(obj) and not isinstance(obj, (type, np.ufunc, types.BuiltinFunctionType)))
+
+
+def _metas(values) -> list:
+    out = []
+    for v in values:
+        if isinstance(v, GraphValue):
+            out.append(v.meta)
+        elif isinstance(v, (TupleValue, ListValue)):
+            out += _metas(v.items)
+        elif isinstance(v, DictValue):
+            out += _metas(list(v.items.values()))
+    return out
+
+
+def _expected(cap, name, result, dynamic: bool):
+    """The Meta (tuple of Metas) a result must have at run time. With a dynamic dim among
+    the arguments every dim of the result is left dynamic: its size may follow them."""
+    if type(result) is tuple and result and all(type(r) is not tuple for r in result):
+        return tuple(_expected(cap, name, r, dynamic) for r in result)
+    if type(result) is np.ndarray:
+        if result.dtype.kind not in SUPPORTED_DTYPE_KINDS or not result.dtype.isnative:
+            cap.unsupported(Reason.UNSUPPORTED_VALUE, f"{name} gives dtype {result.dtype}")
+        shape = (None,) * result.ndim if dynamic else result.shape
+        return Meta.array(shape, result.dtype)
+    if (isinstance(result, np.generic) and result.dtype.kind in SUPPORTED_DTYPE_KINDS) or \
+            type(result) in PY_SCALARS:
+        return Meta.of(result)
+    cap.unsupported(Reason.UNSUPPORTED_VALUE,
+                    f"{name} gives a {type(result).__name__}, which a graph cannot hold")

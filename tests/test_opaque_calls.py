@@ -1,0 +1,343 @@
+"""Opaque call nodes (issue 22): calls of NumPy/SciPy functions without an op-table rule, and
+draws from NumPy random generators, stay in the graph as nodes calling the real function.
+
+Each test compares plain and jitted runs (tests/differential.py: results bit for bit, mutated
+inputs, printed output, exceptions) and asserts through explain that the call ran in one
+graph without a break.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import traceback
+import warnings
+
+import numpy as np
+import pytest
+
+import pijit
+from pijit.explain import report as explain_report
+from tests.differential import assert_equal_values, assert_same
+
+LEVELS = [{"jit_config": {"jit_level": "O0"}}, {"jit_config": {"jit_level": "O1"}}]
+
+
+def _spd(n, seed=0):
+    a = np.random.default_rng(seed).random((n, n))
+    return a @ a.T + n * np.eye(n)
+
+
+def linalg_solve(A, b, x):
+    y = np.linalg.solve(A, b)
+    return x * 0.5 + y * 2.0
+
+
+def linalg_family(A, x):
+    L = np.linalg.cholesky(A)
+    inv = np.linalg.inv(A)
+    d = np.linalg.det(A)
+    return (L * 2.0 + 1.0).sum() + d, inv @ x - x
+
+
+def fft_family(x):
+    f = np.fft.rfft(x)
+    g = np.fft.irfft(f * 0.5, n=x.shape[0])
+    return np.abs(f) * 2.0, g + x
+
+
+def histogram_binning(x):
+    counts, edges = np.histogram(x, bins=16, range=(0.0, 1.0))
+    centres = (edges[1:] + edges[:-1]) * 0.5
+    return counts * 2 + 1, (centres * counts).sum()
+
+
+def covariance_normalised(X):
+    c = np.cov(X)
+    d = np.sqrt(np.diag(c))
+    return c / d[:, None] / d[None, :]
+
+
+def matrix_helpers(a, v):
+    return np.triu(a, 1) * 2.0 + np.tril(a) - np.kron(v, v)[:a.shape[0], None]
+
+
+def ufunc_methods(a, b):
+    o = np.add.outer(a, b) * 2.0
+    r = np.maximum.reduce(o, axis=1)
+    c = np.add.accumulate(a)
+    return o - r[:, None], c * c
+
+
+FAMILIES = [
+    (linalg_solve, lambda: (_spd(6), np.arange(6.0), np.ones(6)), ["linalg.solve"]),
+    (linalg_family, lambda: (_spd(5, 1), np.arange(5.0)),
+     ["linalg.cholesky", "linalg.inv", "linalg.det"]),
+    (fft_family, lambda: (np.random.default_rng(2).random(32),), ["fft.rfft", "fft.irfft"]),
+    (histogram_binning, lambda: (np.random.default_rng(3).random(200),), ["histogram"]),
+    (covariance_normalised, lambda: (np.random.default_rng(4).random((4, 50)),),
+     ["cov", "diag"]),
+    (matrix_helpers, lambda: (np.arange(16.0).reshape(4, 4), np.arange(3.0)),
+     ["triu", "tril", "kron"]),
+    (ufunc_methods, lambda: (np.arange(5.0), np.linspace(0, 1, 3)),
+     ["add.outer", "maximum.reduce", "add.accumulate"]),
+]
+
+
+@pytest.mark.parametrize("jit_kwargs", LEVELS, ids=["O0", "O1"])
+@pytest.mark.parametrize("fn,make,ops", FAMILIES, ids=[f[0].__name__ for f in FAMILIES])
+def test_family_in_one_graph(fn, make, ops, jit_kwargs):
+    report = assert_same(fn, *make(), graphs=1, breaks=0, ops=ops, jit_kwargs=jit_kwargs)
+    assert sorted(report.opaque_calls[0]) == sorted(ops)
+
+
+def scipy_calls(A, b, x):
+    import scipy.linalg
+    import scipy.special
+    y = scipy.linalg.solve(A, b)
+    return scipy.special.erf(x) * 2.0 + y
+
+
+def test_scipy_functions_are_opaque_nodes():
+    pytest.importorskip("scipy")
+    import scipy.linalg  # noqa: F401  (the purity table covers SciPy once it is imported)
+    assert_same(scipy_calls, _spd(4), np.ones(4), np.linspace(-1, 1, 4), graphs=1, breaks=0,
+                ops=["scipy.linalg._basic.solve"])
+
+
+def fortran_result(a):
+    f = np.asfortranarray(a)
+    return f * 2.0 + 1.0, (f - 1.0).sum(axis=0)
+
+
+@pytest.mark.parametrize("jit_kwargs", LEVELS, ids=["O0", "O1"])
+def test_fortran_order_result_feeds_fused_kernels(jit_kwargs):
+    a = np.arange(12.0).reshape(3, 4) - 5.5
+    assert_same(fortran_result, a, graphs=1, breaks=0, jit_kwargs=jit_kwargs)
+
+
+def unique_then_math(x):
+    u = np.unique(x)
+    return u * 2.0 + 1.0
+
+
+def test_result_shape_changing_between_calls_runs_plain():
+    jitted = pijit.jit(unique_then_math)
+    pijit.reset(jitted)
+    inputs = [np.array([3.0, 1.0, 3.0, 2.0]), np.array([1.0, 1.0, 1.0, 5.0]),
+              np.array([4.0, 3.0, 2.0, 1.0]), np.array([3.0, 1.0, 3.0, 2.0])]
+    for x in inputs:
+        assert_equal_values(jitted(x.copy()), unique_then_math(x.copy()))
+    report = explain_report(jitted.fn.__code__)
+    assert report.graph_count == 1 and report.graph_break_count == 0
+    assert report.opaque_calls == [["unique"]]
+    assert pijit.stats(jitted)["compile_count"] == 1 if "compile_count" in pijit.stats(jitted) \
+        else True
+
+
+def dynamic_sizes(A, b):
+    return np.linalg.solve(A, b) * 3.0 - b
+
+
+def test_dynamic_dims_reach_opaque_results():
+    jitted = pijit.jit(dynamic_sizes)
+    pijit.reset(jitted)
+    for n in (3, 4, 5, 6):
+        A, b = _spd(n, n), np.arange(float(n))
+        assert_equal_values(jitted(A, b), dynamic_sizes(A, b))
+    report = explain_report(jitted.fn.__code__)
+    assert report.graph_break_count == 0
+    assert pijit.code_info(jitted)["compile_count"] == 2      # the second is dynamic
+
+
+def solve_line(A, b):
+    y = b * 2.0
+    x = np.linalg.solve(A, y)  # the line the traceback must show
+    return x + 1.0
+
+
+def _raised(fn, *args):
+    try:
+        fn(*args)
+    except Exception as e:
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == __file__]
+        return type(e), str(e), frames[-1].lineno      # the graph's frame has its own name
+    raise AssertionError("did not raise")
+
+
+def test_raising_inside_the_graph_same_exception_same_line():
+    singular = np.ones((3, 3))
+    jitted = pijit.jit(solve_line)
+    pijit.reset(jitted)
+    jitted(_spd(3), np.ones(3))                       # compiles with a solvable system
+    expected = _raised(solve_line, singular, np.ones(3))
+    assert _raised(jitted, singular, np.ones(3)) == expected
+    assert expected[2] == solve_line.__code__.co_firstlineno + 2
+    report = explain_report(jitted.fn.__code__)
+    assert report.graph_count == 1 and report.graph_break_count == 0
+
+
+def global_random(x):
+    a = np.random.normal(0.0, 1.0, size=x.shape)
+    y = x * a + 1.0
+    b = np.random.uniform(size=3)
+    return y.sum() + b, np.random.randint(0, 10, size=4) * 2
+
+
+rng = np.random.default_rng(0)
+
+
+def generator_random(x):
+    a = rng.normal(size=x.shape)
+    y = np.exp(x * 0.5) + a
+    return y * rng.random(), rng.integers(0, 5, size=3)
+
+
+def _seeded_runs(fn, seed, x, calls):
+    out = []
+    for _ in range(calls):
+        seed()
+        out.append((fn(x.copy()), np.random.random(), rng.random()))
+    return out
+
+
+@pytest.mark.parametrize("jit_kwargs", LEVELS, ids=["O0", "O1"])
+@pytest.mark.parametrize("fn", [global_random, generator_random])
+def test_random_draws_same_numbers_as_numpy(fn, jit_kwargs):
+    global rng
+
+    def seed():
+        global rng
+        np.random.seed(1234)
+        rng = np.random.default_rng(99)
+
+    x = np.linspace(0.0, 1.0, 7)
+    expected = _seeded_runs(fn, seed, x, 1)[0]
+    jitted = pijit.jit(fn, **jit_kwargs)
+    pijit.reset(jitted)
+    seed()
+    report = pijit.explain(jitted, x.copy())      # capture must not advance the generators
+    assert report.graph_count == 1 and report.graph_break_count == 0, report
+    assert all(name.startswith("random.") for name in report.opaque_calls[0])
+    seed()
+    # explain ran one call: its numbers and the generators after it match plain NumPy
+    for got in _seeded_runs(jitted, seed, x, 3):
+        assert_equal_values(got, expected)
+
+
+def random_then_cov(X):
+    noise = np.random.normal(size=X.shape)
+    return np.cov(X + noise)
+
+
+def test_pure_opaque_call_after_a_draw_breaks():
+    np.random.seed(5)
+    X = np.random.random((3, 20))
+    np.random.seed(7)
+    expected = random_then_cov(X)
+    jitted = pijit.jit(random_then_cov)
+    pijit.reset(jitted)
+    np.random.seed(7)
+    assert_equal_values(jitted(X), expected)
+    np.random.seed(7)
+    assert_equal_values(jitted(X), expected)
+    report = explain_report(jitted.fn.__code__)
+    assert report.graph_break_count == 1
+    assert "after a write or a random draw" in report.break_reasons[0]["reason"]
+
+
+def with_out(a, b, o):
+    np.add.outer(a, b, out=o)
+    return o * 2.0
+
+
+def fft_with_out(x, o):
+    np.fft.fft(x, out=o)
+    return o + 1.0
+
+
+@pytest.mark.parametrize("fn,args", [
+    (with_out, (np.arange(3.0), np.arange(4.0), np.zeros((3, 4)))),
+    (fft_with_out, (np.arange(8.0), np.zeros(8, complex))),
+])
+def test_out_argument_is_a_write_and_breaks(fn, args):
+    report = assert_same(fn, *args, graphs=1, breaks=1)
+    assert "out=" in report.break_reasons[0]["reason"]
+
+
+def warns(x):
+    c = np.corrcoef(x)          # a constant row: RuntimeWarning (invalid value)
+    return c * 2.0
+
+
+def test_capture_does_not_repeat_warnings_or_output():
+    x = np.vstack([np.ones(5), np.arange(5.0)])
+    with warnings.catch_warnings(record=True) as plain:
+        warnings.simplefilter("always")
+        expected = warns(x)
+    jitted = pijit.jit(warns)
+    pijit.reset(jitted)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            result = jitted(x)
+    assert_equal_values(result, expected)
+    assert [str(w.message) for w in got] == [str(w.message) for w in plain]
+    assert out.getvalue() == ""
+    assert explain_report(jitted.fn.__code__).graph_break_count == 0
+
+
+def forbidden(X):
+    return np.cov(X) * 2.0
+
+
+def test_pijit_forbidden_breaks_at_the_call():
+    X = np.random.default_rng(8).random((3, 10))
+    report = assert_same(forbidden, X, graphs=1, breaks=1,
+                         jit_kwargs={"jit_config": {"pijit_forbidden": (np.cov,)}})
+    assert "pijit_forbidden" in report.break_reasons[0]["reason"]
+
+
+CALLS = []
+
+
+def table(n):
+    CALLS.append(n)
+    return np.arange(n) * 0.5
+
+
+def uses_constexpr(x):
+    return x + table(4)
+
+
+def test_pijit_constexpr_folds_the_call_once():
+    x = np.ones(4)
+    jitted = pijit.jit(uses_constexpr, jit_config={"pijit_constexpr": [table]})
+    pijit.reset(jitted)
+    CALLS.clear()
+    for _ in range(3):
+        assert_equal_values(jitted(x), x + np.arange(4) * 0.5)
+    assert CALLS == [4]                       # folded at capture, never called again
+    report = explain_report(jitted.fn.__code__)
+    assert report.graph_count == 1 and report.graph_break_count == 0
+
+
+@pytest.mark.parametrize("key", ["pijit_forbidden", "pijit_constexpr"])
+def test_callable_options_validated(key):
+    with pytest.raises(TypeError, match=key):
+        pijit.jit(forbidden, jit_config={key: ("np.cov",)})
+    with pytest.raises(TypeError, match=key):
+        pijit.jit(forbidden, jit_config={key: np.cov})
+
+
+def test_print_after_all_marks_opaque_calls():
+    err = io.StringIO()
+    jitted = pijit.jit(covariance_normalised, jit_config={"print_after_all": True})
+    pijit.reset(jitted)
+    with contextlib.redirect_stderr(err):
+        jitted(np.random.default_rng(4).random((3, 9)))
+    marked = [line for line in err.getvalue().splitlines() if "[opaque call]" in line]
+    assert any(" cov(" in line for line in marked) and any(" diag(" in line for line in marked)
+    text = str(pijit.explain(covariance_normalised, np.ones((3, 9)) * np.arange(9)))
+    assert "opaque calls: cov, diag" in text

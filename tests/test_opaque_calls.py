@@ -341,3 +341,68 @@ def test_print_after_all_marks_opaque_calls():
     assert any(" cov(" in line for line in marked) and any(" diag(" in line for line in marked)
     text = str(pijit.explain(covariance_normalised, np.ones((3, 9)) * np.arange(9)))
     assert "opaque calls: cov, diag" in text
+
+
+# -- ufunc methods and helpers (issue 22.2) ------------------------------------------------
+
+def index_helpers(a):
+    y, x = np.mgrid[0:4, 0:5]
+    oy, ox = np.ogrid[0:4, 0:5]
+    row = np.r_[a[0], a[1:3] * 2.0, 7.0]
+    col = np.c_[a[:3], a[1:4]]
+    return a[:4, None] * x + y, (oy * ox) * 1.5, row + 1.0, col * 2
+
+
+def helpers_with_run_time_bounds(a, n):
+    y, x = np.mgrid[0:n, 0:3]
+    return (x + y) * a[0]
+
+
+def ndarray_constructor(buf):
+    v = np.ndarray((2, 3), dtype=np.float64, buffer=buf)
+    return v * 2.0 + 1.0
+
+
+def triu_run_time_k(a, k):
+    return np.triu(a, k) * 2.0 + np.tril(a, -k)
+
+
+def int_power(b, e, x):
+    return x * (b ** e) + 1.0
+
+
+@pytest.mark.parametrize("jit_kwargs", LEVELS, ids=["O0", "O1"])
+def test_index_helpers_in_one_graph(jit_kwargs):
+    report = assert_same(index_helpers, np.arange(6.0), graphs=1, breaks=0,
+                         jit_kwargs=jit_kwargs)
+    assert sorted(report.opaque_calls[0]) == ["c_[]", "mgrid[]", "ogrid[]", "r_[]"]
+
+
+def test_helpers_with_values_known_only_at_run_time():
+    cfg = {"jit_config": {"specialize_scalar": False}}
+    assert_same(helpers_with_run_time_bounds, np.arange(3.0), 4, graphs=1, breaks=0,
+                jit_kwargs=cfg)
+    assert_same(triu_run_time_k, np.arange(16.0).reshape(4, 4), 1, graphs=1, breaks=0,
+                jit_kwargs=cfg, ops=["triu", "tril"])
+
+
+def test_ndarray_constructor_on_a_buffer():
+    report = assert_same(ndarray_constructor, np.arange(6.0), graphs=1, breaks=0)
+    assert report.opaque_calls == [["ndarray"]]
+
+
+@pytest.mark.parametrize("e", [3, -2, 0, 41])
+def test_int_power_with_a_guarded_exponent_sign(e):
+    cfg = {"jit_config": {"specialize_scalar": False}}
+    for level in ("O0", "O1"):
+        assert_same(int_power, 3, e, np.arange(4.0), graphs=1, breaks=0, ops=["pow"],
+                    jit_kwargs={"jit_config": {**cfg["jit_config"], "jit_level": level}})
+
+
+def test_int_power_recompiles_when_the_exponent_changes_sign():
+    jitted = pijit.jit(int_power, jit_config={"specialize_scalar": False})
+    pijit.reset(jitted)
+    x = np.arange(3.0)
+    for e in (2, 5, -1, -3, 4):
+        assert_equal_values(jitted(2, e, x), int_power(2, e, x))
+    assert pijit.code_info(jitted)["compile_count"] == 2

@@ -55,6 +55,9 @@ def _add_module(module, skip=frozenset()):
 _add_module(np, _NOT_PURE_NUMPY)
 _add_module(np.linalg)
 _add_module(np.fft)
+# np.ndarray(shape, dtype, buffer=a, ...): a new array (a view of the buffer's memory); the
+# only class in the table.
+_pure[id(np.ndarray)] = np.ndarray
 
 
 def _add_scipy():

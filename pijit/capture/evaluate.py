@@ -83,6 +83,17 @@ class CaptureValues:
         return result
 
 
+def capture_values(cap) -> CaptureValues:
+    """The capture's real values, shared by the frames of one capture."""
+    top = cap
+    while top.parent is not None:
+        top = top.parent
+    values = getattr(top, "real_values", None)
+    if values is None:
+        values = top.real_values = CaptureValues(cap.builder)
+    return values
+
+
 def quietly(fn, args, kwargs):
     """fn(*args, **kwargs) with warnings and floating-point error reports silenced."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):

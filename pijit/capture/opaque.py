@@ -15,7 +15,7 @@ import types
 import numpy as np
 
 from pijit.capture import call_table
-from pijit.capture.evaluate import CaptureValues, NotKnown, quietly
+from pijit.capture.evaluate import NotKnown, capture_values, quietly
 from pijit.capture.graph_break import Reason
 from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, SliceValue,
                                   TupleValue, Value, describe, node_arg)
@@ -25,9 +25,9 @@ from pijit.graph.opaque import OpaqueCall
 from pijit.graph.purity import mutates
 
 
-def opaque_call(cap, target, args: list, kwargs: dict, kind: str):
+def opaque_call(cap, target, args: list, kwargs: dict, kind: str, name: str | None = None):
     """The value of target(*args, **kwargs) as an opaque node; kind: "pure" or "random"."""
-    name = op_name(target)
+    name = name or op_name(target)
     why = call_table.writes_argument(target, len(args), kwargs)
     if why is not None:
         cap.unsupported(Reason.SIDE_EFFECT, f"{name}: {why}")
@@ -68,15 +68,20 @@ def opaque_call(cap, target, args: list, kwargs: dict, kind: str):
     return GraphValue(ref, expected, fresh=False)
 
 
-def capture_values(cap) -> CaptureValues:
-    """The capture's real values, shared by the frames of one capture."""
-    top = cap
-    while top.parent is not None:
-        top = top.parent
-    values = getattr(top, "real_values", None)
-    if values is None:
-        values = top.real_values = CaptureValues(cap.builder)
-    return values
+# NumPy's index helpers: objects whose subscript builds arrays (np.mgrid[0:n, 0:m], np.r_[a, b]).
+INDEX_HELPERS = {id(np.mgrid): "mgrid", id(np.ogrid): "ogrid", id(np.r_): "r_",
+                 id(np.c_): "c_"}
+
+
+def index_helper(cap, container, key):
+    """`np.mgrid[...]` and the like (container: the helper's ObjectValue) as an opaque
+    node calling its __getitem__, or None for another object."""
+    obj = container.obj
+    name = INDEX_HELPERS.get(id(obj))
+    if name is None or getattr(np, name) is not obj:
+        return None
+    cap.builder.guard(container.source, "id", obj)
+    return opaque_call(cap, obj.__getitem__, [key], {}, "pure", name=f"{name}[]")
 
 
 def op_name(target) -> str:

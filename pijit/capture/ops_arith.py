@@ -12,10 +12,13 @@ import numpy as np
 from bytecode import BinaryOp, Compare
 
 from pijit.capture import numpy_rules
+from pijit.capture.evaluate import NotKnown, capture_values
 from pijit.capture.graph_break import Reason
 from pijit.capture.registry import handler
 from pijit.capture.ops_stack import to_bool, truth
-from pijit.capture.values import ConstValue, GraphValue, ListValue, TupleValue, is_immutable, describe
+from pijit.capture.values import (ConstValue, GraphValue, ListValue, TupleValue, describe,
+                                  is_immutable, node_arg)
+from pijit.graph.ir import Meta
 from pijit.capture.wrap import ObjectValue
 
 # BinaryOp member -> (op table name, Python operator)
@@ -92,12 +95,41 @@ def CONTAINS_OP(cap, instr):
     cap.unsupported(Reason.UNSUPPORTED_OP, "`in` on values known only at run time")
 
 
+def _py_int(value) -> bool:
+    if isinstance(value, GraphValue):
+        return value.meta.pytype in (int, bool)
+    return isinstance(value, ConstValue) and type(value.value) in (int, bool)
+
+
+def int_power(cap, base, exponent):
+    """int ** int: an int for an exponent >= 0, a float for a negative one. The sign of an
+    exponent read from a source (an argument, a global) is guarded; an exponent computed in
+    the graph breaks it, as before."""
+    if exponent.source is None:
+        cap.unsupported(Reason.UNSUPPORTED_OP, "int ** int of a computed exponent: the "
+                        "result type depends on the exponent's sign")
+    try:
+        nonneg = capture_values(cap).value(exponent.ref) >= 0
+    except NotKnown as e:
+        cap.unsupported(Reason.UNSUPPORTED_OP, f"int ** int: {e}")
+    cap.builder.guard(exponent.source, "call",
+                      (lambda v: v >= 0) if nonneg else (lambda v: v < 0),
+                      "exponent >= 0" if nonneg else "exponent < 0")
+    meta = Meta.of(1 if nonneg else 1.0)
+    ref = cap.graph.add_node("pow", operator.pow, (node_arg(base), node_arg(exponent)), {},
+                             meta, cap.lineno)
+    return GraphValue(ref, meta, fresh=True)
+
+
 def apply_operator(cap, name, fn, operands):
     if all(isinstance(v, ConstValue) for v in operands):
         return fold(cap, fn, tuple(v.value for v in operands))
     if any(isinstance(v, GraphValue) for v in operands):
         if any(isinstance(v, ObjectValue) for v in operands):
             cap.unsupported(Reason.UNSUPPORTED_VALUE, f"operator {name} with an opaque object")
+        if name == "pow" and _py_int(operands[0]) and _py_int(operands[1]) and \
+                isinstance(operands[1], GraphValue):
+            return int_power(cap, *operands)
         result = cap.add_op(numpy_rules.lookup_operator(name), operands, {})
         cap.facts.note_operator(name, operands, result)
         return result

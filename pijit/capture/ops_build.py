@@ -10,9 +10,11 @@ from pijit.capture import numpy_rules
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.meta_rules import broadcast
 from pijit.capture.ops_arith import apply_operator, fold
+from pijit.capture.opaque import index_helper
 from pijit.capture.registry import handler
 from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, SliceValue,
                                   TupleValue, describe, infer_arg, node_arg)
+from pijit.capture.wrap import ObjectValue
 from pijit.graph.ir import Meta
 
 
@@ -151,6 +153,10 @@ def subscript(cap, container, key):
     if isinstance(container, GraphValue):
         return cap.add_op(numpy_rules.lookup_operator("getitem"), (container, key), {},
                           infer_args=(container.meta, index_key(cap, container.meta, key)))
+    if isinstance(container, ObjectValue):
+        helper = index_helper(cap, container, key)
+        if helper is not None:
+            return helper
     if not isinstance(key, ConstValue):
         cap.unsupported(Reason.UNSUPPORTED_OP, "subscript of a container by a run-time value")
     if isinstance(container, ConstValue):

@@ -406,3 +406,41 @@ def test_int_power_recompiles_when_the_exponent_changes_sign():
     for e in (2, 5, -1, -3, 4):
         assert_equal_values(jitted(2, e, x), int_power(2, e, x))
     assert pijit.code_info(jitted)["compile_count"] == 2
+
+
+# -- data-dependent shapes (issue 22.3) -----------------------------------------------------
+
+def masked_clamp_sum(a, t):
+    s = a[a > t]
+    return np.clip(s * 2.0, 0.5, 1.5).sum(), s.shape[0]
+
+
+def nonzero_unique_where(a):
+    (i,) = np.nonzero(a > 0.5)
+    u = np.unique(np.round(a * 4.0))
+    w = np.where(a < 0.25)[0]
+    return i * 2 + 1, u * 0.5 - 1.0, w.sum(), np.flatnonzero(a > 0.9) + 1
+
+
+def auto_bins(a):
+    counts, edges = np.histogram(a, bins="auto")
+    # (edges[1:] - edges[:-1] would break: a slice of a dynamic dim, see issue 20)
+    return counts * 2, edges * 0.5 + edges.sum()
+
+
+@pytest.mark.parametrize("jit_kwargs", LEVELS, ids=["O0", "O1"])
+@pytest.mark.parametrize("fn,args", [
+    (masked_clamp_sum, (0.3,)), (nonzero_unique_where, ()), (auto_bins, ()),
+])
+def test_data_dependent_sizes_stay_in_one_entry(fn, args, jit_kwargs):
+    jitted = pijit.jit(fn, **jit_kwargs)
+    pijit.reset(jitted)
+    gen = np.random.default_rng(11)
+    for n in (50, 50, 50, 50):
+        a = gen.random(n) ** 2          # a new number of selected elements each call
+        assert_equal_values(jitted(a.copy(), *args), fn(a.copy(), *args))
+    report = explain_report(jitted.fn.__code__)
+    assert report.graph_count == 1 and report.graph_break_count == 0, report
+    assert pijit.code_info(jitted)["compile_count"] == 1
+    assert pijit.stats(jitted)["cache_hits"] == 3
+    assert_same(fn, gen.random(40), *args, graphs=1, breaks=0, jit_kwargs=jit_kwargs)

@@ -76,6 +76,24 @@ def _add_scipy():
         _add_module(module)
 
 
+# Functions whose result's size depends on the data: their opaque nodes' dims are dynamic
+# from the start (known only at run time), so new data never mismatches the graph.
+_DATA_DEPENDENT_SHAPES = frozenset(id(f) for f in (
+    np.nonzero, np.unique, np.argwhere, np.flatnonzero, np.extract, np.compress,
+    np.trim_zeros, np.where, np.union1d, np.intersect1d, np.setdiff1d, np.setxor1d,
+    np.unique_values, np.unique_counts, np.unique_inverse, np.unique_all, np.roots))
+_BINS = frozenset(id(f) for f in (np.histogram, np.histogram_bin_edges))
+
+
+def data_dependent_shape(target, args=(), kwargs=None) -> bool:
+    """The size of target's result may depend on its arguments' data, not only their shapes
+    (np.unique, np.nonzero; np.histogram with bins="auto"). args, kwargs: the real ones."""
+    if id(target) in _BINS:
+        bins = args[1] if len(args) > 1 else (kwargs or {}).get("bins")
+        return isinstance(bins, str)
+    return id(target) in _DATA_DEPENDENT_SHAPES
+
+
 def kind(target) -> str | None:
     """"pure", "random" or None (unknown: never called by capture) for a callable."""
     rng = random_generator(target)

@@ -10,6 +10,7 @@ as before.
 """
 from __future__ import annotations
 
+import operator
 import types
 
 import numpy as np
@@ -25,8 +26,10 @@ from pijit.graph.opaque import OpaqueCall
 from pijit.graph.purity import mutates
 
 
-def opaque_call(cap, target, args: list, kwargs: dict, kind: str, name: str | None = None):
-    """The value of target(*args, **kwargs) as an opaque node; kind: "pure" or "random"."""
+def opaque_call(cap, target, args: list, kwargs: dict, kind: str, name: str | None = None,
+                data_dependent: bool = False):
+    """The value of target(*args, **kwargs) as an opaque node; kind: "pure" or "random".
+    data_dependent: the result's dims are dynamic (its size depends on the data)."""
     name = name or op_name(target)
     why = call_table.writes_argument(target, len(args), kwargs)
     if why is not None:
@@ -50,7 +53,9 @@ def opaque_call(cap, target, args: list, kwargs: dict, kind: str, name: str | No
             result = quietly(target, real_args, real_kwargs)
     except NotKnown as e:
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"{name}: {e}")
-    dynamic = any(None in m.shape for m in _metas(args) + _metas(list(kwargs.values())))
+    dynamic = data_dependent or call_table.data_dependent_shape(
+        target, real_args, real_kwargs) or any(
+        None in m.shape for m in _metas(args) + _metas(list(kwargs.values())))
     expected = _expected(cap, name, result, dynamic)
     fn = OpaqueCall(target, expected, name, stateful=rng is not None, rng=rng,
                     where=f"{cap.code.co_filename}:{cap.lineno}")
@@ -71,6 +76,15 @@ def opaque_call(cap, target, args: list, kwargs: dict, kind: str, name: str | No
 # NumPy's index helpers: objects whose subscript builds arrays (np.mgrid[0:n, 0:m], np.r_[a, b]).
 INDEX_HELPERS = {id(np.mgrid): "mgrid", id(np.ogrid): "ogrid", id(np.r_): "r_",
                  id(np.c_): "c_"}
+
+
+def mask_index(cap, container, key):
+    """`a[mask]` (a boolean array key) as an opaque getitem node with dynamic dims, or None
+    for another key."""
+    if not (isinstance(key, GraphValue) and key.meta.is_array and key.meta.dtype.kind == "b"):
+        return None
+    return opaque_call(cap, operator.getitem, [container, key], {}, "pure",
+                       name="getitem[mask]", data_dependent=True)
 
 
 def index_helper(cap, container, key):

@@ -10,7 +10,7 @@ from pijit.capture import numpy_rules
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.meta_rules import broadcast
 from pijit.capture.ops_arith import apply_operator, fold
-from pijit.capture.opaque import index_helper
+from pijit.capture.opaque import index_helper, mask_index
 from pijit.capture.registry import handler
 from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, SliceValue,
                                   TupleValue, describe, infer_arg, node_arg)
@@ -151,8 +151,15 @@ def BINARY_SLICE(cap, instr):
 
 def subscript(cap, container, key):
     if isinstance(container, GraphValue):
-        return cap.add_op(numpy_rules.lookup_operator("getitem"), (container, key), {},
-                          infer_args=(container.meta, index_key(cap, container.meta, key)))
+        try:
+            return cap.add_op(numpy_rules.lookup_operator("getitem"), (container, key), {},
+                              infer_args=(container.meta, index_key(cap, container.meta, key)))
+        except GraphBreak as e:
+            masked = mask_index(cap, container, key) if e.reason is Reason.UNSUPPORTED_OP \
+                else None
+            if masked is None:
+                raise
+            return masked
     if isinstance(container, ObjectValue):
         helper = index_helper(cap, container, key)
         if helper is not None:

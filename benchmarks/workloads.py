@@ -260,6 +260,46 @@ def many_signatures(x):
     return centered / (np.sqrt((centered * centered).mean()) + 1.0)
 
 
+# -- calls without an op-table rule, mixed with fusable math (issue 22: opaque call nodes) --
+def hist_binning(x):
+    """Histogram-based binning: bin probabilities, then every sample centred on the binned
+    mean and scaled by its bin's probability."""
+    counts, edges = np.histogram(x, bins=64, range=(0.0, 1.0))
+    p = counts / x.shape[0]
+    centres = (edges[1:] + edges[:-1]) * 0.5
+    mean = (p * centres).sum()
+    return (x - mean) * (x - mean) * 0.5 + x * 0.25, mean
+
+
+def masked_clamp_sum(x, t):
+    """Boolean-mask selection, then a clamp and a sum of what was selected."""
+    s = x[x > t]
+    return np.clip(s * 2.0 - 0.5, 0.0, 1.0).sum() + s.shape[0] * 0.5
+
+
+def solve_update(a, b, x):
+    """A linear solve followed by an elementwise update of a state vector."""
+    y = np.linalg.solve(a, b)
+    return x * 0.9 + np.tanh(y) * 0.1 - x * x * 0.01
+
+
+def cov_normalise(x):
+    """Covariance matrix, then its normalisation to correlations, clipped."""
+    c = np.cov(x)
+    d = np.sqrt(np.diag(c))
+    return np.clip(c / d[:, None] / d[None, :], -1.0, 1.0)
+
+
+def _make_masked(size, rng):
+    return [(_rand(rng, (size,)), 0.4)]
+
+
+def _make_solve(size, rng):
+    n, m = size
+    a = _rand(rng, (n, n), np.float64, -1, 1) + n * np.eye(n)
+    return [(a, _rand(rng, (n, m), np.float64, -1, 1), _rand(rng, (n, m), np.float64, -1, 1))]
+
+
 def _make_py_n(size, rng):
     return [(size,)]
 
@@ -417,6 +457,21 @@ WORKLOADS = [
       numexpr="((((0.5*x - 1.25)*x + 2.0)*x - 0.75)*x + 3.0)*x - 1.0", jax=True),
     W("bce_loss", bce_loss, _make_bce, {"tiny": 1000, "quick": 2_000_000, "full": 10_000_000},
       "mean binary cross-entropy from logits (logaddexp)", memory_bound=True, jax=True),
+]
+
+WORKLOADS += [
+    W("hist_binning", hist_binning, _arrays(1),
+      {"tiny": 1000, "quick": 2_000_000, "full": 10_000_000},
+      "np.histogram (an opaque call) then fused centring and scaling", memory_bound=True),
+    W("masked_clamp_sum", masked_clamp_sum, _make_masked,
+      {"tiny": 1000, "quick": 2_000_000, "full": 10_000_000},
+      "x[x > t] (a data-dependent size) then a fused clamp and sum", memory_bound=True),
+    W("solve_update", solve_update, _make_solve,
+      {"tiny": (8, 4), "quick": (256, 4096), "full": (512, 16384)},
+      "np.linalg.solve (an opaque call) then a fused elementwise update"),
+    W("cov_normalise", cov_normalise, _arrays(1),
+      {"tiny": (4, 50), "quick": (400, 5000), "full": (1000, 20000)},
+      "np.cov (an opaque call) then normalisation to correlations"),
 ]
 
 PLAIN_PYTHON = "plain Python under jit (the baseline column is the plain function)"

@@ -444,3 +444,25 @@ def test_data_dependent_sizes_stay_in_one_entry(fn, args, jit_kwargs):
     assert pijit.code_info(jitted)["compile_count"] == 1
     assert pijit.stats(jitted)["cache_hits"] == 3
     assert_same(fn, gen.random(40), *args, graphs=1, breaks=0, jit_kwargs=jit_kwargs)
+
+
+def warns_at_its_line(x):
+    y = x * 2.0
+    c = np.cov(y)  # one observation: NumPy warns here, pointing at this line
+    return c + 1.0
+
+
+@pytest.mark.parametrize("jit_kwargs", LEVELS, ids=["O0", "O1"])
+def test_run_time_warning_points_at_the_users_line(jit_kwargs):
+    x = np.ones((2, 1))
+    jitted = pijit.jit(warns_at_its_line, **jit_kwargs)
+    pijit.reset(jitted)
+    jitted(x)                                      # compile (capture is silent)
+    places = []
+    for fn in (warns_at_its_line, jitted):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            fn(x)
+        places.append([(w.filename, w.lineno, str(w.message)) for w in got])
+    assert places[1] == places[0]
+    assert (__file__, warns_at_its_line.__code__.co_firstlineno + 2) in [p[:2] for p in places[0]]

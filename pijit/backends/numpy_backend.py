@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from pijit.graph.ir import Graph, Ref, arg_refs, node_refs
+from pijit.graph.opaque import OpaqueCall
 from pijit.graph.purity import is_loop, mutates
 
 # Constants written as literals in the generated source; everything else is bound by name.
@@ -185,6 +186,11 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
         fn_name = f"f{node.out}"
         env[fn_name] = node.fn
         parts = [text(a) for a in args] + [f"{k}={text(v)}" for k, v in node.kwargs]
+        if isinstance(node.fn, OpaqueCall):
+            # The real function is called from this frame (its warnings and tracebacks name
+            # the user's line), then its result checked.
+            env[fn_name], env[f"k{node.out}"] = node.fn.target, node.fn.checked
+            return f"k{node.out}({fn_name}({', '.join(parts)}))"
         return f"{fn_name}({', '.join(parts)})"
 
     def tree(source: str, lineno: int) -> ast.expr:

@@ -43,7 +43,11 @@ class OpaqueCall:
         return not self.stateful
 
     def __call__(self, *args, **kwargs):
-        result = self.target(*args, **kwargs)
+        return self.checked(self.target(*args, **kwargs))
+
+    def checked(self, result):
+        """`result` when it has the expected structure; backends call the target from the
+        graph's own frame, then this."""
         if not self._check(result):
             what = (f"{self.name} at {self.where} returned {describe(result)}, the graph was "
                     f"compiled for {_expected_text(self.expected)}")

@@ -20,7 +20,9 @@ def nodes_work(graph, nodes) -> float:
         outs = node.meta if isinstance(node.meta, tuple) else (node.meta,)
         arrays = [m for m in outs if m.is_array]
         if arrays or node.name != "getitem":
-            arrays += [graph.meta(ref) for ref in _refs((node.args, node.kwargs))]
+            for ref in _refs((node.args, node.kwargs)):
+                meta = graph.meta(ref)      # a tuple for a node with several results
+                arrays += meta if isinstance(meta, tuple) else [meta]
         for meta in arrays:
             if meta.is_array:
                 if any(d is None for d in meta.shape):

@@ -484,3 +484,33 @@ def test_tuple_results_under_the_adaptive_planner(monkeypatch):
     pijit.reset(jitted)
     for _ in range(3):
         assert_equal_values(jitted(x), divmod_then(x))
+
+
+SEEN = []
+
+
+def _python_product(v, w):
+    SEEN.append((v, w))      # a side effect capture must not repeat
+    return v * w
+
+
+py_ufunc = np.frompyfunc(_python_product, 2, 1)
+
+
+def hands_python_code(a):
+    return np.apply_along_axis(lambda r: r * 2.0, 0, a) + 1.0, py_ufunc.outer(a, a).astype(float)
+
+
+def test_calls_running_python_code_are_not_called_by_capture():
+    a = np.arange(3.0)
+    SEEN.clear()
+    expected = hands_python_code(a)
+    plain_seen = list(SEEN)
+    jitted = pijit.jit(hands_python_code)
+    pijit.reset(jitted)
+    SEEN.clear()
+    got = jitted(a)
+    assert_equal_values(got[0], expected[0])
+    assert SEEN == plain_seen                 # the Python function ran once per element
+    report = explain_report(jitted.fn.__code__)
+    assert report.graph_break_count >= 1 and not any(report.opaque_calls)

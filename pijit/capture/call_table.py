@@ -103,9 +103,19 @@ def kind(target) -> str | None:
     if _pure.get(id(target)) is target:
         return "pure"
     owner = getattr(target, "__self__", None)
-    if isinstance(owner, np.ufunc) and getattr(target, "__name__", "") in _UFUNC_METHODS:
-        return "pure"
+    if isinstance(owner, np.ufunc) and getattr(target, "__name__", "") in _UFUNC_METHODS \
+            and _pure.get(id(owner)) is owner:
+        return "pure"       # NumPy's and SciPy's ufuncs (np.frompyfunc's call Python code)
     return None
+
+
+def runs_python_code(obj) -> bool:
+    """A callable argument the callee may call: anything but classes and the pure table's
+    functions (np.frompyfunc's ufuncs, lambdas, partials and methods included)."""
+    if not callable(obj) or isinstance(obj, type):
+        return False
+    _add_scipy()
+    return _pure.get(id(obj)) is not obj
 
 
 def random_generator(target):

@@ -124,7 +124,7 @@ def _real(cap, values, value: Value):
     if isinstance(value, GraphValue):
         return values.value(value.ref)
     if isinstance(value, ConstValue):
-        if _calls_user_code(value.value):
+        if call_table.runs_python_code(value.value):
             cap.unsupported(Reason.UNSUPPORTED_CALL, "a call handed a Python callable")
         return value.value
     if isinstance(value, TupleValue):
@@ -137,11 +137,6 @@ def _real(cap, values, value: Value):
         return slice(*(_real(cap, values, v) for v in (value.start, value.stop, value.step)))
     cap.unsupported(Reason.UNSUPPORTED_VALUE,
                     f"a {describe(value)} as an argument of a call without a rule")
-
-
-def _calls_user_code(obj) -> bool:
-    return isinstance(obj, (types.FunctionType, types.MethodType, types.LambdaType)) or (
-        callable(obj) and not isinstance(obj, (type, np.ufunc, types.BuiltinFunctionType)))
 
 
 def _metas(values) -> list:

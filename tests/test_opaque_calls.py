@@ -225,25 +225,46 @@ def test_random_draws_same_numbers_as_numpy(fn, jit_kwargs):
         assert_equal_values(got, expected)
 
 
-def random_then_cov(X):
-    noise = np.random.normal(size=X.shape)
-    return np.cov(X + noise)
+def random_then_unique(X):
+    noise = rng.integers(0, 3, size=X.shape)
+    u = np.unique(np.floor(X * 3.0) + noise)     # data-dependent size: checked, may mismatch
+    lst = np.linalg.lstsq(X, noise[:, 0] * 1.0, rcond=None)[1]   # () or (1,): mismatches
+    return u * 2.0, lst, np.random.normal(size=2)
 
 
-def test_pure_opaque_call_after_a_draw_breaks():
-    np.random.seed(5)
-    X = np.random.random((3, 20))
-    np.random.seed(7)
-    expected = random_then_cov(X)
-    jitted = pijit.jit(random_then_cov)
+def test_mismatch_after_draws_puts_the_generators_back():
+    full = np.random.default_rng(5).random((6, 3))
+    low = np.ones((6, 3))                          # rank 1: lstsq's residuals are empty
+    jitted = pijit.jit(random_then_unique)
     pijit.reset(jitted)
-    np.random.seed(7)
-    assert_equal_values(jitted(X), expected)
-    np.random.seed(7)
-    assert_equal_values(jitted(X), expected)
+    start = np.random.default_rng(3).bit_generator.state
+
+    def seed():
+        np.random.seed(7)
+        rng.bit_generator.state = start         # the same Generator: its id is guarded
+
+    for X in (full, low, full, low):
+        seed()
+        expected = (random_then_unique(X), np.random.random(), rng.random())
+        seed()
+        got = (jitted(X), np.random.random(), rng.random())
+        assert_equal_values(got, expected)
     report = explain_report(jitted.fn.__code__)
-    assert report.graph_break_count == 1
-    assert "after a write or a random draw" in report.break_reasons[0]["reason"]
+    assert report.graph_count == 1 and report.graph_break_count == 0, report
+    assert report.opaque_calls == [["random.integers", "unique", "linalg.lstsq",
+                                    "random.normal"]]
+
+
+def writes_then_cov(X):
+    Y = X * 1.0
+    Y += 1.0
+    return np.cov(Y)
+
+
+def test_pure_opaque_call_after_a_write_breaks():
+    report = assert_same(writes_then_cov, np.random.default_rng(5).random((3, 20)),
+                         graphs=1, breaks=1)
+    assert "after a write" in report.break_reasons[0]["reason"]
 
 
 def with_out(a, b, o):

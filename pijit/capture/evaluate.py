@@ -15,7 +15,7 @@ import numpy as np
 
 from pijit.capture.sources import SourceMissing
 from pijit.graph.ir import LoopOp, Ref, map_refs
-from pijit.graph.opaque import OpaqueCall, draws
+from pijit.graph.opaque import OpaqueCall, draws, get_state, set_state
 
 
 class NotKnown(Exception):
@@ -102,16 +102,3 @@ def quietly(fn, args, kwargs):
             return fn(*args, **kwargs)
         except Exception as e:
             raise NotKnown(f"raises {type(e).__name__}: {e}") from None
-
-
-def get_state(rng):
-    if isinstance(rng, np.random.Generator):
-        return rng.bit_generator.state
-    return rng.get_state(legacy=False)
-
-
-def set_state(rng, state):
-    if isinstance(rng, np.random.Generator):
-        rng.bit_generator.state = state
-    else:
-        rng.set_state(state)

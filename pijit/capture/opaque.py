@@ -38,11 +38,11 @@ def opaque_call(cap, target, args: list, kwargs: dict, kind: str, name: str | No
     if rng is None and cap.bodies:
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"{name} in a loop node's body (a result "
                         "that does not match could not restart the call)")
-    if rng is None and any(_is_effect(n) for n in cap.graph.nodes):
+    if rng is None and any(mutates(n) for n in cap.graph.nodes):
         # A result that does not match at run time restarts the call as plain Python: only
-        # sound while nothing the user can see has happened yet.
-        cap.unsupported(Reason.UNSUPPORTED_CALL,
-                        f"{name} after a write or a random draw in the same graph")
+        # sound while nothing the user can see has happened yet (random generators drawn
+        # from before are put back: pijit.graph.opaque.restartable).
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{name} after a write in the same graph")
     values = capture_values(cap)
     try:
         real_args = [_real(cap, values, a) for a in args]
@@ -113,10 +113,6 @@ def op_name(target) -> str:
     if module.startswith("numpy."):
         return f"{module[6:]}.{name}"
     return f"{module}.{name}" if module else name
-
-
-def _is_effect(node) -> bool:
-    return mutates(node) or (isinstance(node.fn, OpaqueCall) and node.fn.stateful)
 
 
 def _real(cap, values, value: Value):

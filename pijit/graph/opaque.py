@@ -117,20 +117,53 @@ def draws(graph) -> bool:
     return False
 
 
-def restartable(graph_fn, name: str):
+def generators(graph) -> list:
+    """The random generators the graph (or a loop body in it) draws from, each once."""
+    found = {}
+    for node in graph.nodes:
+        if is_opaque(node) and node.fn.stateful:
+            found.setdefault(id(node.fn.rng), node.fn.rng)
+        body = getattr(node.fn, "body", None)
+        if body is not None:
+            for rng in generators(body):
+                found.setdefault(id(rng), rng)
+    return list(found.values())
+
+
+def get_state(rng):
+    """The state of a np.random.Generator or RandomState, to put back with set_state."""
+    if isinstance(rng, np.random.Generator):
+        return rng.bit_generator.state
+    return rng.get_state(legacy=False)
+
+
+def set_state(rng, state):
+    if isinstance(rng, np.random.Generator):
+        rng.bit_generator.state = state
+    else:
+        rng.set_state(state)
+
+
+def restartable(graph_fn, name: str, rngs=()):
     """`graph_fn` returning None instead of raising OpaqueMismatch: the transformed function
-    then calls the original code as plain Python. After a mismatch the entry's data no longer
-    fits what it was compiled for (a result whose size depends on the data): its later calls
-    go straight to plain Python, without running the graph up to the mismatch again."""
+    then calls the original code as plain Python. The random generators `rngs` the graph
+    draws from are put back first, so the plain run draws the same numbers (capture lets
+    nothing else the user can see happen before a node that may mismatch). After a mismatch
+    the entry's data no longer fits what it was compiled for (a result whose size depends on
+    the data): its later calls go straight to plain Python, without running the graph up to
+    the mismatch again."""
     mismatched = False
 
     def run(*inputs):
         nonlocal mismatched
         if mismatched:
             return None
+        states = [get_state(rng) for rng in rngs]
         try:
             return graph_fn(*inputs)
         except OpaqueMismatch as e:
+            for rng, state in zip(rngs, states):
+                set_state(rng, state)
             mismatched = True
             logging.getLogger("pijit.recompiles").info(
                 "%s: %s; this entry runs as plain Python from now on", name, e)

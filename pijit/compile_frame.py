@@ -62,7 +62,7 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
         graph_fn = compiled.fn
         if restart:
             graph_fn = opaque.restartable(graph_fn, f"{code.co_filename}:{code.co_name}",
-                                          opaque.generators(graph))
+                                          opaque.drawn_before_checks(graph))
         fn = build_transformed(func, capture, graph_fn, out_index,
                                lambda *exit_: resume_code_for(capture.instructions, *exit_),
                                lambda body: body_code_for(capture.instructions, body),

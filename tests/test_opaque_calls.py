@@ -255,6 +255,25 @@ def test_mismatch_after_draws_puts_the_generators_back():
                                     "random.normal"]]
 
 
+def global_draw_then_cov(X):
+    noise = np.random.normal(size=X.shape)
+    return np.cov(X + noise)
+
+
+def test_pure_opaque_call_after_a_global_draw_breaks():
+    np.random.seed(7)
+    X = np.random.random((3, 20))
+    expected = [global_draw_then_cov(X) for _ in range(2)]
+    jitted = pijit.jit(global_draw_then_cov)
+    pijit.reset(jitted)
+    np.random.seed(7)
+    np.random.random((3, 20))
+    assert_equal_values([jitted(X) for _ in range(2)], expected)
+    report = explain_report(jitted.fn.__code__)
+    assert report.graph_break_count == 1
+    assert "MT19937" in report.break_reasons[0]["reason"]
+
+
 def writes_then_cov(X):
     Y = X * 1.0
     Y += 1.0

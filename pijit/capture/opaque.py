@@ -22,7 +22,7 @@ from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, 
                                   TupleValue, Value, describe, node_arg)
 from pijit.capture.wrap import SUPPORTED_DTYPE_KINDS
 from pijit.graph.ir import PY_SCALARS, Meta
-from pijit.graph.opaque import OpaqueCall
+from pijit.graph.opaque import OpaqueCall, costly_state, generators
 from pijit.graph.purity import mutates
 
 
@@ -43,6 +43,9 @@ def opaque_call(cap, target, args: list, kwargs: dict, kind: str, name: str | No
         # sound while nothing the user can see has happened yet (random generators drawn
         # from before are put back: pijit.graph.opaque.restartable).
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"{name} after a write in the same graph")
+    if rng is None and any(costly_state(r) for r in generators(cap.graph)):
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{name} after a draw from an MT19937 "
+                        "generator in the same graph (too costly to put back on a mismatch)")
     values = capture_values(cap)
     try:
         real_args = [_real(cap, values, a) for a in args]

@@ -5,8 +5,10 @@ parameter (see `pijit._compat.arg_slot_count`), reloads each graph input from it
 calls the compiled graph. Without a break it rebuilds the returned structure and returns.
 With a break it rebuilds the value stack and live locals of the break point, runs the
 original instructions of the break span as residual bytecode, and at each exit of the span
-calls the resume function for that position with the stack and live locals there. The code
-keeps the original name, file, line numbers and closure, so tracebacks read as the user's.
+calls the resume function for that position with the stack and live locals there. A graph
+with opaque calls that may not match returns None instead of its outputs when one did not:
+the transformed code then returns a plain run of the original code. The code keeps the
+original name, file, line numbers and closure, so tracebacks read as the user's.
 """
 from __future__ import annotations
 

@@ -6,10 +6,10 @@ and the reductions and methods listed here. Everything else is treated as having
 loop nodes always are (opaque: one node, whatever their body does).
 
 Fusion needs less: a fused group may move across a node that writes no array (`writes_nothing`:
-pure, or indexing, views, shape changes, creation, copies). Those are not all pure for DCE and
-CSE (a dropped `x[10]` would drop its IndexError, a shared view would be one object), and
-neither are pure nodes that may warn (`may_warn`: dropping or sharing them would drop
-NumPy's warnings).
+pure, or indexing, views, shape changes, creation, copies, or an opaque call of a pure
+function, whose fn says so). Those are not all pure for DCE and CSE (a dropped `x[10]` would
+drop its IndexError, a shared view would be one object), and neither are pure nodes that may
+warn (`may_warn`: dropping or sharing them would drop NumPy's warnings).
 """
 from __future__ import annotations
 

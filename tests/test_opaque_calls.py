@@ -554,3 +554,23 @@ def test_calls_running_python_code_are_not_called_by_capture():
     assert SEEN == plain_seen                 # the Python function ran once per element
     report = explain_report(jitted.fn.__code__)
     assert report.graph_break_count >= 1 and not any(report.opaque_calls)
+
+
+def named_results(A, x):
+    w, v = np.linalg.eigh(A)
+    res = np.linalg.svd(A)
+    sign, logdet = np.linalg.slogdet(A)
+    q = np.linalg.qr(A).Q
+    return (v * w) @ x + res.S.sum() + sign * logdet, q * 2.0, res, np.linalg.eigh(A * 2.0)
+
+
+@pytest.mark.parametrize("jit_kwargs", LEVELS, ids=["O0", "O1"])
+def test_namedtuple_results_keep_their_type_and_fields(jit_kwargs):
+    report = assert_same(named_results, _spd(4, 9), np.arange(4.0), graphs=1, breaks=0,
+                         jit_kwargs=jit_kwargs)
+    assert sorted(report.opaque_calls[0]) == ["linalg.eigh", "linalg.eigh", "linalg.qr",
+                                              "linalg.slogdet", "linalg.svd"]
+    jitted = pijit.jit(named_results, **jit_kwargs)
+    got, expected = jitted(_spd(4, 9), np.arange(4.0)), named_results(_spd(4, 9), np.arange(4.0))
+    assert type(got[2]) is type(expected[2]) and type(got[3]) is type(expected[3])
+    assert got[3]._fields == expected[3]._fields

@@ -101,7 +101,11 @@ class Emitter:
         if isinstance(value, TruthValue):
             return self.emit(value.value) + [Instr("TO_BOOL", lineno=at)]
         if isinstance(value, TupleValue):
-            return self._items(value.items) + [Instr("BUILD_TUPLE", len(value.items), lineno=at)]
+            built = self._items(value.items) + [Instr("BUILD_TUPLE", len(value.items), lineno=at)]
+            if value.cls is None:
+                return built
+            return forms.call([Instr("LOAD_CONST", value.cls._make, lineno=at)], [built],
+                              lineno=at)
         if isinstance(value, SliceValue):
             return self._items([value.start, value.stop, value.step]) + \
                 [Instr("BUILD_SLICE", 3, lineno=at)]

@@ -61,7 +61,7 @@ def opaque_call(cap, target, args: list, kwargs: dict, kind: str, name: str | No
         None in m.shape for m in _metas(args) + _metas(list(kwargs.values())))
     expected = _expected(cap, name, result, dynamic)
     fn = OpaqueCall(target, expected, name, stateful=rng is not None, rng=rng,
-                    where=f"{cap.code.co_filename}:{cap.lineno}")
+                    where=f"{cap.code.co_filename}:{cap.lineno}", result_type=type(result))
     ref = cap.graph.add_node(name, fn, tuple(node_arg(a) for a in args),
                              {k: node_arg(v) for k, v in kwargs.items()}, expected, cap.lineno)
     values.remember(ref, result)
@@ -72,7 +72,7 @@ def opaque_call(cap, target, args: list, kwargs: dict, kind: str, name: str | No
             item.fresh = False
             values.remember(item.ref, result[i])
             items.append(item)
-        return TupleValue(items)
+        return TupleValue(items, cls=None if type(result) is tuple else type(result))
     return GraphValue(ref, expected, fresh=False)
 
 
@@ -150,10 +150,18 @@ def _metas(values) -> list:
     return out
 
 
+def _flat_tuple(result) -> bool:
+    """A non-empty tuple (or NumPy's namedtuple results: np.linalg.eigh's...) of non-tuples."""
+    t = type(result)
+    named = t is not tuple and issubclass(t, tuple) and hasattr(t, "_fields") and \
+        hasattr(t, "_make") and t.__module__.split(".")[0] in ("numpy", "scipy")
+    return (t is tuple or named) and result and all(not isinstance(r, tuple) for r in result)
+
+
 def _expected(cap, name, result, dynamic: bool):
     """The Meta (tuple of Metas) a result must have at run time. With a dynamic dim among
     the arguments every dim of the result is left dynamic: its size may follow them."""
-    if type(result) is tuple and result and all(type(r) is not tuple for r in result):
+    if _flat_tuple(result):
         return tuple(_expected(cap, name, r, dynamic) for r in result)
     if type(result) is np.ndarray:
         if result.dtype.kind not in SUPPORTED_DTYPE_KINDS or not result.dtype.isnative:

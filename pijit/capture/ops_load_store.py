@@ -261,6 +261,8 @@ def load_attr(cap, obj, name, method):
         cap.unsupported(Reason.UNSUPPORTED_OP, f"attribute {name!r} of {obj.meta}")
     if isinstance(obj, ObjectValue):
         return cap.builder.attribute(obj, name)
+    if isinstance(obj, TupleValue) and obj.cls is not None and name in obj.cls._fields:
+        return obj.items[obj.cls._fields.index(name)]       # a namedtuple's field
     if method:
         return MethodValue(obj, name)
     cap.unsupported(Reason.UNSUPPORTED_VALUE, f"attribute {name!r} of a {describe(obj)}")

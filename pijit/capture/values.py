@@ -51,7 +51,10 @@ class GraphValue(Value):
 
 @dataclass(eq=False)
 class TupleValue(Value):
+    """A tuple; `cls`: the namedtuple class of a call's result that was one (NumPy's
+    EighResult, SVDResult...), whose fields read its items and which residual code rebuilds."""
     items: list
+    cls: type = None
 
 
 @dataclass(eq=False)

@@ -28,14 +28,15 @@ class OpaqueCall:
     """
     opaque = True
 
-    def __init__(self, target, expected, name, *, stateful=False, rng=None, where=""):
+    def __init__(self, target, expected, name, *, stateful=False, rng=None, where="",
+                 result_type=None):
         self.target = target
         self.expected = expected
         self.name = name
         self.stateful = stateful
         self.rng = rng
         self.where = where          # the user's file:line, for the mismatch log
-        self._check = _checker(expected)
+        self._check = _checker(expected, result_type or tuple)
 
     @property
     def writes_nothing(self) -> bool:
@@ -78,12 +79,13 @@ def _expected_text(expected) -> str:
     return str(expected)
 
 
-def _checker(expected):
-    """A fast predicate: does a result match `expected` exactly (type, dtype, static dims)?"""
+def _checker(expected, tuple_type=tuple):
+    """A fast predicate: does a result match `expected` exactly (type, dtype, static dims)?
+    tuple_type: the exact type of a tuple result (tuple, or a namedtuple class)."""
     if isinstance(expected, tuple):
         checks = tuple(_checker(e) for e in expected)
         n = len(checks)
-        return lambda r: type(r) is tuple and len(r) == n and all(
+        return lambda r: type(r) is tuple_type and len(r) == n and all(
             c(x) for c, x in zip(checks, r))
     if expected.is_array:
         dtype, ndim = expected.dtype, expected.ndim

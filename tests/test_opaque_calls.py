@@ -574,3 +574,17 @@ def test_namedtuple_results_keep_their_type_and_fields(jit_kwargs):
     got, expected = jitted(_spd(4, 9), np.arange(4.0)), named_results(_spd(4, 9), np.arange(4.0))
     assert type(got[2]) is type(expected[2]) and type(got[3]) is type(expected[3])
     assert got[3]._fields == expected[3]._fields
+
+
+def array_methods(a, v):
+    (i,) = (a > 0.5).nonzero()
+    k = a.searchsorted(v)
+    return i * 2, k + 1, a.item(0) * 3.0, a.take([0, 2]) * 2.0
+
+
+@pytest.mark.parametrize("jit_kwargs", LEVELS, ids=["O0", "O1"])
+def test_pure_array_methods_are_opaque_nodes(jit_kwargs):
+    a = np.sort(np.random.default_rng(12).random(20))
+    report = assert_same(array_methods, a, np.array([0.2, 0.7]), graphs=1, breaks=0,
+                         jit_kwargs=jit_kwargs)
+    assert sorted(report.opaque_calls[0]) == ["item", "nonzero", "searchsorted", "take"]

@@ -94,6 +94,13 @@ def data_dependent_shape(target, args=(), kwargs=None) -> bool:
     return id(target) in _DATA_DEPENDENT_SHAPES
 
 
+# Array methods that are pure (no method that writes into its array: sort, fill, put,
+# partition, resize...), with no rule in the op table or a rule that cannot always be exact.
+PURE_ARRAY_METHODS = frozenset({"nonzero", "searchsorted", "argpartition", "item", "take",
+                                "compress", "choose", "cumprod", "cumsum", "ptp"})
+DATA_DEPENDENT_METHODS = frozenset({"nonzero", "compress"})
+
+
 def kind(target) -> str | None:
     """"pure", "random" or None (unknown: never called by capture) for a callable."""
     rng = random_generator(target)

@@ -206,9 +206,19 @@ def _call_method(cap, method: MethodValue, args, kwargs):
     obj = method.obj
     if isinstance(obj, GraphValue):
         rule = numpy_rules.lookup_method(obj.meta, method.name)
-        if rule is None:
+        pure = method.name in call_table.PURE_ARRAY_METHODS and not obj.meta.is_pyscalar
+        if rule is None and not pure:
             cap.unsupported(Reason.UNSUPPORTED_OP, f"method {method.name!r} of {obj.meta}")
-        return cap.add_op(rule, (obj, *args), kwargs)
+        if rule is not None:
+            try:
+                return cap.add_op(rule, (obj, *args), kwargs)
+            except GraphBreak as e:
+                if not pure or e.reason is not Reason.UNSUPPORTED_OP:
+                    raise
+        # a.nonzero(), a.item(), a.searchsorted(v): the method itself as an opaque node
+        target = getattr(obj.meta.pytype, method.name)
+        return opaque_call(cap, target, [obj, *args], kwargs, "pure", name=method.name,
+                          data_dependent=method.name in call_table.DATA_DEPENDENT_METHODS)
     if isinstance(obj, ConstValue) and isinstance(obj.value, PURE_METHOD_TYPES) and \
             not any(contains_graph_value(v) for v in list(args) + list(kwargs.values())):
         bound = getattr(obj.value, method.name)

@@ -9,7 +9,7 @@ import types
 import numpy as np
 
 from pijit import _compat
-from pijit.capture import numpy_rules
+from pijit.capture import call_table, numpy_rules
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.ops_stack import push_with_null
 from pijit.capture.registry import handler
@@ -256,7 +256,8 @@ def load_attr(cap, obj, name, method):
         rule = numpy_rules.lookup_attr(obj.meta, name)
         if rule is not None:
             return cap.add_op(rule, (obj,), {})
-        if numpy_rules.lookup_method(obj.meta, name) is not None:
+        if numpy_rules.lookup_method(obj.meta, name) is not None or (
+                name in call_table.PURE_ARRAY_METHODS and not obj.meta.is_pyscalar):
             return MethodValue(obj, name)
         cap.unsupported(Reason.UNSUPPORTED_OP, f"attribute {name!r} of {obj.meta}")
     if isinstance(obj, ObjectValue):

@@ -589,3 +589,30 @@ def test_pure_array_methods_are_opaque_nodes(jit_kwargs):
     report = assert_same(array_methods, a, np.array([0.2, 0.7]), graphs=1, breaks=0,
                          jit_kwargs=jit_kwargs)
     assert sorted(report.opaque_calls[0]) == ["item", "nonzero", "searchsorted", "take"]
+
+
+def residual_count(X, v):
+    r = np.linalg.lstsq(X, v, rcond=None)[1]       # shape (1,) at full rank, (0,) below
+    return r.shape[0] * 10 + r.sum()                 # shape[0]: a constant in the graph
+
+
+def eigvals_kind(A):
+    w = np.linalg.eigvals(A)                         # float64 or complex128, by the data
+    return w.dtype.kind, w * 2.0
+
+
+@pytest.mark.parametrize("jit_kwargs", LEVELS, ids=["O0", "O1"])
+def test_a_result_that_no_longer_matches_is_never_used(jit_kwargs):
+    """What the graph after an opaque call assumed (a shape read as a constant, a dtype)
+    is checked: a result of another shape or dtype runs the call as plain Python."""
+    for fn, inputs in (
+            (residual_count, [(np.random.default_rng(5).random((6, 3)), np.ones(6)),
+                              (np.ones((6, 3)), np.ones(6))]),
+            (eigvals_kind, [(np.diag([1.0, 2.0, 3.0]),),
+                            (np.array([[0.0, -1.0], [1.0, 0.0]]),)])):
+        jitted = pijit.jit(fn, **jit_kwargs)
+        pijit.reset(jitted)
+        for args in inputs + inputs:
+            assert_equal_values(jitted(*args), fn(*args))
+        report = explain_report(jitted.fn.__code__)
+        assert report.graph_count >= 1 and report.graph_break_count == 0

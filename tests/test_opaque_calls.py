@@ -614,3 +614,31 @@ def test_a_result_that_no_longer_matches_is_never_used(jit_kwargs):
             assert_equal_values(jitted(*args), fn(*args))
         report = explain_report(jitted.fn.__code__)
         assert report.graph_count >= 1 and report.graph_break_count == 0
+
+
+def prints_around(X, v, k=2):
+    print("start", k)
+    r = np.linalg.lstsq(X, v, rcond=None)[1]
+    s = r.shape[0] * 10 + r.sum()
+    print("mid", s)
+    return np.linalg.lstsq(X * 2.0, v, rcond=None)[1].shape[0] + s
+
+
+def test_mismatch_in_resume_functions_reruns_only_their_part():
+    """A graph after a break (in a resume function) restarts that function's code: the
+    output printed before it is not printed again."""
+    jitted = pijit.jit(prints_around)
+    pijit.reset(jitted)
+    full, low = np.random.default_rng(5).random((6, 3)), np.ones((6, 3))
+    for X in (full, low, full, low):
+        expected = _raised_or_printed(prints_around, X)
+        assert _raised_or_printed(jitted, X) == expected
+    report = explain_report(jitted.fn.__code__)
+    assert report.opaque_calls == [["linalg.lstsq"], ["linalg.lstsq"]]
+
+
+def _raised_or_printed(fn, X):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        result = fn(X, np.ones(6))
+    return repr(result), out.getvalue()

@@ -50,6 +50,8 @@ OPTION_TESTS = {
     "PERF_STATISTICS_COUNT": ["test_adaptive.py::test_perf_statistics_keeps_the_faster_path"],
     "PERF_STATISTICS_SCALE_10000X": [
         "test_adaptive.py::test_perf_statistics_scale_is_the_margin_plain_python_must_beat"],
+    "pijit_forbidden": ["test_opaque_calls.py::test_pijit_forbidden_breaks_at_the_call"],
+    "pijit_constexpr": ["test_opaque_calls.py::test_pijit_constexpr_folds_the_call_once"],
 }
 
 

@@ -36,11 +36,12 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
     graph = capture.graph
     bp = capture.break_point
     roots = [capture.ret] if bp is None else list(bp.stack) + list(bp.locals.values())
-    out_index = graph_outputs(roots)
+    stored = [v for s in capture.stores for v in (s.target, s.value) if v is not None]
+    out_index = graph_outputs(roots + stored)
     graph.outputs = list(out_index)
     verify.after("capture", graph)
     plan = adaptive.plan_entry(config, graph, None if bp is None else
-                               list(bp.stack) + list(bp.locals.values()))
+                               list(bp.stack) + list(bp.locals.values()) + stored)
     breaks = [BreakInfo(bp.where, code.co_filename, bp.lineno)] if bp is not None else []
     info = EntryInfo(guards=list(capture.guards) + list(extra_guards), graph=graph,
                      dynamic_dims=dict(dynamic_dims), breaks=breaks,

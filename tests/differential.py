@@ -265,6 +265,7 @@ def _at(mask, g, w, what) -> str:
     return f"{what} at {k}: got {g[k]!r}, want {w[k]!r}"
 
 
+
 def _leaves(value):
     if isinstance(value, (tuple, list)):
         for v in value:

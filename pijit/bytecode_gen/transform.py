@@ -2,8 +2,10 @@
 
 The transformed code takes every argument slot of the original frame as a plain positional
 parameter (see `pijit._compat.arg_slot_count`), reloads each graph input from its source and
-calls the compiled graph. Without a break it rebuilds the returned structure and returns.
-With a break it rebuilds the value stack and live locals of the break point, runs the
+calls the compiled graph. Without a break it rebuilds the returned structure, makes the
+stores capture recorded (stores.py) and returns.
+With a break it rebuilds the value stack and live locals of the break point, makes the
+recorded stores, runs the
 original instructions of the break span as residual bytecode, and at each exit of the span
 calls the resume function for that position with the stack and live locals there. A graph
 with opaque calls that may not match returns None instead of its outputs when one did not:
@@ -24,6 +26,7 @@ from pijit.bytecode_gen import forms
 from pijit.bytecode_gen.copy import (assemble, copy_handlers, copy_instructions, line_at,
                                      prologue)
 from pijit.bytecode_gen.reconstruct import OUT_NAME, Emitter, emit_load
+from pijit.bytecode_gen.stores import emit_stores
 from pijit.bytecode_gen.resume import STACK_NAME
 from pijit.capture.flow import LOCAL_ACCESS
 from pijit.capture.instructions import read_instructions
@@ -47,14 +50,17 @@ def build_transformed(func, capture, graph_fn, out_index: dict, resume_code_for,
         instrs += _run_graph(graph_fn, capture.input_sources, len(out_index), lineno,
                              code if restart else None)
     emitter = Emitter(out_index, lineno)
+    # The stores come after everything else is rebuilt (reloaded from sources as it was
+    # before them), in the order the emitter builds values.
     if bp is None:
-        instrs += emitter.emit(capture.ret) + [Instr("RETURN_VALUE", lineno=lineno)]
+        instrs += emitter.emit(capture.ret) + emit_stores(emitter, capture.stores, lineno) + \
+            [Instr("RETURN_VALUE", lineno=lineno)]
     else:
         for value in bp.stack:
             instrs += emitter.emit(value)
         for name, value in bp.locals.items():
             instrs += emitter.emit(value) + [Instr("STORE_FAST", name, lineno=lineno)]
-        instrs += _residual(capture.instructions, bp, code, resume_code_for, body_code_for)
+        instrs += emit_stores(emitter, capture.stores, lineno) + _residual(capture.instructions, bp, code, resume_code_for, body_code_for)
 
     n = arg_slot_count(code)
     new_code = assemble(instrs, code, code.co_varnames[:n], code.co_name, code.co_qualname)

@@ -21,6 +21,7 @@ from pijit.capture.ops_load_store import DELETED
 from pijit.capture.sources import (AttrSource, CellSource, DictItemSource, GlobalSource,
                                    ItemSource, LocalSource)
 from pijit.capture.registry import HANDLERS
+from pijit.capture.side_effects import SideEffects
 from pijit.capture.values import (GraphValue, NullValue, TupleValue, Value, infer_arg,
                                   node_arg)
 from pijit.capture.wrap import ValueBuilder
@@ -44,6 +45,7 @@ class CaptureResult:
     return_lineno: int           # the user's line of the RETURN_VALUE (or of the break)
     instructions: list = None    # the original code's abstract instructions
     break_point: "BreakPoint | None" = None
+    stores: list = ()            # side_effects.Store, replayed after the graph in this order
 
 
 @dataclass
@@ -72,7 +74,8 @@ class FrameCapture:
     """State of one capture: simulated stack and locals, the graph being built, the guards."""
 
     def __init__(self, func, args, config, dynamic_dims, instrs, flow, stop_at, *,
-                 parent=None, fn_source=None, bound=None, closure=None, plan=None):
+                 parent=None, fn_source=None, bound=None, closure=None, plan=None,
+                 eager=frozenset()):
         self.func = func
         self.instrs = instrs
         self.flow = flow
@@ -93,8 +96,9 @@ class FrameCapture:
         self.closure = closure          # CellRefs of a function made during capture
         self.depth = 0 if parent is None else parent.depth + 1
         self.graph = Graph() if parent is None else parent.graph
+        self.effects = SideEffects(eager) if parent is None else parent.effects
         self.builder = parent.builder if parent is not None else \
-            ValueBuilder(self.graph, config, func, args, dynamic_dims or {})
+            ValueBuilder(self.graph, config, func, args, dynamic_dims or {}, self.effects)
         self.stack: list[Value] = []
         self.locals: dict[str, Value] = dict(bound or {})
         self.kw_names: tuple = ()
@@ -171,7 +175,7 @@ class FrameCapture:
     def run(self) -> CaptureResult:
         self.walk(0)
         return CaptureResult(self.graph, self.builder.guards, self.builder.input_sources,
-                             self.ret, self.lineno)
+                             self.ret, self.lineno, stores=list(self.effects.stores))
 
     def walk(self, pc: int, until: int | None = None, span: tuple | None = None) -> None:
         """Interpret from position `pc` until RETURN_VALUE; or, for one pass over a loop
@@ -192,7 +196,8 @@ class FrameCapture:
             item = instrs[pc]
             if until is None:
                 self.snapshots[pc] = (list(self.stack), dict(self.locals),
-                                      len(self.graph.nodes), self.lineno)
+                                      len(self.graph.nodes), self.lineno,
+                                      self.effects.snapshot())
             if pc in self.stop_at:
                 first = self.stop_at[pc]      # why the loop could not be captured
                 e = GraphBreak(first.reason, first.detail, first.lineno)
@@ -256,8 +261,9 @@ class FrameCapture:
                 raise GraphBreak(Reason.CONTROL_FLOW, "a call whose arguments branch",
                                  e.lineno)
             end = flow.absorb_simple(end)
-        stack, locals_, node_count, lineno = self.snapshots[start]
+        stack, locals_, node_count, lineno, store_count = self.snapshots[start]
         del self.graph.nodes[node_count:]     # nodes recorded past the break point
+        self.effects.truncate(store_count)    # and stores: the residual code makes them
         bound = {name for name, v in locals_.items() if v is not DELETED}
         nargs = len(self.builder.args)
         args = set(self.code.co_varnames[:nargs])
@@ -302,12 +308,15 @@ def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:
     flow = Flow(instrs)
     stop_at = {}          # loop head position -> the break found inside that loop
     plan = LoopPlan()
+    eager = set()         # stores that must run where they stand (see side_effects.py)
     while True:
         capture = FrameCapture(func, args, config, dynamic_dims, instrs, flow, stop_at,
-                               plan=plan)
+                               plan=plan, eager=eager)
         try:
             result = capture.run()
             result.instructions = instrs
+            if _retry_eager(capture, result, eager):
+                continue
             return result
         except RetryCapture as retry:         # a loop node failed: capture it as before
             plan.no_node.add(retry.key)
@@ -327,4 +336,18 @@ def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:
             result = CaptureResult(capture.graph, e.guards, capture.builder.input_sources,
                                    None, e.lineno, instrs)
             result.break_point = capture.break_point(e)
+            result.stores = list(capture.effects.stores)
+            if _retry_eager(capture, result, eager):
+                continue
             return result
+
+
+def _retry_eager(capture, result, eager) -> bool:
+    """True when a recorded store precedes a node that may raise: capture again with that
+    store left to residual code (a graph break there)."""
+    capture.effects.finished = True
+    store = capture.effects.unsafe(result.graph)
+    if store is None:
+        return False
+    eager.add(store.where)
+    return True

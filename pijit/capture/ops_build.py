@@ -199,7 +199,12 @@ def index_key(cap, target: Meta, key):
 @handler("STORE_SUBSCR")
 def STORE_SUBSCR(cap, instr):
     """`a[key] = value`: captured only in a loop node's body, as a setitem node that writes
-    into the array (elsewhere a write into an array is a side effect left to plain Python)."""
+    into the array (elsewhere a write into an array is a side effect left to plain Python);
+    into a dict read from a source, as a store replayed after the graph."""
+    if isinstance(cap.stack[-2], DictValue):
+        key, target, value = cap.pop(), cap.pop(), cap.pop()
+        store_dict_item(cap, target, key, value)
+        return
     if not cap.bodies:
         cap.unsupported(Reason.UNSUPPORTED_OPCODE, instr.name)
     key, target, value = cap.pop(), cap.pop(), cap.pop()
@@ -213,6 +218,19 @@ def STORE_SLICE(cap, instr):
         cap.unsupported(Reason.UNSUPPORTED_OPCODE, instr.name)
     stop, start, target, value = cap.pop(), cap.pop(), cap.pop(), cap.pop()
     store_item(cap, target, make_slice(cap, [start, stop]), value)
+
+
+def store_dict_item(cap, target, key, value):
+    """d[key] = value into a dict read from a source (str keys, as wrap reads dicts):
+    recorded in the capture's side effects and seen by later reads."""
+    effects = cap.effects
+    effects.check(cap, "item store into a dict")
+    if target.source is None or not isinstance(key, ConstValue) or type(key.value) is not str:
+        cap.unsupported(Reason.SIDE_EFFECT, "item assignment into a dict the function built")
+    if any(isinstance(v, DictValue) and v is not target for v in cap.builder.wrapped()):
+        cap.unsupported(Reason.SIDE_EFFECT, "item store into a dict another dict read may be")
+    effects.store_item(cap, target, key.value, value)
+    target.items[key.value] = value
 
 
 def store_item(cap, target, key, value):

@@ -21,12 +21,12 @@ from pijit.capture.ops_arith import fold
 from pijit.capture.ops_build import own_list, sequence_items
 from pijit.capture.registry import handler
 from pijit.capture.sources import AttrSource
-from pijit.capture.ops_load_store import push_attr, shape_dim_value
+from pijit.capture.ops_load_store import load_local, push_attr, shape_dim_value
 from pijit.capture.loop_node import symbolic_range
 from pijit.capture.opaque import opaque_call
 from pijit.capture.ops_loop import iterator_call
-from pijit.capture.values import (NULL, ConstValue, DictValue, FunctionValue, GraphValue,
-                                  ListValue,
+from pijit.capture.values import (NULL, BoundValue, ConstValue, DictValue, FunctionValue,
+                                  GraphValue, ListValue, SuperValue,
                                   MethodValue, NullValue, TupleValue, contains_graph_value, describe)
 from pijit.capture.wrap import ObjectValue, class_attribute
 from pijit.graph.ir import Meta
@@ -115,6 +115,8 @@ def call_value(cap, fn, args: list, kwargs: dict):
         return _call_object(cap, fn, args, kwargs)
     if isinstance(fn, FunctionValue):
         return inline_made(cap, fn, args, kwargs)
+    if isinstance(fn, BoundValue):
+        return call_value(cap, fn.func, [fn.obj, *args], kwargs)
     if not isinstance(fn, ConstValue):
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"calling a {describe(fn)}")
     target = fn.value
@@ -128,6 +130,8 @@ def call_value(cap, fn, args: list, kwargs: dict):
     name = getattr(target, "__name__", type(target).__name__)
     if _is_introspection(target):
         cap.unsupported(Reason.FRAME_INTROSPECTION, f"{_qualname(target)}()")
+    if target is super and not kwargs:
+        return _super(cap, args)
     if target in (zip, enumerate, reversed, iter):
         return iterator_call(cap, target, args, kwargs)
     if target is range and cap.config.loop_nodes and \
@@ -223,9 +227,14 @@ def _call_method(cap, method: MethodValue, args, kwargs):
             not any(contains_graph_value(v) for v in list(args) + list(kwargs.values())):
         bound = getattr(obj.value, method.name)
         return _fold_call(cap, bound, method.name, args, kwargs)
-    if isinstance(obj, ListValue) and obj.frame is cap and method.name == "append" \
-            and len(args) == 1 and not kwargs:
-        own_list(cap, obj).items.append(args[0])
+    if isinstance(obj, ListValue) and method.name == "append" and len(args) == 1 and not kwargs:
+        if obj.frame is None and obj.source is not None:     # a list the caller can see
+            cap.effects.check(cap, "list.append")
+            items = obj.items                 # read (and guarded) before the append
+            cap.effects.append(cap, obj, args[0])
+            items.append(args[0])
+        else:
+            own_list(cap, obj).items.append(args[0])
         return ConstValue(None)
     if isinstance(obj, ConstValue) and isinstance(obj.value, np.ufunc):
         # np.add.outer(a, b), np.maximum.reduce(a): a bound method made per access
@@ -251,6 +260,21 @@ def _call_method(cap, method: MethodValue, args, kwargs):
     cap.unsupported(Reason.UNSUPPORTED_CALL, f"method {method.name!r} of a {describe(obj)}")
 
 
+def _super(cap, args):
+    """super(cls, obj), or super() in a method (its __class__ cell and first argument)."""
+    if not args and "__class__" in cap.code.co_freevars and cap.code.co_argcount:
+        index = cap.code.co_freevars.index("__class__")
+        cell = cap.func.__closure__[index] if cap.closure is None else None
+        if cell is not None:
+            args = [cap.builder.wrap(cell.cell_contents, cap.cell_source(index, "__class__")),
+                    load_local(cap, cap.code.co_varnames[0])]
+    if len(args) == 2 and isinstance(args[0], ConstValue) and args[0].source is not None \
+            and isinstance(args[0].value, type) and isinstance(args[1], ObjectValue) \
+            and isinstance(args[1].obj, args[0].value):
+        return SuperValue(args[0], args[1])
+    cap.unsupported(Reason.UNSUPPORTED_CALL, "super() of values pijit does not know")
+
+
 def _call_object(cap, fn: ObjectValue, args, kwargs):
     """Calls of callable objects capture can see through: jitted functions and partials."""
     obj = fn.obj
@@ -269,6 +293,11 @@ def _call_object(cap, fn: ObjectValue, args, kwargs):
         if not isinstance(keywords, DictValue):
             cap.unsupported(Reason.UNSUPPORTED_CALL, "functools.partial with these keywords")
         return call_value(cap, inner, [*bound.items, *args], {**keywords.items, **kwargs})
+    call = class_attribute(type(obj), "__call__")
+    if isinstance(call, types.FunctionType):    # obj(...): its class's __call__, inlined
+        source = AttrSource(AttrSource(fn.source, "__class__"), "__call__")
+        inner = cap.builder.wrap(call, source)      # guards the class's __call__
+        return inline_call(cap, call, inner.source, [fn, *args], kwargs)
     cap.unsupported(Reason.UNSUPPORTED_CALL, f"calling a {describe(fn)}")
 
 

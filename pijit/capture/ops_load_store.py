@@ -1,4 +1,8 @@
-"""Handlers for loads and stores: fast locals, constants, globals, closure cells, attributes."""
+"""Handlers for loads and stores: fast locals, constants, globals, closure cells, attributes.
+
+Stores the caller can see (attributes, globals, the jitted function's closure cells) are
+recorded in the capture's SideEffects and replayed after the graph; loads see them first.
+"""
 from __future__ import annotations
 
 import builtins
@@ -12,10 +16,12 @@ from pijit import _compat
 from pijit.capture import call_table, numpy_rules
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.ops_stack import push_with_null
+from pijit.capture.inline import inline_call
 from pijit.capture.registry import handler
-from pijit.capture.sources import AttrSource, GlobalSource
-from pijit.capture.values import (NULL, CellRef, ConstValue, FunctionValue, GraphValue,
-                                  MethodValue, NullValue, TupleValue,
+from pijit.capture.side_effects import plain_instance_attribute, plain_store_check
+from pijit.capture.sources import AttrSource, GlobalSource, ItemSource
+from pijit.capture.values import (NULL, BoundValue, CellRef, ConstValue, FunctionValue,
+                                  GraphValue, MethodValue, NullValue, SuperValue, TupleValue,
                                   is_immutable, describe)
 from pijit.capture.wrap import MISSING, ObjectValue, class_attribute
 from pijit.graph.ir import Meta
@@ -86,6 +92,8 @@ def LOAD_GLOBAL(cap, instr):
 
 def _global(cap, name):
     globs = cap.func.__globals__
+    if globs is _top(cap).func.__globals__ and name in cap.effects.globals:
+        return cap.effects.globals[name]
     if name in globs:
         return cap.builder.wrap(globs[name], cap.global_source(name))
     if not hasattr(builtins, name):
@@ -97,6 +105,25 @@ def _global(cap, name):
         cap.builder.guard(cap.global_source(name).base, "call",
                           lambda g, name=name: name not in g, f"no global {name!r} in")
     return cap.builder.wrap(getattr(builtins, name), source)
+
+
+@handler("STORE_GLOBAL")
+def STORE_GLOBAL(cap, instr):
+    """A global of the jitted function's module: recorded, replayed after the graph."""
+    name = instr.arg
+    effects = cap.effects
+    effects.check(cap, f"global store to {name!r}")
+    if cap.func.__globals__ is not _top(cap).func.__globals__:
+        cap.unsupported(Reason.SIDE_EFFECT, f"global store to {name!r} in another module")
+    value = cap.pop()
+    effects.record(cap, "global", None, name, value)
+    effects.globals[name] = value
+
+
+def _top(cap):
+    while cap.parent is not None:
+        cap = cap.parent
+    return cap
 
 
 @handler("LOAD_DEREF")
@@ -111,6 +138,12 @@ def LOAD_DEREF(cap, instr):
         ref = cap.closure[index]
         cap.push(load_local(ref.frame, ref.name))
         return
+    if cap.parent is None and index in cap.effects.cells:
+        cap.push(cap.effects.cells[index])
+        return
+    if cap.parent is not None and cap.effects.cells:
+        cap.unsupported(Reason.SIDE_EFFECT, f"reads free variable {name!r}, which may be a "
+                        "cell stored into")
     cell = cap.func.__closure__[index]
     try:
         obj = cell.cell_contents
@@ -126,11 +159,40 @@ def STORE_DEREF(cap, instr):
         cap.unsupported(Reason.SIDE_EFFECT, f"store to the cell variable {name!r} in a loop")
     if name in cap.code.co_freevars:
         if cap.closure is None:
-            cap.unsupported(Reason.SIDE_EFFECT, f"nonlocal store to {name!r}")
+            _store_cell(cap, name)
+            return
         ref = cap.closure[cap.code.co_freevars.index(name)]
         ref.frame.locals[ref.name] = cap.pop()
         return
     cap.locals[name] = cap.pop()
+
+
+def _store_cell(cap, name):
+    """`nonlocal name; name = v` in the jitted function: recorded, replayed after the graph
+    (an inlined function's cells are reached through its source: that store breaks)."""
+    effects = cap.effects
+    effects.check(cap, f"nonlocal store to {name!r}")
+    if cap.parent is not None:
+        cap.unsupported(Reason.SIDE_EFFECT, f"nonlocal store to {name!r} in an inlined call")
+    index = cap.code.co_freevars.index(name)
+    value = cap.pop()
+    effects.record(cap, "cell", None, (index, name), value)
+    effects.cells[index] = value
+
+
+@handler("STORE_ATTR")
+def STORE_ATTR(cap, instr):
+    """obj.name = value on an object read from a source whose class stores it in the
+    instance dict (guarded): recorded, replayed after the graph."""
+    name = instr.arg
+    obj, value = cap.pop(), cap.pop()
+    effects = cap.effects
+    effects.check(cap, f"store to attribute {name!r}")
+    if not isinstance(obj, ObjectValue) or not plain_instance_attribute(obj.obj, name):
+        cap.unsupported(Reason.SIDE_EFFECT, f"store to attribute {name!r} of a {describe(obj)}")
+    cap.builder.guard(AttrSource(obj.source, "__class__"), "call", plain_store_check(name),
+                      f"plain store of .{name} into instances of")
+    effects.store_attr(cap, obj, name, value)
 
 
 @handler("IMPORT_NAME")
@@ -260,7 +322,16 @@ def load_attr(cap, obj, name, method):
                 name in call_table.PURE_ARRAY_METHODS and not obj.meta.is_pyscalar):
             return MethodValue(obj, name)
         cap.unsupported(Reason.UNSUPPORTED_OP, f"attribute {name!r} of {obj.meta}")
+    if isinstance(obj, SuperValue):
+        return super_attr(cap, obj, name)
     if isinstance(obj, ObjectValue):
+        stored = cap.effects.attr(cap, obj, name)
+        if stored is not None:
+            return stored
+        prop = cap.builder.property_getter(obj, name)
+        if prop is not None:            # a property with a Python getter: inlined
+            fget, source = prop
+            return inline_call(cap, fget, source, [obj], {})
         return cap.builder.attribute(obj, name)
     if isinstance(obj, TupleValue) and obj.cls is not None and name in obj.cls._fields:
         return obj.items[obj.cls._fields.index(name)]       # a namedtuple's field
@@ -269,9 +340,27 @@ def load_attr(cap, obj, name, method):
     cap.unsupported(Reason.UNSUPPORTED_VALUE, f"attribute {name!r} of a {describe(obj)}")
 
 
+def super_attr(cap, sup: SuperValue, name):
+    """`super().name`: a function defined on a class after sup.cls in the object's MRO,
+    bound to the object (the function guarded through the MRO tuple of the guarded class)."""
+    cls, obj = sup.cls.value, sup.obj.obj
+    mro = type(obj).__mro__
+    for k in range(mro.index(cls) + 1, len(mro)):
+        if name in mro[k].__dict__:
+            attr = mro[k].__dict__[name]
+            if not isinstance(attr, types.FunctionType):
+                break
+            source = AttrSource(ItemSource(AttrSource(AttrSource(sup.obj.source, "__class__"),
+                                                      "__mro__"), k), name)
+            return BoundValue(cap.builder.wrap(attr, source), sup.obj)
+    cap.unsupported(Reason.UNSUPPORTED_CALL, f"super().{name}")
+
+
 def _const_attr(cap, obj, name):
     value = obj.value
     if isinstance(value, types.ModuleType):
+        if value.__dict__ is _top(cap).func.__globals__ and name in cap.effects.globals:
+            return cap.effects.globals[name]      # this module's global, stored before
         try:
             attr = getattr(value, name)
         except AttributeError:

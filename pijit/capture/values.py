@@ -89,6 +89,22 @@ class MethodValue(Value):
 
 
 @dataclass(eq=False)
+class SuperValue(Value):
+    """super(cls, obj) of an object read from a source (`cls` a guarded class): its
+    attributes are the functions found after cls in type(obj).__mro__."""
+    cls: Value
+    obj: Value
+
+
+@dataclass(eq=False)
+class BoundValue(Value):
+    """A function bound to `obj` (an attribute of a SuperValue): calling it inlines func
+    with obj first."""
+    func: Value
+    obj: Value
+
+
+@dataclass(eq=False)
 class NullValue(Value):
     """A NULL on the stack: beside a callable (PUSH_NULL, LOAD_GLOBAL with the low bit; on
     which side: pijit._compat.BYTECODE.null_first), or a local an inlined comprehension

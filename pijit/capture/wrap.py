@@ -39,15 +39,18 @@ class ObjectValue(Value):
 
 
 class LazyListValue(ListValue):
-    """A list read from a source, whose items are wrapped (and guarded) on first use."""
+    """A list read from a source, whose items are wrapped (and guarded) on first use. Reading
+    them after an append to another list may read that one (side_effects.py)."""
 
-    def __init__(self, load, source):
+    def __init__(self, load, source, effects):
         Value.__init__(self, source=source)
         self._load = load
         self._items = None
+        self._effects = effects
 
     @property
     def items(self):
+        self._effects.check_list_read(self)
         if self._items is None:
             self._items = self._load()
         return self._items
@@ -56,8 +59,9 @@ class LazyListValue(ListValue):
 class ValueBuilder:
     """Wraps objects read during capture; one graph input per source, guards deduplicated."""
 
-    def __init__(self, graph, config, func, args, dynamic_dims):
+    def __init__(self, graph, config, func, args, dynamic_dims, effects):
         self.graph = graph          # not the FrameCapture: no reference cycle keeps args alive
+        self.effects = effects      # the capture's stores: containers read after one
         self.config = config
         self.func = func
         self.args = args
@@ -113,8 +117,9 @@ class ValueBuilder:
             # A list's length and items are guarded only once capture reads them: a list the
             # function only appends to (a side effect, residual code) may grow between calls.
             self.guard(source, "type", t)
-            return LazyListValue(lambda: self._list_items(obj, source), source)
+            return LazyListValue(lambda: self._list_items(obj, source), source, self.effects)
         if t is dict and all(type(k) is str for k in obj):
+            self.effects.check_dict_read()
             keys = tuple(obj)
             self.guard(source, "call", lambda d, keys=keys: type(d) is dict and tuple(d) == keys,
                        f"dict keys {list(keys)!r}")
@@ -143,6 +148,10 @@ class ValueBuilder:
         ref = self.graph.add_input(meta, source.name())
         return GraphValue(ref, meta, source=source)
 
+    def wrapped(self):
+        """The Values of every source read so far."""
+        return self._by_source.values()
+
     # -- reads that create sources -------------------------------------------------------
     def argument(self, slot: int, name: str) -> Value:
         return self.wrap(self.args[slot], LocalSource(slot, name))
@@ -162,6 +171,18 @@ class ValueBuilder:
                 return MethodValue(obj_value, name)
             value = cls_attr
         return self.wrap(value, AttrSource(obj_value.source, name))
+
+    def property_getter(self, obj_value: ObjectValue, name: str):
+        """(fget, its source) when `obj.name` is a property with a Python getter, the class
+        attribute guarded by identity; else None."""
+        obj = obj_value.obj
+        prop = class_attribute(type(obj), name)
+        if type(prop) is not property or not isinstance(prop.fget, types.FunctionType) or \
+                type(obj).__getattribute__ is not object.__getattribute__:
+            return None
+        source = AttrSource(AttrSource(obj_value.source, "__class__"), name)
+        self.guard(source, "id", prop)
+        return prop.fget, AttrSource(source, "fget")
 
 
 MISSING = object()

@@ -18,7 +18,7 @@ import operator
 
 import numpy as np
 
-from pijit.graph.ir import LoopOp, node_refs
+from pijit.graph.ir import LoopOp, arg_refs, node_refs
 
 _INPLACE = frozenset(id(f) for f in (
     operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
@@ -83,10 +83,21 @@ def may_warn(graph, node) -> bool:
     return fid not in _SIGN        # any other arithmetic on floats (or int / int) may warn
 
 
+# Ops that raise only on shapes, dtypes or constant indices, all checked by capture when every
+# shape is static (an index taken from graph data is not).
+_SHAPE_CHECKED = {id(f) for f in (
+    operator.getitem, np.concatenate, np.stack, np.hstack, np.vstack, np.reshape,
+    np.ndarray.reshape, np.transpose, np.ndarray.transpose, np.swapaxes, np.moveaxis,
+    np.expand_dims, np.squeeze, np.ravel, np.ndarray.ravel, np.ndarray.flatten, np.copy,
+    np.ndarray.copy, np.broadcast_to, np.zeros, np.ones, np.empty, np.full, np.zeros_like,
+    np.ones_like, np.empty_like, np.full_like)}
+
+
 def register_writes_nothing(fn):
     """Declare a helper the capture puts in graphs (an attribute read such as `.T`) as
-    writing no array."""
+    writing no array, and raising on nothing capture does not check."""
     _WRITES_NOTHING.add(id(fn))
+    _SHAPE_CHECKED.add(id(fn))
     return fn
 
 
@@ -120,3 +131,38 @@ def is_pure(node) -> bool:
     if any(k == "out" for k, _ in node.kwargs):
         return False
     return id(node.fn) in _PURE or isinstance(node.fn, np.ufunc)
+
+
+# Reductions without an identity: they raise on an empty operand.
+_NO_IDENTITY = frozenset(id(f) for f in (
+    np.max, np.min, np.amax, np.amin, np.ndarray.max, np.ndarray.min, np.argmax, np.argmin,
+    np.ndarray.argmax, np.ndarray.argmin))
+
+_DIVISIONS = frozenset(id(f) for f in (
+    operator.truediv, operator.floordiv, operator.mod, operator.pow, operator.itruediv,
+    operator.ifloordiv, operator.imod, operator.ipow, np.power, np.float_power))
+
+
+def may_raise(node, graph) -> bool:
+    """True unless the node cannot raise at run time, given what capture checked (shapes and
+    dtypes when all are static). Stores replayed after the graph (capture/side_effects.py)
+    must not come before such a node. As for DCE, errors np.seterr turns warnings into are
+    not counted."""
+    refs = node_refs(node)
+    metas = [graph.meta(r) for r in refs] + [node.meta]
+    if isinstance(node.fn, LoopOp) or any(
+            None in m.shape for m in metas if hasattr(m, "shape")):
+        return True
+    if id(node.fn) in _DIVISIONS and any(
+            getattr(m, "is_pyscalar", False) or np.dtype(getattr(m, "dtype", "f8")).kind in "iub"
+            for m in metas):
+        return True     # ZeroDivisionError of Python numbers; integers to negative powers
+    if id(node.fn) in _NO_IDENTITY and any(0 in getattr(m, "shape", ()) for m in metas):
+        return True
+    if node.fn in (float, complex, bool) or node.fn is int and all(
+            np.dtype(m.dtype).kind in "iub" for m in metas[:-1]):
+        return False    # conversions of scalars (int() of a float may meet NaN or inf)
+    if id(node.fn) in _SHAPE_CHECKED:
+        return node.fn is operator.getitem and any(
+            r for a in node.args[1:] for r in arg_refs(a))     # indices from graph data
+    return not (is_pure(node) or is_inplace(node))

@@ -1,0 +1,44 @@
+"""Recorded stores (capture/side_effects.py) -> the instructions that perform them after the
+graph call, in program order.
+
+Every object and value the stores use is loaded into a temporary first, and only then are the
+stores made: a store must not change what a later one reloads from a source (`self.a, self.b
+= self.b, self.a` reloads both before storing either). The caller of `emit_stores` has
+likewise rebuilt the stack and locals of a break, or the returned value, before.
+"""
+from __future__ import annotations
+
+from bytecode import FreeVar, Instr
+
+STORE_TEMP = "__pijit_store{}"
+
+
+def emit_stores(emitter, stores, lineno) -> list:
+    """Instructions making `stores` (side_effects.Store) with values built by `emitter`."""
+    at = lineno
+    out, temps = [], {}
+
+    def temp(value):
+        name = temps.get(id(value))
+        if name is None:
+            name = temps[id(value)] = STORE_TEMP.format(len(temps))
+            out.extend(emitter.emit(value) + [Instr("STORE_FAST", name, lineno=at)])
+        return Instr("LOAD_FAST", name, lineno=at)
+
+    loads = [(temp(s.target) if s.target is not None else None, temp(s.value)) for s in stores]
+    for store, (target, value) in zip(stores, loads):
+        if store.kind == "attr":
+            out += [value, target, Instr("STORE_ATTR", store.key, lineno=at)]
+        elif store.kind == "global":
+            out += [value, Instr("STORE_GLOBAL", store.key, lineno=at)]
+        elif store.kind == "cell":
+            out += [value, Instr("STORE_DEREF", FreeVar(store.key[1]), lineno=at)]
+        elif store.kind == "append":        # the list's type is guarded: list.append itself
+            out += [target, value, Instr("LIST_APPEND", 1, lineno=at),
+                    Instr("POP_TOP", lineno=at)]
+        elif store.kind == "setitem":
+            out += [value, target, Instr("LOAD_CONST", store.key, lineno=at),
+                    Instr("STORE_SUBSCR", lineno=at)]
+        else:
+            raise ValueError(f"unknown store kind {store.kind!r}")
+    return out

@@ -194,13 +194,38 @@ def reset(fn=None):
 
 
 def explain(fn, *args, **kwargs) -> explain_mod.ExplainOutput:
-    """Run fn(*args, **kwargs) once on a fresh cache and report how it ran."""
-    if isinstance(fn, types.FunctionType):
-        fn = jit(fn)
-    code = _code_of(fn)
+    """Run fn(*args, **kwargs) once on a fresh cache and report how it ran.
+
+    fn: a function (jitted or not, then jitted for the report), a bound method, an object
+    whose class defines __call__ in Python, or a functools.partial of one of those; the
+    report is about the function that runs (the method, the __call__)."""
+    call, code = _explained(fn)
     _reset_code(code)
-    fn(*args, **kwargs)
+    call(*args, **kwargs)
     return explain_mod.report(code)
+
+
+def _explained(fn):
+    """(a jitted callable doing what fn does, the code the report is about)."""
+    if isinstance(fn, eval_frame.Wrapper):
+        return fn, fn.fn.__code__
+    if isinstance(fn, types.FunctionType):
+        return _explained(jit(fn))
+    if isinstance(fn, types.MethodType):
+        inner, code = _explained(fn.__func__)
+        return types.MethodType(inner, fn.__self__), code
+    if type(fn) is functools.partial:
+        inner, code = _explained(fn.func)
+        return functools.partial(inner, *fn.args, **fn.keywords), code
+    call = getattr(type(fn), "__call__", None)
+    if not isinstance(fn, type) and isinstance(call, (types.FunctionType, eval_frame.Wrapper)):
+        inner, code = _explained(call)
+        return functools.partial(inner, fn), code
+    kind = "the class " + fn.__qualname__ if isinstance(fn, type) else \
+        "a builtin" if isinstance(fn, types.BuiltinFunctionType) else type(fn).__name__
+    raise TypeError(f"pijit.explain expects a Python function, a bound method, an object "
+                    f"whose class defines __call__ in Python, or a functools.partial of one "
+                    f"of those; got {kind}: {fn!r}")
 
 
 def code_info(fn) -> dict:

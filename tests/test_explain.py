@@ -1,5 +1,6 @@
 """Reports and dumps: explain, code_info, print_after_all and friends, PIJIT_LOG channels,
 and the README's jit_config table kept equal to the option table."""
+import functools
 import os
 import pathlib
 import subprocess
@@ -7,6 +8,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import pijit
 from pijit.config import OPTIONS
@@ -164,3 +166,32 @@ def test_readme_option_table_matches_options():
         assert cells[1] == option.type.__name__
         assert cells[2] == f"`{option.default!r}`"
         assert option.doc in cells[3]
+
+
+class _Scaler:
+    def __init__(self):
+        self.k = 3.0
+
+    def apply(self, x, y):
+        return np.exp(x) * self.k + y
+
+    def __call__(self, x, y):
+        return self.apply(x, y) - 1
+
+
+def test_explain_jits_any_callable_it_can():
+    s = _Scaler()
+    for fn, args in ((s.apply, (X, Y)), (s, (X, Y)), (functools.partial(s.apply, X), (Y,)),
+                     (functools.partial(_Scaler.apply, s, y=Y), (X,)),
+                     (pijit.jit(_Scaler.apply).__get__(s), (X, Y))):
+        report = pijit.explain(fn, *args)
+        assert (report.graph_count, report.graph_break_count) == (1, 0), (fn, report)
+        assert report.fallback is None and "exp" in report.ops_per_graph[0]
+
+
+def test_explain_rejects_what_it_cannot_jit():
+    for bad, kind in ((len, "a builtin: <built-in function len>"), (_Scaler, "the class _Scaler"),
+                      (3, "int: 3"), (np.exp, "ufunc")):
+        with pytest.raises(TypeError, match="pijit.explain expects a Python function") as e:
+            pijit.explain(bad, X)
+        assert kind in str(e.value)

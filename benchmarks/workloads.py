@@ -300,6 +300,87 @@ def _make_solve(size, rng):
     return [(a, _rand(rng, (n, m), np.float64, -1, 1), _rand(rng, (n, m), np.float64, -1, 1))]
 
 
+def mlp_train_step(x, y, w1, b1, w2, b2, lr):
+    """One SGD step of a 2-layer MLP: forward, hand-written gradients, in-place updates."""
+    z = x @ w1 + b1
+    h = np.maximum(z, 0.0)
+    out = h @ w2 + b2
+    err = out - y
+    loss = (err * err).mean()
+    g_out = (2.0 / err.size) * err
+    g_w2 = h.T @ g_out
+    g_b2 = g_out.sum(axis=0)
+    g_h = (g_out @ w2.T) * (z > 0)
+    g_w1 = x.T @ g_h
+    g_b1 = g_h.sum(axis=0)
+    w1 -= lr * g_w1
+    b1 -= lr * g_b1
+    w2 -= lr * g_w2
+    b2 -= lr * g_b2
+    return loss
+
+
+class Cell:
+    """A layer object called as layer(x), as in MindSpore's nn.Cell (construct does the work).
+    Equal to a copy with the same arrays (the runner checks inputs are left unchanged)."""
+
+    def __call__(self, x):
+        return self.construct(x)
+
+    def __eq__(self, other):
+        if type(other) is not type(self) or vars(self).keys() != vars(other).keys():
+            return False
+        return all(np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b
+                   for a, b in zip(vars(self).values(), vars(other).values()))
+
+
+class Dense(Cell):
+    def __init__(self, w, b):
+        self.weight, self.bias = w, b
+
+    def construct(self, x):
+        return x @ self.weight + self.bias
+
+
+class ReLU(Cell):
+    def construct(self, x):
+        return np.maximum(x, 0)
+
+
+class Sequential(Cell):
+    def __init__(self, *layers):
+        self.layers = list(layers)
+
+    def construct(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def layer_stack(net, x):
+    return net(x)
+
+
+def _make_train_step(size, rng):
+    batch, din, dh, dout = size
+    arrays = [_rand(rng, (batch, din), np.float64, -1, 1), _rand(rng, (batch, dout)),
+              _rand(rng, (din, dh), np.float64, -0.1, 0.1), _rand(rng, (dh,), np.float64, -0.1, 0.1),
+              _rand(rng, (dh, dout), np.float64, -0.1, 0.1), _rand(rng, (dout,), np.float64, -0.1, 0.1)]
+    # lr 0: every update is computed and written, and leaves the weights (so each call's
+    # result and the runner's unchanged-inputs check) as they were
+    return [(*arrays, 0.0)]
+
+
+def _make_layer_stack(size, rng):
+    batch, width, out = size
+    f = np.float32
+
+    def dense(n_in, n_out):
+        return Dense(_rand(rng, (n_in, n_out), f, -0.1, 0.1), _rand(rng, (n_out,), f, -0.1, 0.1))
+    net = Sequential(dense(width, width), ReLU(), dense(width, width), ReLU(), dense(width, out))
+    return [(net, _rand(rng, (batch, width), f, -1, 1))]
+
+
 def _make_py_n(size, rng):
     return [(size,)]
 
@@ -457,6 +538,12 @@ WORKLOADS = [
       numexpr="((((0.5*x - 1.25)*x + 2.0)*x - 0.75)*x + 3.0)*x - 1.0", jax=True),
     W("bce_loss", bce_loss, _make_bce, {"tiny": 1000, "quick": 2_000_000, "full": 10_000_000},
       "mean binary cross-entropy from logits (logaddexp)", memory_bound=True, jax=True),
+    W("mlp_train_step", mlp_train_step, _make_train_step,
+      {"tiny": (4, 8, 16, 4), "quick": (256, 512, 512, 64), "full": (1024, 1024, 1024, 256)},
+      "2-layer MLP SGD step: forward, hand-written gradients, in-place updates (lr 0), float64"),
+    W("layer_stack", layer_stack, _make_layer_stack,
+      {"tiny": (4, 8, 4), "quick": (256, 512, 64), "full": (1024, 1024, 256)},
+      "Sequential of Dense/ReLU layer objects called as layer(x), float32"),
 ]
 
 WORKLOADS += [

@@ -189,8 +189,9 @@ build_array_check(Check *c, PyObject *t)
 static int
 build_check(Check *c, PyObject *t, Py_ssize_t nsources)
 {
-    static const char *const names[] = {"type", "id", "eq", "len", "array", "call", NULL};
-    static const Py_ssize_t lens[] = {3, 3, 3, 3, 7, 3};
+    static const char *const names[] = {"type", "id", "eq", "len", "array", "call",
+                                        "distinct", NULL};
+    static const Py_ssize_t lens[] = {3, 3, 3, 3, 7, 3, 3};
     const char *kind = tuple_kind(t, -1, "check");
     if (kind == NULL)
         return -1;
@@ -232,6 +233,16 @@ build_check(Check *c, PyObject *t, Py_ssize_t nsources)
     case 'a':
         c->kind = CHK_ARRAY;
         return build_array_check(c, t);
+    case 'd':   /* ("distinct", i, j): source i is not the object source j is */
+        c->kind = CHK_DISTINCT;
+        if (as_index(a2, &c->n, "other source index") < 0)
+            return -1;
+        if (c->n < 0 || c->n >= nsources) {
+            PyErr_Format(PyExc_ValueError, "check %R refers to source %zd of %zd", t, c->n,
+                         nsources);
+            return -1;
+        }
+        return 0;
     case 'c':
         if (!PyCallable_Check(a2)) {
             PyErr_Format(PyExc_TypeError, "call check needs a callable, got %R", a2);
@@ -548,7 +559,12 @@ entry_check(Entry *e, _PyInterpreterFrame *frame)
     for (Py_ssize_t i = 0; i < e->nchecks && ok == 1; i++) {
         Check *c = &e->checks[i];
         PyObject *v = fetch_source(e, c->src, frame, &vs);
-        ok = v != NULL ? run_check(c, v) : PyErr_Occurred() ? -1 : 0;
+        if (v != NULL && c->kind == CHK_DISTINCT) {
+            PyObject *w = fetch_source(e, c->n, frame, &vs);
+            ok = w != NULL ? v != w : PyErr_Occurred() ? -1 : 0;
+        }
+        else
+            ok = v != NULL ? run_check(c, v) : PyErr_Occurred() ? -1 : 0;
     }
     for (Py_ssize_t i = 0; i < ns; i++)
         if (vs.st[i] == 1)

@@ -44,14 +44,14 @@ typedef struct {
     PyObject *name;    /* SRC_GLOBAL, SRC_ATTR: str; SRC_CONST: the object; SRC_DICTITEM: key (strong) */
 } Source;
 
-/* Guard checks: predicates on one source value. */
-enum { CHK_TYPE, CHK_ID, CHK_EQ, CHK_LEN, CHK_ARRAY, CHK_CALL };
+/* Guard checks: predicates on one source value (CHK_DISTINCT: on two). */
+enum { CHK_TYPE, CHK_ID, CHK_EQ, CHK_LEN, CHK_ARRAY, CHK_CALL, CHK_DISTINCT };
 
 typedef struct {
     int kind;
     Py_ssize_t src;
     PyObject *obj;       /* type / object / value / callable (strong) */
-    Py_ssize_t n;        /* CHK_LEN: length; CHK_ARRAY: ndim */
+    Py_ssize_t n;        /* CHK_LEN: length; CHK_ARRAY: ndim; CHK_DISTINCT: the other source */
     int type_num;        /* CHK_ARRAY */
     int flags_mask;      /* CHK_ARRAY */
     int flags_value;     /* CHK_ARRAY */

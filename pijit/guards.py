@@ -19,10 +19,12 @@ F_CONTIGUOUS = 0x2
 
 @dataclass(frozen=True, eq=False)
 class Guard:
-    """One check on one source. kind: type, id, eq, len, array, call (see csrc/guards.c).
+    """One check on one source. kind: type, id, eq, len, array, call, distinct (see
+    csrc/guards.c).
 
     params: for "array" (dtype, shape with None for dynamic dims, layout flags); for "call"
-    (predicate, description); otherwise the expected type/object/value/length.
+    (predicate, description); for "distinct" (the Source whose object this one is not);
+    otherwise the expected type/object/value/length.
     """
     source: Source
     kind: str
@@ -49,6 +51,8 @@ class Guard:
             return f"len({name}) == {p[0]}"
         if self.kind == "array":
             return f"{name}: ndarray {_array_text(p[0], p[1], p[2])}"
+        if self.kind == "distinct":
+            return f"{name} is not {p[0].name()}"
         return f"{p[1]}({name})"
 
     def failure(self, func, args):
@@ -80,6 +84,13 @@ class Guard:
         elif self.kind == "call":
             if not p[0](value):
                 return f"{name}: {p[1]} no longer holds"
+        elif self.kind == "distinct":
+            try:
+                other = p[0].read(func, args)
+            except SourceMissing as e:
+                return str(e)
+            if value is other:
+                return f"{name} is now the same object as {p[0].name()}"
         return None
 
 
@@ -161,6 +172,8 @@ def to_program(guards):
             checks.append(("array", i, dtype.num, len(shape), dims, flags, flags))
         elif g.kind == "call":
             checks.append(("call", i, g.params[0]))
+        elif g.kind == "distinct":
+            checks.append(("distinct", i, source_index(g.params[0])))
         else:
             checks.append((g.kind, i, g.params[0]))
     return tuple(sources), tuple(checks)

@@ -171,3 +171,29 @@ def test_uninlinable_call_still_breaks():
         return x * op(x)
     report = assert_same(f, Native(), X, graphs=1, breaks=1)
     assert "calling a Native" in report.break_reasons[0]["reason"]
+
+
+class RunningMean(Cell):
+    """A layer updating its own state on every call (as batch norm's running statistics)."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.mean = np.zeros(n)
+        self.seen = 0
+
+    def construct(self, x):
+        self.seen += 1
+        self.mean = 0.9 * self.mean + 0.1 * x.mean(axis=0)
+        return x - self.mean
+
+
+def run_flat(net, x):
+    return net(x.reshape(5, 16))
+
+
+def test_layers_updating_their_own_state():
+    # each layer's stores are replayed; reading the next layer's .mean is guarded to be
+    # another object than the ones stored into
+    net = Sequential(Dense(16, 8, 0), RunningMean(8), ReLU(), Dense(8, 8, 1), RunningMean(8))
+    report = assert_same(run_flat, net, X, graphs=1, breaks=0)
+    assert any(" is not " in g for g in report.guards), report.guards

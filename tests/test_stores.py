@@ -182,9 +182,17 @@ def appends_then_reads_other(l1, l2, x):
 
 def test_aliased_objects():
     s = State()
-    for args in ((s, s), (State(), State())):
-        report = assert_same(reads_other, *args, X, graphs=1, breaks=1)
-        assert "may be one stored into" in report.break_reasons[0]["reason"]
+    report = assert_same(reads_other, s, s, X, graphs=1, breaks=1)
+    assert "stored into through another path" in report.break_reasons[0]["reason"]
+    report = assert_same(reads_other, State(), State(), X, graphs=1, breaks=0)
+    assert "b is not a" in report.guards
+    # the entry made for two objects is not used for one object passed twice
+    f = pijit.jit(reads_other)
+    pijit.reset(f)
+    a, b = State(), State()
+    assert_same_bits(f(a, b, X), X * 0)
+    assert_same_bits(f(a, a, X), X * 5)
+    assert any("is now the same object" in r for r in pijit.stats(f)["recompile_reasons"])
     lst = [1]
     for args in ((lst, lst), ([1], [2, 3])):
         report = assert_same(appends_then_reads_other, *args, X, graphs=1, breaks=1)

@@ -11,9 +11,10 @@ The graph runs before the stores: a node that may raise at run time after a stor
 program order) would let plain Python do the store and pijit not. Such a store is captured
 again as a graph break (`SideEffects.unsafe`, `eager`), so it runs where it stands.
 
-Two sources may reach one object at run time. After a store, reading the same attribute
-through another object, or the items of another list or dict read from a source, breaks the
-graph: capture cannot know whether they alias.
+Two sources may reach one object at run time. After a store into an attribute, reading the
+same attribute of another object guards that the two are distinct objects (a break when
+they are one at capture); reading the items of another list or dict read from a source
+breaks the graph.
 """
 from __future__ import annotations
 
@@ -48,8 +49,8 @@ class SideEffects:
         self.eager = eager          # (code, position) of stores to leave to residual code
         self.stores: list[Store] = []
         self.finished = False       # capture ended: reports may read lists freely
-        self._attrs = {}            # (id of the object's Value, name) -> (Value, stored)
-        self._attr_names = {}       # name -> ids of the object Values stored into
+        self._attrs = {}            # (id of the object's Value, name) -> stored Value
+        self._attr_names = {}       # name -> {id: object Value} of the objects stored into
         self.globals = {}           # name -> Value
         self.cells = {}             # closure index -> Value
         self._lists = set()         # ids of the list Values appended to
@@ -72,8 +73,8 @@ class SideEffects:
 
     def store_attr(self, cap, obj, name, value):
         self.record(cap, "attr", obj, name, value)
-        self._attrs[(id(obj), name)] = (value, obj)
-        self._attr_names.setdefault(name, set()).add(id(obj))
+        self._attrs[(id(obj), name)] = value
+        self._attr_names.setdefault(name, {})[id(obj)] = obj
 
     def append(self, cap, lst, value):
         self.record(cap, "append", lst, None, value)
@@ -85,15 +86,16 @@ class SideEffects:
 
     # -- loads ------------------------------------------------------------------------
     def attr(self, cap, obj, name):
-        """The Value stored into obj.name, or None; breaks where another object's store
-        into `name` may be this one."""
-        stored = self._attrs.get((id(obj), name))
-        if stored is not None:
-            return stored[0]
-        if self._attr_names.get(name):
-            cap.unsupported(Reason.SIDE_EFFECT,
-                            f"reads .{name} of an object that may be one stored into")
-        return None
+        """The Value stored into obj.name, or None (read the object's own). The objects
+        stored into `name` through other sources are guarded to be other objects; one
+        that is this object at capture (two paths to it) breaks."""
+        for other in self._attr_names.get(name, {}).values():
+            if other is not obj:
+                if other.obj is obj.obj:
+                    cap.unsupported(Reason.SIDE_EFFECT, f"reads .{name} of an object stored "
+                                    "into through another path")
+                cap.builder.guard(obj.source, "distinct", other.source)
+        return self._attrs.get((id(obj), name))
 
     def check_list_read(self, lst):
         if self._lists and not self.finished and id(lst) not in self._lists:

@@ -704,7 +704,7 @@ def test_more_loops():
     # The print makes the loop body break: the loop runs as residual code with graphs
     # before (mul) and after (sub) it, and its outlined body: graph (a * 3, the append
     # replayed), then the print breaks; the body compiles again at its second call (the list
-    # argument is guarded by length once the append read it, and it grew).
+    # argument is guarded by length once len() read it, and it grew).
     assert_same(residual_loop_over_list, X, [], graphs=4, breaks=3)
     # the appends into the caller's list are replayed after the graph: one graph, no break
     report = assert_same(appends_in_unrolled_loop, V, [0], graphs=1, breaks=0)

@@ -28,7 +28,7 @@ from pijit.capture.ops_loop import iterator_call
 from pijit.capture.values import (NULL, BoundValue, ConstValue, DictValue, FunctionValue,
                                   GraphValue, ListValue, SuperValue,
                                   MethodValue, NullValue, TupleValue, contains_graph_value, describe)
-from pijit.capture.wrap import ObjectValue, class_attribute
+from pijit.capture.wrap import LazyListValue, ObjectValue, class_attribute
 from pijit.graph.ir import Meta
 
 # Builtins that are pure functions of their (constant) arguments.
@@ -228,11 +228,11 @@ def _call_method(cap, method: MethodValue, args, kwargs):
         bound = getattr(obj.value, method.name)
         return _fold_call(cap, bound, method.name, args, kwargs)
     if isinstance(obj, ListValue) and method.name == "append" and len(args) == 1 and not kwargs:
-        if obj.frame is None and obj.source is not None:     # a list the caller can see
+        if isinstance(obj, LazyListValue):    # a list the caller can see
             cap.effects.check(cap, "list.append")
-            items = obj.items                 # read (and guarded) before the append
+            cap.effects.check_list_read(obj)
             cap.effects.append(cap, obj, args[0])
-            items.append(args[0])
+            obj.append(args[0])
         else:
             own_list(cap, obj).items.append(args[0])
         return ConstValue(None)

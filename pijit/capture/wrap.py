@@ -46,14 +46,23 @@ class LazyListValue(ListValue):
         Value.__init__(self, source=source)
         self._load = load
         self._items = None
+        self._appended = []
         self._effects = effects
 
     @property
     def items(self):
         self._effects.check_list_read(self)
         if self._items is None:
-            self._items = self._load()
+            self._items = self._load() + self._appended
         return self._items
+
+    def append(self, value):
+        """list.append(value) during capture: the items already there are read (and their
+        length guarded) only if something reads them."""
+        if self._items is None:
+            self._appended.append(value)
+        else:
+            self._items.append(value)
 
 
 class ValueBuilder:

@@ -177,6 +177,8 @@ def describe(value) -> str:
         return f"array {value.meta}" if value.meta.is_array else value.meta.pytype.__name__
     if isinstance(value, ConstValue):
         return type(value.value).__name__
+    if isinstance(value, (SuperValue, BoundValue)):
+        return "super object" if isinstance(value, SuperValue) else "bound method"
     obj = getattr(value, "obj", None)
     if obj is not None and not isinstance(value, MethodValue):
         return type(obj).__name__

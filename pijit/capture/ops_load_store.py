@@ -25,6 +25,7 @@ from pijit.capture.values import (NULL, BoundValue, CellRef, ConstValue, Functio
                                   is_immutable, describe)
 from pijit.capture.wrap import MISSING, ObjectValue, class_attribute
 from pijit.graph.ir import Meta
+from pijit.graph.purity import is_inplace
 
 # Library modules whose attributes are taken as constants without a guard per attribute
 # (the module itself is guarded by identity where it is loaded).
@@ -192,7 +193,27 @@ def STORE_ATTR(cap, instr):
         cap.unsupported(Reason.SIDE_EFFECT, f"store to attribute {name!r} of a {describe(obj)}")
     cap.builder.guard(AttrSource(obj.source, "__class__"), "call", plain_store_check(name),
                       f"plain store of .{name} into instances of")
-    effects.store_attr(cap, obj, name, value)
+    if not _stores_back(cap, obj, name, value):
+        effects.store_attr(cap, obj, name, value)
+
+
+def _stores_back(cap, obj, name, value) -> bool:
+    """True when `obj.name = value` stores back the array obj.name held when the call began,
+    after in-place operators updated it (`self.w -= g` ends with a store of self.w itself):
+    plain Python's store changes nothing then, and a replay would store the graph's output
+    for the in-place node, which need not be that very object."""
+    if cap.effects.attr(cap, obj, name) is not None:
+        return False                    # stored before in this capture: not the input's
+    current = cap.builder.cached(AttrSource(obj.source, name))
+    if not isinstance(value, GraphValue) or not isinstance(current, GraphValue):
+        return False
+    ref = value.ref
+    while ref != current.ref:
+        node = next((n for n in reversed(cap.graph.nodes) if n.out == ref.index), None)
+        if node is None or not is_inplace(node):
+            return False
+        ref = node.args[0]
+    return True
 
 
 @handler("IMPORT_NAME")

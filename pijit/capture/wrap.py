@@ -157,6 +157,10 @@ class ValueBuilder:
         ref = self.graph.add_input(meta, source.name())
         return GraphValue(ref, meta, source=source)
 
+    def cached(self, source: Source):
+        """The Value `source` was wrapped as, or None when it was not read."""
+        return self._by_source.get(source)
+
     def wrapped(self):
         """The Values of every source read so far."""
         return self._by_source.values()

@@ -202,8 +202,8 @@ def test_aliased_objects():
     f = pijit.jit(reads_other)
     pijit.reset(f)
     a, b = State(), State()
-    assert_same_bits(f(a, b, X), X * 0)
-    assert_same_bits(f(a, a, X), X * 5)
+    assert_equal_values(f(a, b, X), X * 0)
+    assert_equal_values(f(a, a, X), X * 5)
     assert any("is now the same object" in r for r in pijit.stats(f)["recompile_reasons"])
     lst = [1]
     for args in ((lst, lst), ([1], [2, 3])):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import io
+import types
 import warnings
 from dataclasses import dataclass, field
 
@@ -113,6 +115,13 @@ def run_captured(fn, args, kwargs):
     return o.result, o.exc, o.out
 
 
+# Objects with a __dict__ compared as themselves: classes, functions and the like (a jitted
+# function's wrapper too, by its module). Any other object, callable ones included (a layer
+# with __call__), is compared by its attributes.
+_COMPARED_BY_IDENTITY = (type, types.FunctionType, types.MethodType, types.ModuleType,
+                         types.BuiltinFunctionType, functools.partial)
+
+
 # -- comparing values ---------------------------------------------------------------------------
 # One comparison for every differential test: bit for bit at O0 and O1 (tol EXACT), within an
 # O2 bound of tests/o2_spec.py otherwise; the same structure at every level.
@@ -148,7 +157,8 @@ def mismatch(got, want, tol=EXACT, scale=None, count: int = 1, path: str = "resu
             if why:
                 return why
         return ""
-    if hasattr(want, "__dict__") and not isinstance(want, type) and not callable(want):
+    if hasattr(want, "__dict__") and not isinstance(want, _COMPARED_BY_IDENTITY) and \
+            not type(want).__module__.startswith("pijit"):
         return mismatch(vars(got), vars(want), tol, None, count, f"vars({path})")
     return "" if got == want else f"{path}: {got!r} != {want!r}"
 

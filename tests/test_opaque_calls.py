@@ -642,3 +642,26 @@ def _raised_or_printed(fn, X):
     with contextlib.redirect_stdout(out):
         result = fn(X, np.ones(6))
     return repr(result), out.getvalue()
+
+
+def _sum_on_a_missing_axis(a):
+    t = a + 0
+    t += 1
+    return t, np.sum(a, axis=1)
+
+
+def test_a_call_whose_rule_finds_it_raises_breaks_before_it():
+    """A rule that finds the real call raises (np.sum over an axis a 1-D array lacks) breaks
+    there, so plain Python raises it: the call is not tried as an opaque node (which, after
+    a write, broke for another reason)."""
+    a = np.arange(3.0)
+    jitted = pijit.jit(_sum_on_a_missing_axis)
+    pijit.reset(jitted)
+    for _ in range(2):
+        with pytest.raises(np.exceptions.AxisError) as plain:
+            _sum_on_a_missing_axis(a)
+        with pytest.raises(np.exceptions.AxisError) as got:
+            jitted(a)
+        assert str(got.value) == str(plain.value)
+    (brk,) = explain_report(_sum_on_a_missing_axis.__code__).break_reasons
+    assert "sum would raise AxisError" in brk["reason"]

@@ -40,3 +40,4 @@ class GraphBreak(Exception):
         self.filename = None
         self.position = None      # index of the instruction in the abstract instruction list
         self.callee = None        # a user function the call could not inline: jit it alone
+        self.would_raise = False  # the rule found the real call raises: plain Python raises it

@@ -157,7 +157,10 @@ class FrameCapture:
         except GraphBreak:
             raise
         except Exception as e:  # the real call would raise: let plain Python raise it
-            self.unsupported(Reason.UNSUPPORTED_OP, f"{rule.name} would raise {type(e).__name__}: {e}")
+            brk = GraphBreak(Reason.UNSUPPORTED_OP,
+                             f"{rule.name} would raise {type(e).__name__}: {e}", self.lineno)
+            brk.would_raise = True
+            raise brk
         ref = self.graph.add_node(rule.name, rule.fn, tuple(node_arg(a) for a in args),
                                   {k: node_arg(v) for k, v in kwargs.items()},
                                   metas, self.lineno)

@@ -159,7 +159,7 @@ def call_value(cap, fn, args: list, kwargs: dict):
     try:
         return cap.add_op(rule, tuple(args), kwargs)
     except GraphBreak as e:
-        if e.reason is not Reason.UNSUPPORTED_OP:
+        if e.reason is not Reason.UNSUPPORTED_OP or e.would_raise:
             raise
     # A rule that cannot be exact here (np.unique, np.where(cond): shapes that depend on
     # the data; an axis known only at run time): the real function as an opaque node.

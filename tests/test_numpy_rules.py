@@ -530,6 +530,21 @@ def test_hyp_getitem(shape, data):
     _check_or_both_raise(rule, (x, idx), {}, (Meta.of(x), midx), {})
 
 
+
+@pytest.mark.parametrize("shape, idx", [
+    ((1, 1), (None, [], Ellipsis, 0)),                  # found by test_hyp_getitem
+    ((2, 5, 3), (slice(None), [0, 1, 0], Ellipsis, [1, 2, 0])),
+    ((2, 5, 3), (Ellipsis, [0, 1, 0], [1, 2, 0])),
+    ((2, 5, 3), (Ellipsis, 0, [1, 2])),
+    ((4, 5, 6), (None, [0, 1], None, [1, 2])),
+])
+def test_getitem_advanced_indices_apart_put_their_dims_first(shape, idx):
+    """Advanced indices with anything between them, an ellipsis of no axes too, give their
+    broadcast dims first (NumPy); side by side they keep their place."""
+    x = np.zeros(shape)
+    _check_or_both_raise(R.lookup_operator("getitem"), (x, idx), {}, (Meta.of(x), idx), {})
+
+
 # ---------------------------------------------------------------------------------------------
 # Single-array table entries over dtypes x shapes: (callable, extra args, kwargs).
 

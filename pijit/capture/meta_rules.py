@@ -461,6 +461,11 @@ def index_meta(x: Meta, idx) -> Meta:
     if consumed > x.ndim:
         raise IndexError(f"too many indices for array: array is {x.ndim}-dimensional, "
                          f"but {consumed} were indexed")
+    has_adv = any(k[0] == "adv" for k in kinds)
+    # Advanced indices (ints among them) side by side keep their place in the result, else
+    # their dims go first; anything between separates them, an ellipsis of no axes too.
+    adv_pos = [i for i, k in enumerate(kinds) if k[0] == "adv" or (has_adv and k[0] == "int")]
+    contiguous = adv_pos == list(range(adv_pos[0], adv_pos[-1] + 1)) if adv_pos else True
     has_ellipsis = any(k[0] == "ellipsis" for k in kinds)
     full = [("slice", slice(None))] * (x.ndim - consumed)
     if has_ellipsis:
@@ -468,15 +473,14 @@ def index_meta(x: Meta, idx) -> Meta:
         kinds = kinds[:pos] + full + kinds[pos + 1:]
     else:
         kinds = kinds + full
-    has_adv = any(k[0] == "adv" for k in kinds)
-    adv_pos = [i for i, k in enumerate(kinds) if k[0] == "adv" or (has_adv and k[0] == "int")]
+    first_adv = next((i for i, k in enumerate(kinds)
+                      if k[0] == "adv" or (has_adv and k[0] == "int")), None)
     try:
         b_shape = broadcast(*[k[1][0] if k[0] == "adv" else () for k in kinds
                               if k[0] in ("adv", "int")]) if has_adv else ()
     except ValueError as e:     # NumPy's error for index arrays that do not broadcast
         raise IndexError(f"shape mismatch: indexing arrays could not be broadcast "
                          f"together ({e})") from None
-    contiguous = adv_pos == list(range(adv_pos[0], adv_pos[-1] + 1)) if adv_pos else True
     out, dim = [], 0
     for i, k in enumerate(kinds):
         kind = k[0]
@@ -498,7 +502,7 @@ def index_meta(x: Meta, idx) -> Meta:
             if const is not None and const.size and size is not None:
                 _check_bound(int(const.min()), size, dim)
                 _check_bound(int(const.max()), size, dim)
-        if has_adv and contiguous and i == adv_pos[0]:
+        if has_adv and contiguous and i == first_adv:
             out.extend(b_shape)
         dim += 1
     if has_adv and not contiguous:

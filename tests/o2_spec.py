@@ -262,7 +262,10 @@ class Bounded(np.lib.mixins.NDArrayOperatorsMixin):
         key = _part(key, "v")
         v, e = (value.v, value.err) if isinstance(value, Bounded) else (value, 0.0)
         self.v[key] = v
-        self.err[key] = e
+        e = np.asarray(e)
+        while e.ndim > self.err[key].ndim and e.shape[0] == 1:
+            e = e[0]        # setitem drops a value's leading unit axes (a bool array takes
+        self.err[key] = e   # a (1,) into one element, a float64 array would refuse it)
 
     def astype(self, dtype, *args, **kwargs):
         out = np.asarray(self.v).astype(dtype, *args, **kwargs)

@@ -22,7 +22,7 @@ import traceback
 import warnings
 
 import numpy as np
-from hypothesis import HealthCheck, event, given, note, settings, strategies as st
+from hypothesis import HealthCheck, event, example, given, note, settings, strategies as st
 from hypothesis.extra import numpy as hnp
 
 import pijit
@@ -529,6 +529,9 @@ def test_random_program_fused(program):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                  HealthCheck.data_too_large])
 @given(programs())
+# A bool array takes a (1,) value into one element: the bounds' float64 errors must too.
+@example(("def prog(a):\n    t0 = a.astype(np.bool_)\n    t0[0] = a\n    return t0\n",
+          [np.array([False])], False, [np.array([False])], 1))
 def test_random_program_o2(program):
     _straight_line_test(program, "O2")
 

@@ -6,6 +6,7 @@ changed (`first_failure`), for recompile reasons and the `guards` log channel.
 """
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -211,6 +212,8 @@ def _array_text(dtype, shape, flags) -> str:
 
 
 def _describe(obj) -> str:
+    if isinstance(obj, types.CodeType):
+        return f"<code {obj.co_qualname}>"
     name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
     if name is not None:
         return f"<{type(obj).__name__} {name}>"

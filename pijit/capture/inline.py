@@ -16,7 +16,7 @@ import types
 
 from pijit._compat import GENERATOR_LIKE
 from pijit.capture.graph_break import GraphBreak, Reason
-from pijit.capture.sources import AttrSource, DictItemSource, ItemSource
+from pijit.capture.sources import AttrSource, ConstSource, DictItemSource, ItemSource
 from pijit.capture.values import ConstValue, DictValue, FunctionValue, TupleValue, is_immutable
 
 _LIBRARY_DIRS = tuple(sorted({sysconfig.get_paths()[k] for k in
@@ -36,6 +36,7 @@ def inline_call(cap, func, fn_source, args: list, kwargs: dict):
         e = GraphBreak(Reason.UNSUPPORTED_CALL, f"{func.__qualname__} is not inlined: {why}")
         e.callee = None if is_library(func) or func.__code__.co_flags & GENERATOR_LIKE else func
         raise e
+    _guard_definition(cap, func, fn_source)
     defaults = [_default(cap, d, ItemSource(AttrSource(fn_source, "__defaults__"), i)
                          if fn_source is not None else None)
                 for i, d in enumerate(func.__defaults__ or ())]
@@ -45,6 +46,18 @@ def inline_call(cap, func, fn_source, args: list, kwargs: dict):
     bound = bind_arguments(cap, func.__code__, func.__qualname__, args, kwargs, defaults,
                            kwdefaults)
     return _run(cap, cap.inline_frame(func, fn_source, bound, None), func, func)
+
+
+def _guard_definition(cap, func, fn_source):
+    """Guard what inlining relies on besides the function's identity, which a reload changes
+    in place (IPython's autoreload assigns `__code__`, `__defaults__`, ...): its code, and the
+    number of its defaults (a default is read by position from the end)."""
+    source = fn_source if fn_source is not None else ConstSource(func, func.__qualname__)
+    cap.builder.guard(AttrSource(source, "__code__"), "id", func.__code__)
+    if func.__defaults__ and fn_source is not None:
+        defaults = AttrSource(fn_source, "__defaults__")
+        cap.builder.guard(defaults, "type", tuple)
+        cap.builder.guard(defaults, "len", len(func.__defaults__))
 
 
 def inline_made(cap, fv: FunctionValue, args: list, kwargs: dict):

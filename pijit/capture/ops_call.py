@@ -254,6 +254,11 @@ def _call_method(cap, method: MethodValue, args, kwargs):
     if isinstance(obj, ObjectValue):
         func, takes_self = _class_function(type(obj.obj), method.name)
         if func is not None:         # obj.method(...): the class's function, self = obj
+            if isinstance(getattr(obj.obj, "__dict__", None), dict):
+                # An instance attribute of that name (`obj.method = ...`) would shadow it.
+                cap.builder.guard(AttrSource(obj.source, "__dict__"), "call",
+                                  lambda d, name=method.name: name not in d,
+                                  f"no instance attribute {method.name!r} in")
             source = AttrSource(AttrSource(obj.source, "__class__"), method.name)
             fn = cap.builder.wrap(func, source)      # guards the class attribute's identity
             return inline_call(cap, func, fn.source, [obj, *args] if takes_self else args, kwargs)

@@ -1,0 +1,193 @@
+"""Code swapped in place (what IPython's %autoreload does to edited functions): an entry that
+inlined a callable must not run the callable's old body. Each step compares with plain Python."""
+import functools
+
+import numpy as np
+import pytest
+
+import pijit
+
+X = np.arange(3.0)
+
+
+def _plus_one(x):
+    return x + 1
+
+
+def _times_two_plus_one(x):
+    return x * 2 + 1
+
+
+def _minus_ten(x):
+    return x - 10
+
+
+def _swap_steps(user, plain, swaps):
+    """Call the jitted `user` and the plain `plain` after each swap; every result equal."""
+    jitted = pijit.jit(user)
+    pijit.reset(jitted)
+    assert np.array_equal(jitted(X), plain(X))
+    for swap in swaps:
+        swap()
+        assert np.array_equal(jitted(X), plain(X)), f"stale result after {swap.__doc__}"
+        assert np.array_equal(jitted(X), plain(X))
+    report = pijit.explain(jitted, X)
+    assert report.graph_count == 1 and report.fallback is None, report
+    return jitted
+
+
+def _code_swapper(fn, *bodies):
+    """One swap per body: fn.__code__ = body.__code__."""
+    swaps = []
+    for body in bodies:
+        def swap(body=body):
+            fn.__code__ = body.__code__
+        swap.__doc__ = f"{fn.__name__}.__code__ = {body.__name__}.__code__"
+        swaps.append(swap)
+    return swaps
+
+
+def test_function_code_swapped():
+    def helper(x):
+        return x + 1
+
+    def user(x):
+        return helper(x) * 2
+
+    _swap_steps(user, user, _code_swapper(helper, _times_two_plus_one, _minus_ten, _plus_one))
+
+
+def test_guard_names_the_code():
+    def helper(x):
+        return x + 1
+
+    def user(x):
+        return helper(x) * 2
+
+    report = pijit.explain(pijit.jit(user), X)
+    assert f"helper.__code__ is <code {helper.__qualname__}>" in report.guards
+
+
+def test_method_code_swapped_on_the_class():
+    class Model:
+        def __init__(self):
+            self.w = 3.0
+
+        def step(self, x):
+            return x * self.w
+
+        def run(self, x):
+            return self.step(x) + 1
+
+    def faster(self, x):
+        return x * self.w * 10
+
+    m = Model()
+    plain = Model.run
+    jitted = pijit.jit(Model.run)
+    assert np.array_equal(jitted(m, X), plain(m, X))
+    Model.step.__code__ = faster.__code__
+    assert np.array_equal(jitted(m, X), plain(m, X))
+    assert np.array_equal(jitted(m, X), X * 30.0 + 1)
+
+
+def test_closure_code_swapped():
+    def make(k):
+        def scaled(x):
+            return x * k
+        return scaled
+
+    def shifted(x):
+        return x + k     # noqa: F821 - the swapped-in body reads the same free variable
+
+    k = 5.0             # noqa: F841 - bound in `shifted`'s closure
+    helper = make(3.0)
+
+    def user(x):
+        return helper(x) - 1
+
+    def swap():
+        """helper.__code__ = shifted.__code__"""
+        helper.__code__ = shifted.__code__
+
+    _swap_steps(user, user, [swap])
+
+
+def test_nested_helper_code_swapped():
+    def inner(x):
+        return x + 1
+
+    def outer(x):
+        return inner(x) * 3
+
+    def user(x):
+        return outer(x) - 2
+
+    _swap_steps(user, user, _code_swapper(inner, _times_two_plus_one, _minus_ten))
+
+
+def test_jitted_callee_code_swapped():
+    def callee(x):
+        return x + 1
+
+    jitted_callee = pijit.jit(callee)
+
+    def user(x):
+        return jitted_callee(x) * 2
+
+    def plain(x):
+        return callee(x) * 2
+
+    _swap_steps(user, plain, _code_swapper(callee, _times_two_plus_one))
+
+
+def test_partial_code_swapped():
+    def add(x, y):
+        return x + y
+
+    def mul(x, y):
+        return x * y
+
+    part = functools.partial(add, y=4.0)
+
+    def user(x):
+        return part(x) + 1
+
+    _swap_steps(user, user, _code_swapper(add, mul))
+
+
+@pytest.mark.parametrize("defaults", [(7.0,), (1.0, 2.0)])
+def test_defaults_swapped(defaults):
+    """A used default guarded by position must also see the tuple's length change (which
+    moves every default to another parameter)."""
+    def helper(x, b=1.0):
+        return x * b
+
+    def user(x):
+        return helper(x)
+
+    def swap():
+        """helper.__defaults__ changed"""
+        helper.__defaults__ = defaults
+
+    _swap_steps(user, user, [swap])
+
+
+def test_method_shadowed_by_an_instance_attribute():
+    class Model:
+        def __init__(self):
+            self.w = 3.0
+
+        def step(self, x):
+            return x * self.w
+
+    def run(m, x):
+        return m.step(x) + 1
+
+    m = Model()
+    jitted = pijit.jit(run)
+    assert np.array_equal(jitted(m, X), run(m, X))
+    m.step = lambda x: x - 100
+    assert np.array_equal(jitted(m, X), run(m, X))
+    del m.step
+    assert np.array_equal(jitted(m, X), run(m, X))

@@ -198,29 +198,41 @@ def explain(fn, *args, **kwargs) -> explain_mod.ExplainOutput:
 
     fn: a function (jitted or not, then jitted for the report), a bound method, an object
     whose class defines __call__ in Python, or a functools.partial of one of those; the
-    report is about the function that runs (the method, the __call__)."""
-    call, code = _explained(fn)
-    _reset_code(code)
-    call(*args, **kwargs)
-    return explain_mod.report(code)
+    report is about the function that runs (the method, the __call__). The call runs a
+    private copy of that function's code, jitted with its options: its own cache and
+    counters (`stats`, `code_info`) stay as they were."""
+    func, bind = _explained(fn)
+    rec = cache.record(func.__code__)
+    options = (rec.input_signature, rec.hash_args, rec.config) if rec is not None else \
+        (None, None, JitConfig.of(None))
+    copy = types.FunctionType(func.__code__.replace(), func.__globals__, func.__name__,
+                              func.__defaults__, func.__closure__)
+    copy.__kwdefaults__ = func.__kwdefaults__
+    copy.__qualname__ = func.__qualname__
+    try:
+        bind(_wrap(copy, *options))(*args, **kwargs)
+        return explain_mod.report(copy.__code__)
+    finally:
+        _reset_code(copy.__code__)
 
 
 def _explained(fn):
-    """(a jitted callable doing what fn does, the code the report is about)."""
+    """(the Python function that runs when fn is called, how to make the same kind of
+    callable of a jitted copy of it)."""
     if isinstance(fn, eval_frame.Wrapper):
-        return fn, fn.fn.__code__
+        return fn.fn, lambda f: f
     if isinstance(fn, types.FunctionType):
-        return _explained(jit(fn))
+        return fn, lambda f: f
     if isinstance(fn, types.MethodType):
-        inner, code = _explained(fn.__func__)
-        return types.MethodType(inner, fn.__self__), code
+        func, bind = _explained(fn.__func__)
+        return func, lambda f: types.MethodType(bind(f), fn.__self__)
     if type(fn) is functools.partial:
-        inner, code = _explained(fn.func)
-        return functools.partial(inner, *fn.args, **fn.keywords), code
+        func, bind = _explained(fn.func)
+        return func, lambda f: functools.partial(bind(f), *fn.args, **fn.keywords)
     call = getattr(type(fn), "__call__", None)
     if not isinstance(fn, type) and isinstance(call, (types.FunctionType, eval_frame.Wrapper)):
-        inner, code = _explained(call)
-        return functools.partial(inner, fn), code
+        func, bind = _explained(call)
+        return func, lambda f: functools.partial(bind(f), fn)
     kind = "the class " + fn.__qualname__ if isinstance(fn, type) else \
         "a builtin" if isinstance(fn, types.BuiltinFunctionType) else type(fn).__name__
     raise TypeError(f"pijit.explain expects a Python function, a bound method, an object "

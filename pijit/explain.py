@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dis
+import html
 import io
 import logging
 import sys
@@ -45,10 +46,34 @@ def bytecode_text(code) -> str:
     return out.getvalue()
 
 
+def where(filename: str, lineno) -> str:
+    """A user's source location for people: `file:line`, or IPython's own name of a
+    notebook cell ("Cell In[17], line 4") when the file is one IPython compiled a cell to."""
+    shell = sys.modules.get("IPython") and _ipython()
+    if shell is not None:
+        try:
+            label = shell.compile.format_code_name(filename)
+        except Exception:       # noqa: BLE001 - an older or replaced compiler: plain form
+            label = None
+        if label is not None:
+            return f"{label[0]} {label[1]}, line {lineno}"
+    return f"{filename}:{lineno}"
+
+
+def _ipython():
+    try:
+        return sys.modules["IPython"].get_ipython()
+    except Exception:           # noqa: BLE001 - IPython half imported, or not the real one
+        return None
+
+
 # -- reports ------------------------------------------------------------------------------
 @dataclass
 class ExplainOutput:
-    """How one call ran, with TorchDynamo's field names."""
+    """How one call ran, with TorchDynamo's field names.
+
+    Printed (`str`, IPython's text display) it reads as sections; in Jupyter it displays
+    as HTML tables (`_repr_html_`)."""
     graph_count: int = 0
     graph_break_count: int = 0
     break_reasons: list = field(default_factory=list)   # dicts: reason, filename, lineno
@@ -59,16 +84,24 @@ class ExplainOutput:
     bytecode: str = ""                                  # transformed code, as text
     graphs: list = field(default_factory=list)          # graph text per graph
     fallback: str | None = None                         # why it ran as plain Python
+    function: str = ""                                  # qualified name of the function
+    graph_rows: list = field(default_factory=list, repr=False)   # GraphRows per graph
+
+    def __repr__(self) -> str:
+        return (f"<pijit ExplainOutput of {self.function or '?'}: "
+                f"{self.graph_count} graph(s), {self.graph_break_count} break(s), "
+                f"{self.op_count} op(s)" + (", ran as plain Python>" if self.fallback else ">"))
 
     def __str__(self) -> str:
-        lines = [f"Graph count: {self.graph_count}",
-                 f"Graph break count: {self.graph_break_count}",
-                 f"Op count: {self.op_count}"]
+        lines = [f"pijit.explain: {self.function}"] if self.function else []
+        lines += [f"Graph count: {self.graph_count}",
+                  f"Graph break count: {self.graph_break_count}",
+                  f"Op count: {self.op_count}"]
         if self.fallback:
             lines.append(f"Ran as plain Python: {self.fallback}")
         for i, reason in enumerate(self.break_reasons, 1):
-            lines.append(f"Break reason {i}: {reason['reason']} "
-                         f"({reason['filename']}:{reason['lineno']})")
+            lines.append(f"Break reason {i}: {reason['reason']}\n"
+                         f"  at {where(reason['filename'], reason['lineno'])}")
         for i, (ops, opaque, text) in enumerate(
                 zip(self.ops_per_graph, self.opaque_calls, self.graphs), 1):
             calls = f"; opaque calls: {', '.join(opaque)}" if opaque else ""
@@ -79,11 +112,62 @@ class ExplainOutput:
             lines.append("Transformed bytecode:\n" + self.bytecode)
         return "\n".join(lines)
 
+    def _repr_pretty_(self, printer, cycle):
+        """IPython's text display: the printed form, not the dataclass repr."""
+        printer.text(repr(self) if cycle else str(self))
+
+    def _repr_html_(self) -> str:
+        """Jupyter's display: a summary, then the break reasons, each graph and the guards
+        as tables, and the transformed bytecode folded."""
+        summary = [("function", self.function), ("graphs", self.graph_count),
+                   ("graph breaks", self.graph_break_count), ("ops", self.op_count)]
+        if self.fallback:
+            summary.append(("ran as plain Python", self.fallback))
+        parts = ["<div class='pijit-explain'>", _html_table(None, summary)]
+        if self.break_reasons:
+            parts.append("<h4>Graph breaks</h4>")
+            parts.append(_html_table(("#", "reason", "where"), [
+                (i, r["reason"], where(r["filename"], r["lineno"]))
+                for i, r in enumerate(self.break_reasons, 1)]))
+        for i, (ops, opaque, rows) in enumerate(
+                zip(self.ops_per_graph, self.opaque_calls, self.graph_rows), 1):
+            calls = f"; opaque calls: {', '.join(opaque)}" if opaque else ""
+            parts.append(f"<h4>Graph {i} ({len(ops)} ops{html.escape(calls)})</h4>")
+            parts.append(_html_table(("value", "operation", "type", "line"), [
+                (r.value, ("&nbsp;" * 4 * r.depth,
+                           r.operation + (" [opaque call]" if r.opaque else "")), r.type,
+                 "" if r.lineno is None else r.lineno) for r in rows]))
+        if self.guards:
+            parts.append("<h4>Guards</h4>")
+            parts.append(_html_table(("#", "guard"), list(enumerate(self.guards, 1))))
+        if self.bytecode:
+            parts.append("<details><summary>Transformed bytecode</summary><pre>"
+                         f"{html.escape(self.bytecode)}</pre></details>")
+        return "\n".join(parts + ["</div>"])
+
+
+def _html_table(header, rows) -> str:
+    """An HTML table of rows (cells escaped; a (raw prefix, text) pair keeps its prefix);
+    header: column names, or None for a two-column name/value table."""
+    def cell(value, tag="td"):
+        if isinstance(value, tuple):
+            prefix, text = value
+            text = f"{prefix}<code>{html.escape(str(text))}</code>"
+            return f"<{tag} style='text-align:left'>{text}</{tag}>"
+        return f"<{tag} style='text-align:left'>{html.escape(str(value))}</{tag}>"
+
+    out = ["<table>"]
+    if header is not None:
+        out.append("<tr>" + "".join(cell(h, "th") for h in header) + "</tr>")
+    for row in rows:
+        out.append("<tr>" + "".join(cell(v) for v in row) + "</tr>")
+    return "\n".join(out + ["</table>"])
+
 
 def report(code) -> ExplainOutput:
     """The report over every entry compiled since the last reset, for `code` and the resume
     functions made for it (a function with k graph breaks shows up to k + 1 graphs)."""
-    out = ExplainOutput()
+    out = ExplainOutput(function=code.co_qualname)
     for member in cache.family(code):
         rec = cache.record(member)
         if rec is None:
@@ -112,6 +196,7 @@ def _add_entry(out: ExplainOutput, entry, is_main: bool):
         out.ops_per_graph.append(ops)
         out.opaque_calls.append([n.name for n in entry.graph.nodes if is_opaque(n)])
         out.graphs.append(str(entry.graph))
+        out.graph_rows.append(list(entry.graph.rows()))
         out.op_count += len(ops)
     if is_main:
         out.bytecode = entry.bytecode

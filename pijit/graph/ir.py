@@ -133,25 +133,52 @@ class Graph:
     def op_names(self) -> list:
         return [n.name for n in self.nodes]
 
-    def __str__(self) -> str:
-        lines = []
+    def rows(self, depth: int = 0):
+        """The printed form as GraphRows, one per line: inputs, nodes (a loop node's body
+        under it, one level deeper), the returned values."""
         for ref, name, meta in zip(self.inputs, self.input_names, self.input_metas):
-            lines.append(f"  {ref!r} = input {name}  : {meta}")
+            yield GraphRow(depth, repr(ref), f"input {name}", str(meta))
         for node in self.nodes:
             if isinstance(node.fn, LoopOp):
                 parts = node.fn.format_args(node.args)
             else:
                 parts = [format_arg(a) for a in node.args]
             parts += [f"{k}={format_arg(v)}" for k, v in node.kwargs]
-            line = f"  # line {node.lineno}" if node.lineno is not None else ""
-            if getattr(node.fn, "opaque", False):
-                line += "  [opaque call]"
-            lines.append(f"  %{node.out} = {node.name}({', '.join(parts)})  : "
-                         f"{format_meta(node.meta)}{line}")
+            yield GraphRow(depth, f"%{node.out}", f"{node.name}({', '.join(parts)})",
+                           format_meta(node.meta), node.lineno,
+                           opaque=getattr(node.fn, "opaque", False))
             if isinstance(node.fn, LoopOp):
-                lines += ["    " + text for text in str(node.fn).splitlines()]
-        lines.append(f"  return ({', '.join(map(repr, self.outputs))})")
-        return "\n".join(lines)
+                yield GraphRow(depth + 1, "", node.fn.head(), header=True)
+                yield from node.fn.body.rows(depth + 1)
+        yield GraphRow(depth, "", f"return ({', '.join(map(repr, self.outputs))})")
+
+    def __str__(self) -> str:
+        return "\n".join(row.text() for row in self.rows())
+
+
+@dataclass(frozen=True)
+class GraphRow:
+    """One printed line of a graph: `value = operation  : type  # line N`, marked when the
+    operation is an opaque call; the return line has only an operation, and so has the
+    `header` of a loop node's body. depth: loop nesting."""
+    depth: int
+    value: str
+    operation: str
+    type: str = ""
+    lineno: int | None = None
+    header: bool = False
+    opaque: bool = False
+
+    def text(self) -> str:
+        if self.header:
+            return "    " * self.depth + self.operation
+        pad = "  " + "    " * self.depth
+        if not self.value:
+            return pad + self.operation
+        line = f"  # line {self.lineno}" if self.lineno is not None else ""
+        if self.opaque:
+            line += "  [opaque call]"
+        return f"{pad}{self.value} = {self.operation}  : {self.type}{line}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -199,12 +226,15 @@ class LoopOp:
         return [f"range({', '.join(format_arg(a) for a in bounds)})",
                 f"carried={format_arg(tuple(init))}", f"invariant={format_arg(tuple(invariant))}"]
 
-    def __str__(self) -> str:
+    def head(self) -> str:
+        """The first printed line: the local names of the carried and last values."""
         names = self.names or ("?",) * (self.n_carried + self.n_last)
-        head = (f"body: carried ({', '.join(names[:self.n_carried])}), "
+        return (f"body: carried ({', '.join(names[:self.n_carried])}), "
                 f"last ({', '.join(names[self.n_carried:])})"
                 + (", writes into arrays" if self.mutates else ""))
-        return head + "\n" + str(self.body)
+
+    def __str__(self) -> str:
+        return self.head() + "\n" + str(self.body)
 
 
 def run_graph(graph: Graph, args) -> tuple:

@@ -13,6 +13,7 @@ Pipeline, in processing order:
   pijit/guards.py         facts -> C guard program and readable failure reasons
   pijit/cache.py          per-code records for reports
   pijit/explain.py        explain, code_info, stats, dumps, PIJIT_LOG channels
+  pijit/tracebacks.py     exceptions leaving a jitted call read as the user's
 """
 from pijit import _compat
 from pijit.config import JitConfig

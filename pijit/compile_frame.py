@@ -11,7 +11,7 @@ import re
 
 from pijit import adaptive, explain
 from pijit.backends import cfused, numpy_backend
-from pijit.bytecode_gen.reconstruct import graph_outputs
+from pijit.bytecode_gen.reconstruct import graph_outputs, keep_rebuildable_dead
 from pijit.bytecode_gen.transform import build_transformed
 from pijit.cache import BreakInfo, EntryInfo
 from pijit.capture.graph_break import GraphBreak
@@ -35,7 +35,10 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
         raise
     graph = capture.graph
     bp = capture.break_point
-    roots = [capture.ret] if bp is None else list(bp.stack) + list(bp.locals.values())
+    if bp is not None:
+        keep_rebuildable_dead(bp)
+    roots = [capture.ret] if bp is None else \
+        list(bp.stack) + list(bp.locals.values()) + list(bp.dead.values())
     stored = [v for s in capture.stores for v in (s.target, s.value) if v is not None]
     out_index = graph_outputs(roots + stored)
     graph.outputs = list(out_index)

@@ -266,6 +266,12 @@ def env_verify_graphs() -> bool:
     return os.environ.get("PIJIT_VERIFY_GRAPHS", "").strip() not in ("", "0")
 
 
+def env_full_tracebacks() -> bool:
+    """PIJIT_FULL_TRACEBACK=1 keeps pijit's own frames in tracebacks (pijit.tracebacks),
+    for debugging pijit itself."""
+    return os.environ.get("PIJIT_FULL_TRACEBACK", "").strip() not in ("", "0")
+
+
 LOG_CHANNELS = ("graph_breaks", "guards", "recompiles", "bytecode", "graph", "kernels", "perf")
 
 

@@ -13,7 +13,12 @@ MODES = ("PIJit", "PSJit")
 
 class GraphBreakError(RuntimeError):
     """Raised in strict mode (mode="PSJit", fullgraph, jit_syntax_level="STRICT") when the
-    function cannot be captured as one graph; names the reason and the user's file:line."""
+    function cannot be captured as one graph; names the reason and the user's file:line
+    (also as attributes `filename`, `lineno`)."""
+
+    def __init__(self, message, filename=None, lineno=None):
+        super().__init__(message)
+        self.filename, self.lineno = filename, lineno
 
 
 class ArraySpec:

@@ -12,7 +12,7 @@ import threading
 
 import numpy as np
 
-from pijit import cache, eval_frame, explain
+from pijit import cache, eval_frame, explain, tracebacks
 from pijit.cache import BreakInfo, EntryInfo
 from pijit.capture.graph_break import STATIC_REASONS, GraphBreak
 from pijit.capture.sources import LocalSource
@@ -24,6 +24,7 @@ from pijit.guards import first_failure, hash_args_guard, to_program
 from pijit.interface import GraphBreakError
 
 
+@tracebacks.user_errors
 def on_miss(func, args):
     """Called by the C hook when no entry of func's code accepts this call: returns the
     function to run it with (a new entry's), or None to run it as plain Python."""
@@ -257,7 +258,9 @@ def _fallback(rec, code, generation, e: GraphBreak, extra, reason):
     where = BreakInfo(e.detail and f"{e.reason.value}: {e.detail}" or e.reason.value,
                       code.co_filename, e.lineno)
     if rec.config.strict:
-        raise GraphBreakError(f"{code.co_name}: {where.reason} at {where.filename}:{where.lineno}")
+        raise GraphBreakError(f"{code.co_name}: {where.reason} at "
+                              f"{explain.where(where.filename, where.lineno)}",
+                              where.filename, where.lineno)
     explain.log("graph_breaks", f"{where.filename}:{where.lineno}: {code.co_name} runs as "
                 f"plain Python: {where.reason}", warn=rec.config.LOG_GRAPH_BREAK)
     static = e.reason in STATIC_REASONS

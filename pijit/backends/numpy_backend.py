@@ -71,8 +71,9 @@ def evaluation_order(node) -> list:
     return node_refs(node)
 
 
-def plan_inlining(graph: Graph) -> set:
-    """Value numbers of the nodes written inline in their single user.
+def plan_inlining(graph: Graph, keep=frozenset()) -> set:
+    """Value numbers of the nodes written inline in their single user (never those in
+    `keep`: a replay stores them into the user's locals).
 
     A candidate is a non-in-place node used exactly once. Inlining moves its evaluation to its
     user's, so it is done only when nothing is reordered: walking the nodes in order, pending
@@ -117,7 +118,7 @@ def plan_inlining(graph: Graph) -> set:
             depth[node.out] = 1
             continue
         depth[node.out] = consume(evaluation_order(node))
-        if (uses.get(node.out, 0) == 1 and not is_statement(node)
+        if (uses.get(node.out, 0) == 1 and not is_statement(node) and node.out not in keep
                 and depth[node.out] < MAX_TREE_DEPTH):
             pending.append(node.out)
         else:

@@ -11,6 +11,8 @@ import types
 
 from bytecode import Bytecode, Instr, Label, TryBegin, TryEnd
 
+from pijit.bytecode_gen import forms
+
 
 def copy_instructions(items, retarget: dict):
     """Copy `items`; a jump or handler to an original label goes to its copy, or to
@@ -65,7 +67,7 @@ def prologue(code, lineno) -> list:
 def assemble(instrs, code, argnames, name, qualname) -> types.CodeType:
     """A code object of `instrs` with plain positional parameters `argnames`, and the
     original code's file, first line, free variables and flags (no *args/**kwargs)."""
-    bc = Bytecode(instrs)
+    bc = Bytecode(_boxed_constants(instrs))
     bc.argcount = len(argnames)
     bc.posonlyargcount = 0
     bc.kwonlyargcount = 0
@@ -78,3 +80,32 @@ def assemble(instrs, code, argnames, name, qualname) -> types.CodeType:
     bc.cellvars = []
     bc.flags = code.co_flags & ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
     return bc.to_code()
+
+
+class Box:
+    """A constant that cannot be hashed (an array, a list), loaded as `box.value`: a code
+    object hashes its constants, and tools hash code objects (IPython's traceback display
+    counts frames by code: an array constant made it fail on any error in that frame)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _boxed_constants(instrs) -> list:
+    out = []
+    for item in instrs:
+        if isinstance(item, Instr) and item.name == "LOAD_CONST" and not _hashable(item.arg):
+            out += [Instr("LOAD_CONST", Box(item.arg), location=item.location),
+                    forms.load_attr("value", lineno=item.lineno)]
+        else:
+            out.append(item)
+    return out
+
+
+def _hashable(obj) -> bool:
+    try:
+        hash(obj)
+    except TypeError:
+        return False
+    return True

@@ -1,5 +1,5 @@
 """Instruction forms that depend on the CPython version: calls, attribute loads,
-function creation, loads of locals that may be unbound, closure cells.
+function creation, loads of locals that may be unbound, closure cells, jumps.
 
 Generated code (transformed functions, residual spans, resume functions) builds these
 through here; the differences themselves are declared in pijit._compat.BYTECODE.
@@ -62,3 +62,8 @@ def load_checked(name: str, *, lineno) -> Instr:
 def load_cell(name: str, *, lineno) -> Instr:
     """Push the cell of this code's free variable `name` (to build a closure)."""
     return Instr(_compat.BYTECODE.cell_load, FreeVar(name), lineno=lineno)
+
+
+def jump_forward_if_none(target, *, lineno) -> Instr:
+    """Pop TOS and jump forward to `target` when it is None."""
+    return Instr(_compat.BYTECODE.jump_if_none, target, lineno=lineno)

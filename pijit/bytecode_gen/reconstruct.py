@@ -6,6 +6,8 @@ are rebuilt; a list or dict referenced twice is built once, so aliasing survives
 """
 from __future__ import annotations
 
+import collections
+
 from bytecode import FreeVar, Instr
 
 from pijit.bytecode_gen import forms
@@ -16,8 +18,14 @@ from pijit.capture.values import (ConstValue, DictValue, FunctionValue, GraphVal
                                   IteratorValue, ListValue, MethodValue, NullValue, SliceValue,
                                   TruthValue, TupleValue)
 
-OUT_NAME = "__pijit_out{}"
-TEMP_NAME = "__pijit_tmp{}"
+# Names of generated code's own locals; the user's code never has them.
+INTERNAL_PREFIX = "__pijit_"
+OUT_NAME = INTERNAL_PREFIX + "out{}"
+TEMP_NAME = INTERNAL_PREFIX + "tmp{}"
+
+
+def is_internal(name: str) -> bool:
+    return name.startswith(INTERNAL_PREFIX)
 
 
 def emit_load(source, lineno) -> list:
@@ -39,6 +47,19 @@ def emit_load(source, lineno) -> list:
     if isinstance(source, ConstSource):
         return [Instr("LOAD_CONST", source.obj, lineno=lineno)]
     raise TypeError(f"cannot reload {source!r}")
+
+
+def keep_rebuildable_dead(bp):
+    """Drop from a BreakPoint the dead locals residual code cannot rebuild (they are then
+    not in the frame, nor passed on as untouched)."""
+    lost = set()
+    for name, value in list(bp.dead.items()):
+        try:
+            Emitter(collections.defaultdict(int), None).emit(value)
+        except GraphBreak:
+            lost.add(name)
+            del bp.dead[name]
+    bp.untouched = tuple(name for name in bp.untouched if name not in lost)
 
 
 def graph_outputs(roots) -> dict:

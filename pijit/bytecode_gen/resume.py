@@ -2,10 +2,13 @@
 stack and the live locals at that position.
 
 A resume function has parameters `__pijit_s0..` (the value stack, bottom first) and then the
-live locals; its code pushes the stack parameters and jumps into a copy of the original
+locals: the live ones, then the others the user's frame holds there (for debuggers); its code
+pushes the stack parameters, deletes them, and jumps into a copy of the original
 instructions. It is jitted like the original, so code after a graph break is captured too.
-Resume functions are cached per (position, stack depth, live names), so branches that meet
-again share one.
+Resume functions are cached per (position, stack depth, local names), so branches that meet
+again share one. Resume functions and loop bodies carry the name, file and lines of the code
+they continue, and are registered with pijit.tracebacks as continuing it: in a traceback
+they are the user's frame.
 """
 from __future__ import annotations
 
@@ -13,10 +16,12 @@ import types
 
 from bytecode import Instr, Label
 
+from pijit import tracebacks
 from pijit.bytecode_gen.copy import (assemble, copy_handlers, copy_instructions, line_at,
                                      prologue)
+from pijit.bytecode_gen.reconstruct import INTERNAL_PREFIX
 
-STACK_NAME = "__pijit_s{}"
+STACK_NAME = INTERNAL_PREFIX + "s{}"
 
 # Prologue instructions of the original code that must not run again in a resume function.
 _PROLOGUE = frozenset({"RESUME", "COPY_FREE_VARS", "MAKE_CELL"})
@@ -25,7 +30,7 @@ _PROLOGUE = frozenset({"RESUME", "COPY_FREE_VARS", "MAKE_CELL"})
 def build_resume(func, instrs: list, position: int, depth: int, live: tuple) -> types.CodeType:
     """The code of a function continuing func's code at `position` with `depth` stack values
     and the `live` locals as parameters (residual code makes the function with its frame's
-    closure and globals)."""
+    closure and globals). It is named as func's code: it stands for the user's frame."""
     code = func.__code__
     body, mapping = copy_instructions(instrs, {})
     target = body[position]
@@ -35,20 +40,20 @@ def build_resume(func, instrs: list, position: int, depth: int, live: tuple) -> 
         target = label
     body = [i for i in body if not (isinstance(i, Instr) and i.name in _PROLOGUE)]
     lineno = line_at(instrs, position, code.co_firstlineno)
-    prefix = prologue(code, lineno)
-    prefix += [Instr("LOAD_FAST", STACK_NAME.format(i), lineno=lineno) for i in range(depth)]
+    prefix = prologue(code, lineno) + _push_stack(depth, lineno)
     prefix.append(Instr("JUMP_FORWARD", target, lineno=lineno))
     argnames = [STACK_NAME.format(i) for i in range(depth)] + list(live)
-    return assemble(prefix + body, code, argnames, _identifier(f"__resume_{code.co_name}_at_{lineno}"),
-                    f"{code.co_qualname}.<resume at line {lineno}>")
-
+    new = assemble(prefix + body, code, argnames, code.co_name,
+                   f"{code.co_qualname}.<resume at line {lineno}>")
+    tracebacks.register(new, code, True)
+    return new
 
 
 def build_loop_body(func, instrs: list, body) -> types.CodeType:
     """The code of a function running one iteration of a `for` loop's body (flow.LoopBody):
     parameters are the loop item and the locals the body reads; it returns the tuple of the
     locals it assigns that the next iteration or the code after the loop reads. A `continue`
-    (a jump back to the loop head) returns early."""
+    (a jump back to the loop head) returns early. Named as func's code, like a resume."""
     code = func.__code__
     epilogue = Label()
     head = instrs[body.head]
@@ -60,15 +65,20 @@ def build_loop_body(func, instrs: list, body) -> types.CodeType:
             copied[i] = Instr("JUMP_FORWARD", epilogue, location=item.location)
     lineno = line_at(instrs, body.start, code.co_firstlineno)
     start = Label()
-    prefix = prologue(code, lineno) + [Instr("LOAD_FAST", STACK_NAME.format(0), lineno=lineno),
-                                       Instr("JUMP_FORWARD", start, lineno=lineno), start]
+    prefix = prologue(code, lineno) + _push_stack(1, lineno) + [
+        Instr("JUMP_FORWARD", start, lineno=lineno), start]
     tail = [epilogue] + [Instr("LOAD_FAST", name, lineno=lineno) for name in body.outs] + \
         [Instr("BUILD_TUPLE", len(body.outs), lineno=lineno), Instr("RETURN_VALUE", lineno=lineno)]
     argnames = [STACK_NAME.format(0)] + list(body.params)
-    return assemble(prefix + copied + tail + handlers, code, argnames,
-                    _identifier(f"__loop_body_{code.co_name}_at_{lineno}"),
-                    f"{code.co_qualname}.<loop body at line {lineno}>")
+    new = assemble(prefix + copied + tail + handlers, code, argnames, code.co_name,
+                   f"{code.co_qualname}.<loop body at line {lineno}>")
+    tracebacks.register(new, code, True)
+    return new
 
 
-def _identifier(name: str) -> str:
-    return name.replace("<", "").replace(">", "")       # <lambda>, <listcomp>
+def _push_stack(depth: int, lineno) -> list:
+    """Push the stack parameters, then delete them: the frame keeps the user's locals only
+    (a debugger reading it sees no name the user's code does not have)."""
+    names = [STACK_NAME.format(i) for i in range(depth)]
+    return [Instr("LOAD_FAST", name, lineno=lineno) for name in names] + \
+        [Instr("DELETE_FAST", name, lineno=lineno) for name in names]

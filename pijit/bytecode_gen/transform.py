@@ -7,25 +7,31 @@ stores capture recorded (stores.py) and returns.
 With a break it rebuilds the value stack and live locals of the break point, makes the
 recorded stores, runs the
 original instructions of the break span as residual bytecode, and at each exit of the span
-calls the resume function for that position with the stack and live locals there. A graph
-with opaque calls that may not match returns None instead of its outputs when one did not:
-the transformed code then returns a plain run of the original code. The code keeps the
-original name, file, line numbers and closure, so tracebacks read as the user's.
+calls the resume function for that position with the stack and live locals there (and the
+other locals the span leaves alone). A graph with opaque calls that may not match returns
+None instead of its outputs when one did not: the transformed code then returns a plain run
+of the original code. The code keeps the original name, file, line numbers and closure, so
+tracebacks read as the user's; at a break it stores every local the user's frame holds (dead
+ones too) under the user's names and deletes its own temporaries before the residual code
+runs, so a debugger there sees plain Python's frame. Exception handlers (frames.py) clean
+tracebacks and replay a failed graph (replay.py).
 """
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import inspect
 import types
 
 from bytecode import Instr, Label, TryBegin, TryEnd
 
-from pijit import _compat
+from pijit import _compat, tracebacks
 from pijit._compat import arg_slot_count
-from pijit.bytecode_gen import forms
+from pijit.bytecode_gen import forms, frames
 from pijit.bytecode_gen.copy import (assemble, copy_handlers, copy_instructions, line_at,
                                      prologue)
-from pijit.bytecode_gen.reconstruct import OUT_NAME, Emitter, emit_load
+from pijit.bytecode_gen.reconstruct import OUT_NAME, Emitter, emit_load, is_internal
+from pijit.bytecode_gen.replay import Replay
 from pijit.bytecode_gen.stores import emit_stores
 from pijit.bytecode_gen.resume import STACK_NAME
 from pijit.capture.flow import LOCAL_ACCESS
@@ -37,7 +43,8 @@ def build_transformed(func, capture, graph_fn, out_index: dict, resume_code_for,
     """The function an entry calls: (arg slots...) -> the original function's result.
 
     out_index: {Ref: position in the graph's output tuple}.
-    resume_code_for(position, depth, live) -> code object of the resume function there.
+    resume_code_for(position, depth, names) -> code object of the resume function there
+    (names: the locals it takes after the stack values).
     body_code_for(loop_body) -> code object of an outlined loop body (flow.LoopBody).
     restart: graph_fn may return None instead of its outputs (an opaque call's result did
     not match, pijit.graph.opaque.restartable): the call then runs as plain Python.
@@ -45,39 +52,54 @@ def build_transformed(func, capture, graph_fn, out_index: dict, resume_code_for,
     code = func.__code__
     bp = capture.break_point
     lineno = capture.return_lineno
-    instrs = prologue(code, code.co_firstlineno)
+    graph = []
     if capture.graph.nodes or out_index:
-        instrs += _run_graph(graph_fn, capture.input_sources, len(out_index), lineno,
-                             code if restart else None)
+        # Spliced in when nothing follows (one frame less per call); with a break, called,
+        # so the frame the residual code runs in holds no temporaries of the graph.
+        graph = _run_graph(graph_fn, capture.input_sources, len(out_index), lineno,
+                           splice=bp is None, restart_code=code if restart else None)
     emitter = Emitter(out_index, lineno)
     # The stores come after everything else is rebuilt (reloaded from sources as it was
     # before them), in the order the emitter builds values.
     if bp is None:
-        instrs += emitter.emit(capture.ret) + emit_stores(emitter, capture.stores, lineno) + \
+        rest = emitter.emit(capture.ret) + emit_stores(emitter, capture.stores, lineno) + \
             [Instr("RETURN_VALUE", lineno=lineno)]
     else:
-        for value in bp.stack:
-            instrs += emitter.emit(value)
-        for name, value in bp.locals.items():
-            instrs += emitter.emit(value) + [Instr("STORE_FAST", name, lineno=lineno)]
-        instrs += emit_stores(emitter, capture.stores, lineno) + _residual(capture.instructions, bp, code, resume_code_for, body_code_for)
-
+        rest = [i for value in bp.stack for i in emitter.emit(value)]
+        for name, value in {**bp.locals, **bp.dead}.items():
+            rest += emitter.emit(value) + [Instr("STORE_FAST", name, lineno=lineno)]
+        rest += emit_stores(emitter, capture.stores, lineno)
+        rest += _forget_temporaries(code, len(out_index) if graph else 0, emitter, lineno)
+        rest += _residual(capture.instructions, bp, code, resume_code_for, body_code_for)
+    replay = Replay(code, capture, lambda c: tracebacks.register(c, code, True))
+    instrs = frames.protect(prologue(code, code.co_firstlineno), graph, rest, replay,
+                            tracebacks.clean, code.co_firstlineno)
     n = arg_slot_count(code)
     new_code = assemble(instrs, code, code.co_varnames[:n], code.co_name, code.co_qualname)
+    tracebacks.register(new_code, code, tracebacks.continues(code))
     fn = types.FunctionType(new_code, func.__globals__, func.__name__, None, func.__closure__)
     fn.__qualname__ = func.__qualname__
     return fn
 
 
-def _run_graph(graph_fn, input_sources, n_out, lineno, restart_code=None) -> list:
+def _forget_temporaries(code, n_out, emitter, lineno) -> list:
+    """Delete the names the user's code does not have (graph outputs, rebuilt containers,
+    a resume function's stack parameters) before the residual code runs, so its frame holds
+    the user's locals only, as plain Python's does."""
+    names = [OUT_NAME.format(i) for i in range(n_out)] + list(emitter.built.values())
+    names += [name for name in code.co_varnames[:arg_slot_count(code)] if is_internal(name)]
+    return [Instr("DELETE_FAST", name, lineno=lineno) for name in names]
+
+
+def _run_graph(graph_fn, input_sources, n_out, lineno, splice, restart_code=None) -> list:
     """Instructions that run the compiled graph and store its outputs in OUT_NAME temps:
-    its code spliced in when it is a plain generated function (one frame less per call),
-    else a call. With restart_code, a None from the graph runs that code plainly instead."""
+    its code spliced in when asked and it is a plain generated function, else a call. With
+    restart_code, a None from the graph runs that code plainly instead."""
     if restart_code is not None:
         run = _call_graph(graph_fn, input_sources, lineno) + \
             _restart_on_none(restart_code, lineno)
     else:
-        run = _inline_graph(graph_fn, input_sources, lineno) or \
+        run = splice and _inline_graph(graph_fn, input_sources, lineno) or \
             _call_graph(graph_fn, input_sources, lineno)
     return run + [Instr("UNPACK_SEQUENCE", n_out, lineno=lineno)] + \
         [Instr("STORE_FAST", OUT_NAME.format(i), lineno=lineno) for i in range(n_out)]
@@ -168,8 +190,13 @@ def _residual(original: list, bp, code, resume_code_for, body_code_for) -> list:
     handlers, labels = copy_handlers(original, bp.handlers, retarget)
     retarget = {**retarget, **labels}
     out = []
+    # Locals bound here that the span leaves alone also go to resume functions and loop
+    # bodies, whose frames then hold every local the user's frame would.
+    visible = {name for name in bp.untouched if not is_internal(name)}
     body = bp.body if body_code_for is not None else None
     span, _ = copy_instructions(original[bp.start:bp.end + 1], retarget)
+    if body is not None:
+        body = dataclasses.replace(body, params=tuple(sorted(visible | set(body.params))))
     if body is None:
         out += span
     else:
@@ -181,8 +208,10 @@ def _residual(original: list, bp, code, resume_code_for, body_code_for) -> list:
     # The fall-through exit (if any) comes first: control reaches it from the span's end.
     exits = sorted(bp.exits, key=lambda e: e[0] != bp.end + 1)
     for pos, depth, live in exits:
+        names = tuple(live) + tuple(sorted(visible - set(live)))
         out.append(exit_labels[pos])
-        out += _call_resume(resume_code_for(pos, depth, live), depth, live, code, original, pos)
+        out += _call_resume(resume_code_for(pos, depth, names), depth, names, code, original,
+                            pos)
     return out + handlers
 
 
@@ -194,8 +223,8 @@ def _call_body(body, at) -> list:
     """One iteration: the loop item is on the stack; call the body, store what it returns."""
     out = [Instr("STORE_FAST", ITEM_NAME, lineno=at)]
     out += forms.call([Instr("LOAD_FAST", BODY_NAME, lineno=at)],
-                      [[Instr("LOAD_FAST", name, lineno=at)]
-                       for name in (ITEM_NAME, *body.params)], lineno=at)
+                      [_load_and_forget(ITEM_NAME, at)] +
+                      [[Instr("LOAD_FAST", name, lineno=at)] for name in body.params], lineno=at)
     out.append(Instr("UNPACK_SEQUENCE", len(body.outs), lineno=at))
     return out + [Instr("STORE_FAST", name, lineno=at) for name in body.outs]
 
@@ -217,7 +246,12 @@ def _call_resume(resume_code, depth, live, code, original, pos) -> list:
     out = [Instr("STORE_FAST", STACK_NAME.format(i), lineno=at) for i in reversed(range(depth))]
     # A live local may be unbound on the path taken (assigned only on another path through
     # the span): the checked load raises UnboundLocalError there, as 3.11's LOAD_FAST does.
-    args = [[Instr("LOAD_FAST", STACK_NAME.format(i), lineno=at)] for i in range(depth)] + \
+    args = [_load_and_forget(STACK_NAME.format(i), at) for i in range(depth)] + \
         [[forms.load_checked(name, lineno=at)] for name in live]
     out += forms.call(_make_function(resume_code, code, at), args, lineno=at)
     return out + [Instr("RETURN_VALUE", lineno=at)]
+
+
+def _load_and_forget(name, lineno) -> list:
+    """Push a temporary and delete it: the user's frame never has it."""
+    return [Instr("LOAD_FAST", name, lineno=lineno), Instr("DELETE_FAST", name, lineno=lineno)]

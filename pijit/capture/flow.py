@@ -267,6 +267,11 @@ class Flow:
                 names.add(_local_name(item))
         return names
 
+    def deleted_in(self, start: int, end: int) -> set:
+        """Local names deleted (DELETE_FAST) anywhere in positions [start, end]."""
+        return {_local_name(item) for item in self.instrs[start:end + 1]
+                if isinstance(item, Instr) and item.name == "DELETE_FAST"}
+
     # -- stack depths --------------------------------------------------------------------
     def exit_depths(self, start: int, end: int, depth: int) -> dict:
         """Walk positions [start, end] from stack depth `depth`; return {outside position:

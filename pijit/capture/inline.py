@@ -10,6 +10,7 @@ and returns into the caller's residual code.
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import sysconfig
 import types
@@ -75,6 +76,7 @@ def inline_made(cap, fv: FunctionValue, args: list, kwargs: dict):
 
 
 def _run(cap, child, func, callee):
+    first = len(cap.graph.nodes)
     try:
         child.run()
     except GraphBreak as inner:
@@ -84,7 +86,17 @@ def _run(cap, child, func, callee):
                        f"{func.__code__.co_filename}:{inner.lineno}: {detail}")
         e.callee = callee
         raise e from None
+    _at_call_line(cap, first)
     return child.ret
+
+
+def _at_call_line(cap, first):
+    """The nodes the callee added get the line of the call: generated code carries the
+    caller's file name, and in the caller's frame the callee's work happens at that line."""
+    nodes = cap.graph.nodes
+    for k in range(first, len(nodes)):
+        if nodes[k].lineno != cap.lineno:
+            nodes[k] = dataclasses.replace(nodes[k], lineno=cap.lineno)
 
 
 def _why_not(cap, func, fn_source):

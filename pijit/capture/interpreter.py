@@ -7,7 +7,7 @@ named after the opcodes; an instruction no handler accepts raises GraphBreak.
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bytecode import Instr, Label, SetLineno, TryBegin, TryEnd
 
@@ -46,6 +46,17 @@ class CaptureResult:
     instructions: list = None    # the original code's abstract instructions
     break_point: "BreakPoint | None" = None
     stores: list = ()            # side_effects.Store, replayed after the graph in this order
+    bindings: list = None        # Binding per store into a local of the frame, in order
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A store of `value` into the frame's local `name` at `lineno`, after the graph's first
+    `position` nodes: what a replay of the graph binds (bytecode_gen/replay.py)."""
+    position: int
+    name: str
+    value: Value
+    lineno: int
 
 
 @dataclass
@@ -64,6 +75,12 @@ class BreakPoint:
     callee: object = None       # a function to jit on its own (its call could not be inlined)
     body: object = None         # flow.LoopBody: the residual loop's body, outlined and jitted
     handlers: tuple = ()        # inlined comprehensions' handlers the span needs (3.12+)
+    # Locals bound at start that no later code reads (name -> Value): plain Python's frame
+    # still holds them, so the transformed frame stores them too when it can rebuild them.
+    dead: dict = field(default_factory=dict)
+    # Locals bound at start (arguments included) that the span neither stores nor deletes:
+    # resume functions and loop bodies take them too, so their frames hold every local.
+    untouched: tuple = ()
 
     @property
     def where(self) -> str:
@@ -104,6 +121,15 @@ class FrameCapture:
         self.kw_names: tuple = ()
         self.lineno = self.code.co_firstlineno
         self.ret: Value | None = None
+        self.bindings: list[Binding] = []
+        self.binding_marks = {}         # position -> len(bindings) when the walk got there
+
+    def store(self, name: str, value: Value):
+        """STORE_FAST: bind a local (recorded as a Binding in the top frame's graph); a NULL
+        (3.12+: an inlined comprehension restoring a local that was unbound) unbinds it."""
+        self.locals[name] = DELETED if isinstance(value, NullValue) else value
+        if self.parent is None and not self.bodies:
+            self.bindings.append(Binding(len(self.graph.nodes), name, value, self.lineno))
 
     def inline_frame(self, func, fn_source, bound, closure) -> "FrameCapture":
         """A frame capturing a call of `func` into this frame's graph."""
@@ -178,7 +204,8 @@ class FrameCapture:
     def run(self) -> CaptureResult:
         self.walk(0)
         return CaptureResult(self.graph, self.builder.guards, self.builder.input_sources,
-                             self.ret, self.lineno, stores=list(self.effects.stores))
+                             self.ret, self.lineno, stores=list(self.effects.stores),
+                             bindings=self.bindings)
 
     def walk(self, pc: int, until: int | None = None, span: tuple | None = None) -> None:
         """Interpret from position `pc` until RETURN_VALUE; or, for one pass over a loop
@@ -201,6 +228,7 @@ class FrameCapture:
                 self.snapshots[pc] = (list(self.stack), dict(self.locals),
                                       len(self.graph.nodes), self.lineno,
                                       self.effects.snapshot())
+                self.binding_marks[pc] = len(self.bindings)
             if pc in self.stop_at:
                 first = self.stop_at[pc]      # why the loop could not be captured
                 e = GraphBreak(first.reason, first.detail, first.lineno)
@@ -267,15 +295,21 @@ class FrameCapture:
         stack, locals_, node_count, lineno, store_count = self.snapshots[start]
         del self.graph.nodes[node_count:]     # nodes recorded past the break point
         self.effects.truncate(store_count)    # and stores: the residual code makes them
+        del self.bindings[self.binding_marks[start]:]
         bound = {name for name, v in locals_.items() if v is not DELETED}
         nargs = len(self.builder.args)
         args = set(self.code.co_varnames[:nargs])
         live = flow.live_in[start]
         store = {name: locals_[name] for name in sorted(live & bound)
                  if not _is_unchanged_argument(name, locals_[name])}
+        dead = {name: locals_[name] for name in sorted(bound - live)
+                if not _is_unchanged_argument(name, locals_[name])}
+        deleted = {name for name, v in locals_.items() if v is DELETED}
         # A local that only inlined comprehensions store in the span (saving and restoring
         # it) leaves it bound or unbound as it came in.
-        reachable = bound | args | (flow.assigned_in(start, end) - flow.saved_only(start, end))
+        assigned = flow.assigned_in(start, end) - flow.saved_only(start, end)
+        untouched = (bound | args) - deleted - assigned - flow.deleted_in(start, end)
+        reachable = bound | args | assigned
         exits = []
         if end != last:
             for target, depth in sorted(flow.exit_depths(start, end, len(stack)).items()):
@@ -289,7 +323,8 @@ class FrameCapture:
             # plain bytecode.
             body = flow.for_loop_body(loop, bound | args)
         return BreakPoint(e.reason, e.detail, e.lineno, start, end, stack, store, exits,
-                          e.callee, body, tuple(flow.cleanup_handlers(start, end)))
+                          e.callee, body, tuple(flow.cleanup_handlers(start, end)), dead,
+                          tuple(sorted(untouched)))
 
 
 def _is_unchanged_argument(name, value) -> bool:
@@ -340,6 +375,7 @@ def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:
                                    None, e.lineno, instrs)
             result.break_point = capture.break_point(e)
             result.stores = list(capture.effects.stores)
+            result.bindings = capture.bindings
             if _retry_eager(capture, result, eager):
                 continue
             return result

@@ -319,7 +319,7 @@ class LoopCapture:
             # induction over the iterations). Last values: fresh if the pass made them so.
             holder = walked.placeholders.get(name)
             fresh = holder.fresh if holder is not None else walked.outs[name].fresh
-            cap.locals[name] = GraphValue(item, metas[k], fresh=fresh)
+            cap.store(name, GraphValue(item, metas[k], fresh=fresh))
         cap.locals.update(constants)
 
     def _cut(self, walked: _Pass, carried: list, outputs: list):

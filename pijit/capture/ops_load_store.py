@@ -64,8 +64,7 @@ def LOAD_FAST_AND_CLEAR(cap, instr):
 
 @handler("STORE_FAST")
 def STORE_FAST(cap, instr):
-    value = cap.pop()
-    cap.locals[instr.arg] = DELETED if isinstance(value, NullValue) else value
+    cap.store(instr.arg, cap.pop())
 
 
 @handler("DELETE_FAST")

@@ -76,9 +76,11 @@ setup(
         # coverage: the tracing tests; cloudpickle, joblib: the pickling tests; pytest-xdist:
         # CI's two workers (.ci/run); dask: the Dask tests and examples (map_blocks, a
         # LocalCluster); setuptools: `make mutants` rebuilds the C extension of its scratch
-        # copy for a mutant of csrc/
+        # copy for a mutant of csrc/; IPython, nbclient, nbformat, ipykernel: notebooks
+        # (their tests skip without them)
         "test": ["pytest==9.0.3", "hypothesis==6.155.2", "coverage==7.17.4", "cloudpickle==3.1.3",
-                 "joblib==1.6.0", "pytest-xdist==3.8.0", "setuptools>=61", *DASK],
+                 "joblib==1.6.0", "pytest-xdist==3.8.0", "setuptools>=61", "ipython==8.12.3",
+                 "nbclient==0.11.0", "nbformat==5.11.1", "ipykernel==7.4.0", *DASK],
         # optional: jitted block functions on Dask arrays and dask.distributed workers
         "dask": DASK,
         # optional: progress bar, BLAS report, plots, and a peer for the benchmark runner

@@ -76,6 +76,7 @@ def _wrap(fn, signature, hash_args, config):
     wrapper = eval_frame.Wrapper(fn)
     assert wrapper.code_state is rec.state
     functools.update_wrapper(wrapper, fn)
+    _follow_autoreload()
     return wrapper
 
 
@@ -153,6 +154,32 @@ def _code_changed(wrapper):
 eval_frame.set_reduce_callback(_reduce)
 eval_frame.set_code_changed_callback(_code_changed)
 eval_frame.set_adapt_callback(adaptive.on_adapt)
+
+
+def _follow_autoreload():
+    """Make IPython's `%autoreload 2` refresh jitted functions as it does plain ones.
+
+    On a reload it updates the module's old functions in place from the new ones (their
+    `__code__`, `__defaults__`, ...), so a name imported with `from mod import f` runs the
+    new code; it finds what to update by a table of rules, and a jitted function is a
+    Wrapper, which none of them takes. Once autoreload is loaded (a reload decorates the
+    module's functions again before it updates the old ones), a rule is added that updates
+    the function an old wrapper calls from the new wrapper's: the old wrapper then calls the
+    new code (jitted with its options: _code_changed)."""
+    autoreload = sys.modules.get("IPython.extensions.autoreload")
+    if autoreload is None or getattr(autoreload, "_pijit_follows", False):
+        return
+    rules = getattr(autoreload, "UPDATE_RULES", None)
+    update = getattr(autoreload, "update_function", None)
+    if not (isinstance(rules, list) and callable(update)):
+        return
+
+    def updates(old, new):
+        return all(isinstance(w, eval_frame.Wrapper) and isinstance(w.fn, types.FunctionType)
+                   for w in (old, new))
+
+    rules.append((updates, lambda old, new: update(old.fn, new.fn)))
+    autoreload._pijit_follows = True
 
 
 def set_context(mode=None):

@@ -191,3 +191,71 @@ def test_method_shadowed_by_an_instance_attribute():
     assert np.array_equal(jitted(m, X), run(m, X))
     del m.step
     assert np.array_equal(jitted(m, X), run(m, X))
+
+
+# -- IPython's %autoreload 2 over a module edited between calls ---------------------------
+_MODULE = '''
+import numpy as np
+import pijit
+
+
+def helper(x):
+    return {helper}
+
+
+@pijit.jit
+def jitted(x):
+    return {jitted}
+
+
+class Model:
+    @pijit.jit
+    def forward(self, x):
+        return {forward}
+'''
+
+
+def test_autoreload_refreshes_jitted_and_inlined_functions(tmp_path):
+    """`from mod import jitted` (a jitted function), a helper inlined into it and into a
+    cell's jitted function, and a jitted method: each edit of the module file shows in the
+    next call, as it does for plain functions (a later mtime each time: autoreload compares
+    them)."""
+    from ipython_session import run_cells
+    (tmp_path / "edit_module.py").write_text(_EDIT_MODULE)
+    path = str(tmp_path / "reloaded_mod.py")
+    out = run_cells([
+        "from edit_module import edit\n"
+        f"edit({path!r}, 1_000_000, helper='x + 1', jitted='helper(x) * 2', forward='x - 1')",
+        "%load_ext autoreload",
+        "%autoreload 2",
+        "import numpy as np, pijit\n"
+        "from reloaded_mod import jitted, helper, Model\n"
+        "@pijit.jit\ndef in_cell(x):\n    return helper(x) + 100\n"
+        "m = Model()\nx = np.arange(3.0)",
+        "print('A', jitted(x), jitted(x), in_cell(x), m.forward(x))",
+        f"edit({path!r}, 1_000_010, helper='x * 2 + 1', jitted='helper(x) * 2', "
+        "forward='x - 1')",
+        "print('B', jitted(x), jitted(x), in_cell(x), m.forward(x))",
+        f"edit({path!r}, 1_000_020, helper='x * 2 + 1', jitted='helper(x) * 3', "
+        "forward='x * 10')",
+        "print('C', jitted(x), jitted(x), in_cell(x), m.forward(x))",
+    ], cwd=tmp_path)
+    lines = [line for line in out.splitlines() if line[:2] in ("A ", "B ", "C ")]
+    assert lines == [
+        "A [2. 4. 6.] [2. 4. 6.] [101. 102. 103.] [-1.  0.  1.]",
+        "B [ 2.  6. 10.] [ 2.  6. 10.] [101. 103. 105.] [-1.  0.  1.]",
+        "C [ 3.  9. 15.] [ 3.  9. 15.] [101. 103. 105.] [ 0. 10. 20.]",
+    ], out
+
+
+_EDIT_MODULE = f'''
+import os
+MODULE = {_MODULE!r}
+
+
+def edit(path, stamp, **bodies):
+    """Write the module with these bodies, dated `stamp`."""
+    with open(path, "w") as f:
+        f.write(MODULE.format(**bodies))
+    os.utime(path, (stamp, stamp))
+'''

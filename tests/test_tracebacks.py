@@ -307,3 +307,31 @@ def test_ipython_shows_cells_and_no_internal_frames():
     assert "Cell In[4], line 4" in strict and "at Cell In[4], line 4" in strict
     for internal in ("pijit/", "__pijit", "<lambda>", "During handling"):
         assert internal not in out, out
+
+
+def loop_node(a, n):
+    s = a * 0
+    for i in range(n):
+        s = s + a / (i - 2)
+    return s
+
+
+def nested_loop_nodes(a, n):
+    s = a * 0
+    for i in range(n):
+        t = s * 0.5
+        for j in range(n):
+            t = t + a / (i - j - 1)
+        s = s + t
+    return s
+
+
+@pytest.mark.parametrize("fn", [loop_node, nested_loop_nodes])
+def test_error_inside_a_loop_node_at_its_iteration(fn):
+    """A loop node is replayed as the user's loop: the frame has the index and the carried
+    locals of the failing iteration."""
+    config = {"specialize_scalar": False}       # n is then known at run time only
+    report = pijit.explain(pijit.jit(fn, jit_config=config), np.ones(3), 1)
+    assert "loop" in report.ops_per_graph[0] and report.graph_break_count == 0
+    with np.errstate(all="raise"):
+        assert_same_failure(fn, np.ones(3), 5, jit_config=config)

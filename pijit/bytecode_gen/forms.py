@@ -67,3 +67,9 @@ def load_cell(name: str, *, lineno) -> Instr:
 def jump_forward_if_none(target, *, lineno) -> Instr:
     """Pop TOS and jump forward to `target` when it is None."""
     return Instr(_compat.BYTECODE.jump_if_none, target, lineno=lineno)
+
+
+def for_exit(*, lineno) -> list:
+    """What follows the target of a FOR_ITER (a `for` loop's exit): nothing on 3.11; the
+    END_FOR (3.12; 3.13: END_FOR, POP_TOP) that an exhausted FOR_ITER jumps past."""
+    return [Instr(name, lineno=lineno) for name in _compat.BYTECODE.for_iter_exit]

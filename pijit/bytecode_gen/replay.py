@@ -10,7 +10,9 @@ and stores each value into the local the user's code stored it in (capture's Bin
 the user's lines, under the name, file and free variables of the user's function. So it
 raises where plain Python raises, in a frame holding what plain Python's would; that
 exception replaces the original (pijit.tracebacks then drops the transformed frame it
-continues). Values the user never named stay on the stack, as in the user's expressions.
+continues). Values the user never named stay on the stack, as in the user's expressions; a
+loop node runs as the user's `for` loop (its index and carried values in the user's locals,
+stored back after each iteration), so a failing iteration is found with its locals.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import dataclasses
 import sys
 import types
 
-from bytecode import Instr
+from bytecode import Instr, Label
 
 from pijit import config
 from pijit._compat import arg_slot_count
@@ -28,7 +30,7 @@ from pijit.bytecode_gen.copy import assemble, prologue
 from pijit.bytecode_gen.reconstruct import TEMP_NAME, emit_load
 from pijit.capture.sources import LocalSource
 from pijit.capture.values import ConstValue, GraphValue, NullValue
-from pijit.graph.ir import Ref, node_refs
+from pijit.graph.ir import LoopOp, Ref, arg_refs, node_refs
 from pijit.graph.purity import mutates
 
 
@@ -91,71 +93,216 @@ class Replay:
 
 def replay_code(code, graph, sources: dict, bindings: list) -> types.CodeType:
     """The code of the replay function of `graph` (see the module docstring)."""
-    named = {b.value.ref.index for b in bindings if _node_ref(b.value, sources) is not None}
-    inlined = plan_inlining(dataclasses.replace(graph, outputs=[]), keep=named)
-    by_out = {node.out: node for node in graph.nodes}
-    steps = _steps(graph, bindings, inlined)
-    homes, skip, last_use = _homes(steps, by_out, inlined, sources)
+    first = code.co_firstlineno
+    external = {index: (lambda lineno, s=source: emit_load(s, lineno))
+                for index, source in sources.items()}
+    top = _Block(first, dataclasses.replace(graph, outputs=[]), bindings, external, "")
+    end = graph.nodes[-1].lineno if graph.nodes and graph.nodes[-1].lineno else first
+    body = top.instructions() + [Instr("LOAD_CONST", None, lineno=end),
+                                 Instr("RETURN_VALUE", lineno=end)]
+    return assemble(prologue(code, first) + body, code, code.co_varnames[:arg_slot_count(code)],
+                    code.co_name, code.co_qualname)
 
-    def operand(arg, lineno) -> list:
+
+class _Block:
+    """The instructions computing one graph's nodes in order (the function's graph, or a
+    loop node's body inside its `for`), with the bindings into the user's locals between
+    them. external: value number -> instructions loading a value this graph does not
+    compute (a graph input from its source; in a body, a local or the parent's value)."""
+
+    def __init__(self, firstlineno, graph, bindings, external: dict, tag: str, locals_=None):
+        self.first, self.external, self.tag = firstlineno, external, tag
+        self.locals = locals_ or {}         # value number -> the user's local holding it
+        named = {b.value.ref.index for b in bindings if self.node_ref(b.value) is not None}
+        self.inlined = plan_inlining(graph, keep=named)
+        self.by_out = {node.out: node for node in graph.nodes}
+        self.steps = _steps(graph, bindings, self.inlined)
+        self.homes, self.skip, self.last_use = self._homes(graph.outputs)
+
+    def node_ref(self, value):
+        """The value number of the node computing a bound value, if a node does."""
+        if isinstance(value, GraphValue) and value.source is None and \
+                value.ref.index not in self.external:
+            return value.ref.index
+        return None
+
+    def instructions(self) -> list:
+        out = []
+        for i, (kind, item) in enumerate(self.steps):
+            if kind == "node":
+                lineno = item.lineno or self.first
+                out += self.node_expr(item) + [Instr("STORE_FAST", self.homes[item.out],
+                                                     lineno=lineno)]
+            else:
+                lineno = item.lineno
+                ref = self.node_ref(item.value)
+                # A NULL (3.12+): an inlined comprehension unbinding the local it found unbound.
+                load = [] if i in self.skip else \
+                    [Instr("LOAD_FAST_AND_CLEAR", item.name, lineno=lineno)] \
+                    if isinstance(item.value, NullValue) else \
+                    [Instr("LOAD_FAST", self.homes[ref], lineno=lineno)] if ref is not None \
+                    else _load_value(item)
+                if load:
+                    out += load + [Instr("STORE_FAST", item.name, lineno=lineno)]
+            out += [Instr("DELETE_FAST", self.homes[k], lineno=lineno)
+                    for k, last in self.last_use.items()
+                    if last == i and self.homes[k] == self.temp(k)]
+        return out
+
+    def temp(self, index) -> str:
+        return TEMP_NAME.format(f"{self.tag}{index}")
+
+    def operand(self, arg, lineno) -> list:
         if isinstance(arg, Ref):
-            if arg.index in sources:
-                return emit_load(sources[arg.index], lineno)
-            if arg.index in inlined:
-                return node_expr(by_out[arg.index])
-            return [Instr("LOAD_FAST", homes[arg.index], lineno=lineno)]
+            if arg.index in self.external:
+                return self.external[arg.index](lineno)
+            if arg.index in self.inlined:
+                return self.node_expr(self.by_out[arg.index])
+            return [Instr("LOAD_FAST", self.homes[arg.index], lineno=lineno)]
         if type(arg) in (tuple, list):
             build = "BUILD_TUPLE" if type(arg) is tuple else "BUILD_LIST"
-            return [i for a in arg for i in operand(a, lineno)] + \
+            return [i for a in arg for i in self.operand(a, lineno)] + \
                 [Instr(build, len(arg), lineno=lineno)]
         if type(arg) is dict:
-            return [i for k, v in arg.items() for i in operand(k, lineno) + operand(v, lineno)] \
-                + [Instr("BUILD_MAP", len(arg), lineno=lineno)]
+            return [i for k, v in arg.items()
+                    for i in self.operand(k, lineno) + self.operand(v, lineno)] + \
+                [Instr("BUILD_MAP", len(arg), lineno=lineno)]
         if type(arg) is slice:
-            return [i for a in (arg.start, arg.stop, arg.step) for i in operand(a, lineno)] + \
-                [Instr("BUILD_SLICE", 3, lineno=lineno)]
+            return [i for a in (arg.start, arg.stop, arg.step) for i in self.operand(a, lineno)] \
+                + [Instr("BUILD_SLICE", 3, lineno=lineno)]
         return [Instr("LOAD_CONST", arg, lineno=lineno)]
 
-    def node_expr(node) -> list:
-        lineno = node.lineno or code.co_firstlineno
-        args = [operand(arg, lineno) for arg in node.args] + \
-            [operand(value, lineno) for _, value in node.kwargs]
+    def node_expr(self, node) -> list:
+        """Instructions leaving the node's value on the stack."""
+        if isinstance(node.fn, LoopOp):
+            return self.loop(node)
+        lineno = node.lineno or self.first
+        args = [self.operand(arg, lineno) for arg in node.args] + \
+            [self.operand(value, lineno) for _, value in node.kwargs]
         return forms.call([Instr("LOAD_CONST", node.fn, lineno=lineno)], args,
                           tuple(k for k, _ in node.kwargs), lineno=lineno)
 
-    body = []
-    for i, (kind, item) in enumerate(steps):
-        if kind == "node":
-            lineno = item.lineno or code.co_firstlineno
-            body += node_expr(item) + [Instr("STORE_FAST", homes[item.out], lineno=lineno)]
-        else:
-            lineno = item.lineno
-            ref = _node_ref(item.value, sources)
-            # A NULL (3.12+): an inlined comprehension unbinding the local it found unbound.
-            load = [] if i in skip else \
-                [Instr("LOAD_FAST_AND_CLEAR", item.name, lineno=lineno)] \
-                if isinstance(item.value, NullValue) else \
-                [Instr("LOAD_FAST", homes[ref], lineno=lineno)] if ref is not None else \
-                _load_value(item, sources)
-            if load:
-                body += load + [Instr("STORE_FAST", item.name, lineno=lineno)]
-        body += [Instr("DELETE_FAST", homes[k], lineno=lineno) for k, last in last_use.items()
-                 if last == i and homes[k] == TEMP_NAME.format(k)]
-    end = graph.nodes[-1].lineno if graph.nodes and graph.nodes[-1].lineno else \
-        code.co_firstlineno
-    body += [Instr("LOAD_CONST", None, lineno=end), Instr("RETURN_VALUE", lineno=end)]
-    return assemble(prologue(code, code.co_firstlineno) + body, code,
-                    code.co_varnames[:arg_slot_count(code)], code.co_name, code.co_qualname)
+    def loop(self, node) -> list:
+        """A loop node as the user's `for` loop: the index and the carried values in the
+        user's locals, the body's nodes at their lines, each iteration's results stored back;
+        its value, the tuple of the final carried and last values, left on the stack."""
+        op, lineno = node.fn, node.lineno or self.first
+        bounds, init, invariant = op.split_args(node.args)
+        body, n = op.body, op.n_carried
+        carried, index = list(body.input_names[:n]), body.input_names[n]
+        results = carried + list(op.names[n:])
+        external = {ref.index: _local(name) for ref, name in zip(body.inputs, carried + [index])}
+        for ref, arg in zip(body.inputs[n + 1:], invariant):
+            external[ref.index] = lambda at, arg=arg: self.operand(arg, at)
+        inner = _Block(self.first, body, [], external, f"{self.tag}{node.out}_",
+                       {ref.index: name for ref, name in zip(body.inputs, carried + [index])})
+        head, done = Label(), Label()
+        out = []
+        for name, arg in zip(carried, init):
+            out += self.operand(arg, lineno) + [Instr("STORE_FAST", name, lineno=lineno)]
+        out += forms.call([Instr("LOAD_CONST", range, lineno=lineno)],
+                          [self.operand(arg, lineno) for arg in bounds], lineno=lineno)
+        out += [Instr("GET_ITER", lineno=lineno), head, Instr("FOR_ITER", done, lineno=lineno),
+                Instr("STORE_FAST", index, lineno=lineno)] + inner.instructions()
+        out += [i for ref in body.outputs for i in inner.operand(ref, lineno)]
+        out += [Instr("DELETE_FAST", inner.homes[k], lineno=lineno)
+                for k, last in inner.last_use.items()
+                if last == len(inner.steps) and inner.homes[k] == inner.temp(k)]
+        out += [Instr("STORE_FAST", name, lineno=lineno) for name in reversed(results)]
+        out += [Instr("JUMP_BACKWARD", head, lineno=lineno), done] + forms.for_exit(lineno=lineno)
+        return out + [Instr("LOAD_FAST", name, lineno=lineno) for name in results] + \
+            [Instr("BUILD_TUPLE", len(results), lineno=lineno)]
+
+    def _homes(self, tail):
+        """(local of each statement node, binding steps its node's store already does, step
+        of each node's last read). A node's home is the user's local it is stored in right
+        after it is computed, when that local keeps it until its last read; else a
+        temporary. tail: values read after the last step (a loop body's results)."""
+        by_out, inlined = self.by_out, self.inlined
+
+        def reads(node) -> set:
+            out = set()
+            for ref in node_refs(node):
+                if ref.index in inlined:
+                    out |= reads(by_out[ref.index])
+                elif ref.index not in self.external:
+                    out.add(ref.index)
+            return out
+
+        last_use, stores, local_reads = {}, {}, {}
+        for i, (kind, item) in enumerate(self.steps):
+            if kind == "node":
+                for k in reads(item):
+                    last_use[k] = i
+                for ref in node_refs(item):
+                    if ref.index in self.locals:
+                        local_reads.setdefault(self.locals[ref.index], []).append(i)
+                if isinstance(item.fn, LoopOp):     # the loop stores its locals as it runs
+                    op = item.fn
+                    for name in list(op.body.input_names[:op.n_carried + 1]) + \
+                            list(op.names[op.n_carried:]):
+                        stores.setdefault(name, []).append(i)
+            else:
+                ref = self.node_ref(item.value)
+                if ref is not None:
+                    last_use[ref] = i
+                stores.setdefault(item.name, []).append(i)
+        homes, skip = {}, set()
+        for i, (kind, item) in enumerate(self.steps):
+            if kind != "node":
+                continue
+            homes[item.out] = self.temp(item.out)
+            last_use.setdefault(item.out, i)        # never read: its temporary goes at once
+            if i + 1 < len(self.steps) and self.steps[i + 1][0] == "bind":
+                binding = self.steps[i + 1][1]
+                later = [j for j in stores[binding.name] if j > i + 1 and
+                         not self._starts_loop_with(j, item.out, binding.name)]
+                if self.node_ref(binding.value) == item.out and \
+                        (not later or last_use[item.out] < later[0]):
+                    homes[item.out] = binding.name
+                    skip.add(i + 1)
+            if homes[item.out] == self.temp(item.out):
+                name = self._carried_init(item.out, i, last_use[item.out])
+                if name is not None and not any(i < j <= last_use[item.out] for j in
+                                                stores.get(name, []) + local_reads.get(name, [])
+                                                if j != last_use[item.out]):
+                    homes[item.out] = name
+        for ref in tail:
+            for k in reads(by_out[ref.index]) if ref.index in inlined else {ref.index}:
+                if k in homes:
+                    last_use[k] = len(self.steps)
+        return homes, skip, {k: v for k, v in last_use.items() if k in homes}
 
 
-def _node_ref(value, sources):
-    """The value number of the node computing `value`, if a node does."""
-    if isinstance(value, GraphValue) and value.source is None and value.ref.index not in sources:
-        return value.ref.index
-    return None
+    def _carried_init(self, index, step, last):
+        """The carried local of the loop at step `last` whose initial value alone is value
+        `index` (computed at `step`, read nowhere else): the user's code stored it there."""
+        kind, node = self.steps[last]
+        if last == step or kind != "node" or not isinstance(node.fn, LoopOp):
+            return None
+        for name in node.fn.body.input_names[:node.fn.n_carried]:
+            if self._starts_loop_with(last, index, name):
+                return name
+        return None
+
+    def _starts_loop_with(self, step, index, name) -> bool:
+        """The step is a loop node reading value `index` only as the initial value of its
+        carried local `name` (the loop stores into that local after reading it)."""
+        kind, node = self.steps[step]
+        if kind != "node" or not isinstance(node.fn, LoopOp):
+            return False
+        op = node.fn
+        bounds, init, invariant = op.split_args(node.args)
+        carried = list(op.body.input_names[:op.n_carried])
+        others = list(bounds) + list(invariant) + [a for n, a in zip(carried, init) if n != name]
+        return name in carried and not any(r.index == index for a in others for r in arg_refs(a))
 
 
-def _load_value(binding, sources) -> list:
+def _local(name):
+    return lambda lineno: [Instr("LOAD_FAST", name, lineno=lineno)]
+
+
+def _load_value(binding) -> list:
     """Instructions loading a bound value that no node computes: from its source, or a
     constant; none for an argument still bound to itself or a value not rebuilt here."""
     value = binding.value
@@ -180,42 +327,3 @@ def _steps(graph, bindings, inlined) -> list:
             steps.append(("node", node))
     steps += [("bind", b) for b in reversed(pending)]
     return steps
-
-
-def _homes(steps, by_out, inlined, sources):
-    """(local of each statement node, binding steps its node's store already does, step of
-    each node's last read). A node's home is the user's local it is stored in right after
-    it is computed, when that local keeps it until its last read; else a temporary."""
-    def reads(node) -> set:
-        out = set()
-        for ref in node_refs(node):
-            if ref.index in inlined:
-                out |= reads(by_out[ref.index])
-            elif ref.index not in sources:
-                out.add(ref.index)
-        return out
-
-    last_use, stores = {}, {}
-    for i, (kind, item) in enumerate(steps):
-        if kind == "node":
-            for k in reads(item):
-                last_use[k] = i
-        else:
-            ref = _node_ref(item.value, sources)
-            if ref is not None:
-                last_use[ref] = i
-            stores.setdefault(item.name, []).append(i)
-    homes, skip = {}, set()
-    for i, (kind, item) in enumerate(steps):
-        if kind != "node":
-            continue
-        homes[item.out] = TEMP_NAME.format(item.out)
-        last_use.setdefault(item.out, i)        # never read: its temporary goes at once
-        if i + 1 < len(steps) and steps[i + 1][0] == "bind":
-            binding = steps[i + 1][1]
-            later = [j for j in stores[binding.name] if j > i + 1]
-            if _node_ref(binding.value, sources) == item.out and \
-                    (not later or last_use.get(item.out, i) < later[0]):
-                homes[item.out] = binding.name
-                skip.add(i + 1)
-    return homes, skip, {k: v for k, v in last_use.items() if k in homes}

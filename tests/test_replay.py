@@ -1,0 +1,115 @@
+"""The replay of a graph (bytecode_gen/replay.py) binds what plain Python binds: random
+programs are captured, their replay function is run to the end, and its locals at the return
+are compared with plain Python's (every local it binds has plain Python's value, and every
+array or number local of plain Python is bound)."""
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import event, given, note, settings
+
+from pijit.bytecode_gen.replay import Replay, replay_code
+from pijit.capture.interpreter import capture_frame
+from pijit.config import JitConfig
+from test_random_programs import CF_SETTINGS, build, cf_build, cf_programs, programs
+
+
+def locals_at_return(fn, args):
+    """fn(*args) run to its return; its frame's locals then."""
+    seen = {}
+
+    def profile(frame, event, arg):
+        if event == "return" and frame.f_code is fn.__code__:
+            seen.update(frame.f_locals)
+
+    old = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        fn(*args)
+    finally:
+        sys.setprofile(old)
+    return seen
+
+
+def check_replay(fn, args, config):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        capture = capture_frame(fn, tuple(args), config)
+        replay = Replay(fn.__code__, capture, lambda code: None)
+        if capture.break_point is not None or not replay.replayable:
+            return "not replayed (a break, or writes into arrays)"
+        code = replay_code(fn.__code__, capture.graph, replay.sources, replay.bindings)
+        replayed = locals_at_return(type(fn)(code, fn.__globals__), [*args])
+        plain = locals_at_return(fn, [*args])
+    for name, value in replayed.items():
+        assert name in plain, f"{name} is not a local of plain Python's frame"
+        expected = plain[name]
+        assert type(value) is type(expected), f"{name}: {type(value)} != {type(expected)}"
+        if isinstance(expected, np.ndarray):
+            assert value.dtype == expected.dtype and np.array_equal(value, expected,
+                                                                   equal_nan=True), name
+    for name, expected in plain.items():
+        if isinstance(expected, (np.ndarray, np.generic, int, float)):
+            assert name in replayed, f"{name} is not bound by the replay"
+    return "replayed"
+
+
+@settings(max_examples=150, deadline=None)
+@given(programs())
+def test_replay_of_straight_line_programs(program):
+    src, args, raises, _ = program
+    note(src)
+    if not raises:
+        event(check_replay(build(src), args, JitConfig()))
+
+
+@settings(max_examples=150, **CF_SETTINGS)
+@given(cf_programs("pure"))
+def test_replay_of_programs_with_branches_and_loops(program):
+    src, args, _, _ = program
+    note(src)
+    event(check_replay(cf_build(src), args, JitConfig()))
+
+
+def running_sum(a, n):
+    s = a * 0
+    for i in range(n):
+        s = s + a * i
+    return s
+
+
+def last_values(a, n):
+    s = a + n
+    for k in range(150):            # longer than MAX_LOOP_UNROLLING; runs, so t and k are set
+        t = s * 0.5
+        s = t + a
+    return s, t, k
+
+
+def nested(a, n):
+    total = a * 0
+    for i in range(n):
+        row = total * 0.5
+        for j in range(n):
+            row = row + a / (i + j + 1)
+        total = total + row
+    return total
+
+
+def loop_between(a, n):
+    b = a * 2
+    c = b + 1
+    for i in range(n):
+        c = c * 0.5 + b
+    d = c - b
+    return d
+
+
+@pytest.mark.parametrize("fn", [running_sum, last_values, nested, loop_between])
+def test_replay_of_loop_nodes(fn):
+    """n known at run time only: range loops over it are loop nodes, replayed as loops."""
+    config = JitConfig(specialize_scalar=False)
+    capture = capture_frame(fn, (np.arange(3.0), 4), config)
+    assert any(n.name == "loop" for n in capture.graph.nodes)
+    assert check_replay(fn, [np.arange(3.0), 4], config) == "replayed"

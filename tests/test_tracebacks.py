@@ -265,32 +265,26 @@ def test_hidden_frames_and_continuations_are_recognised():
     assert not tracebacks.continues(ratio.__code__)
 
 
+def inlined_helper(x, y):
+    z = x * 2
+    return z[y]
+
+
+def calls_helper(x, y):
+    w = x + 1
+    return inlined_helper(w, y) * 3
+
+
 @pytest.mark.xfail(strict=True, reason="an inlined callee has no frame of its own: the "
                    "error shows in the caller's frame at the call's line")
 def test_error_in_an_inlined_callee_shows_its_frame():
-    def helper(x, y):
-        z = x * 2
-        return z[y]
-
-    def user(x, y):
-        w = x + 1
-        return helper(w, y) * 3
-
-    assert_same_failure(user, np.ones(3), np.array([5]))
+    assert_same_failure(calls_helper, np.ones(3), np.array([5]))
 
 
 def test_inlined_callee_error_shows_the_call_line():
-    def helper(x, y):
-        z = x * 2
-        return z[y]
-
-    def user(x, y):
-        w = x + 1
-        return helper(w, y) * 3
-
-    _, expected, _ = failure(user, np.ones(3), np.array([5]))
-    _, frames, frame = failure(pijit.jit(user), np.ones(3), np.array([5]))
-    assert frames == expected[:1] and sorted(frame.f_locals) == ["helper", "w", "x", "y"]
+    _, expected, _ = failure(calls_helper, np.ones(3), np.array([5]))
+    _, frames, frame = failure(pijit.jit(calls_helper), np.ones(3), np.array([5]))
+    assert frames == expected[:1] and sorted(frame.f_locals) == ["w", "x", "y"]
 
 
 def test_ipython_shows_cells_and_no_internal_frames():

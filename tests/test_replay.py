@@ -7,7 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import event, given, note, settings
+from hypothesis import event, given, note, settings, strategies as st
 
 from pijit.bytecode_gen.replay import Replay, replay_code
 from pijit.capture.interpreter import capture_frame
@@ -64,10 +64,13 @@ def test_replay_of_straight_line_programs(program):
         event(check_replay(build(src), args, JitConfig()))
 
 
+@pytest.mark.parametrize("flavor", ["pure", "calls"])
 @settings(max_examples=150, **CF_SETTINGS)
-@given(cf_programs("pure"))
-def test_replay_of_programs_with_branches_and_loops(program):
-    src, args, _, _ = program
+@given(data=st.data())
+def test_replay_of_programs_with_branches_loops_and_calls(flavor, data):
+    """Programs with branches, unrolled loops, and helpers (inlined, replayed as frames of
+    their own, which must return what they returned)."""
+    src, args, _, _ = data.draw(cf_programs(flavor))
     note(src)
     event(check_replay(cf_build(src), args, JitConfig()))
 

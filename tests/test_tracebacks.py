@@ -275,16 +275,93 @@ def calls_helper(x, y):
     return inlined_helper(w, y) * 3
 
 
-@pytest.mark.xfail(strict=True, reason="an inlined callee has no frame of its own: the "
-                   "error shows in the caller's frame at the call's line")
 def test_error_in_an_inlined_callee_shows_its_frame():
+    """The replay calls a function standing for the callee's frame: plain Python's frames."""
     assert_same_failure(calls_helper, np.ones(3), np.array([5]))
 
 
-def test_inlined_callee_error_shows_the_call_line():
-    _, expected, _ = failure(calls_helper, np.ones(3), np.array([5]))
-    _, frames, frame = failure(pijit.jit(calls_helper), np.ones(3), np.array([5]))
-    assert frames == expected[:1] and sorted(frame.f_locals) == ["w", "x", "y"]
+def _outer_helper(x, y):
+    v = x - 1
+    return inlined_helper(v, y) + v
+
+
+def _calls_nested(x, y):
+    w = x + 1
+    return _outer_helper(w, y) * 3
+
+
+class _Stepper:
+    def __init__(self):
+        self.scale = 2.0
+
+    def step(self, x, y, shift=1.0):
+        z = x * self.scale + shift
+        return z[y]
+
+    def run(self, x, y):
+        w = x + 1
+        return self.step(w, y) - 1
+
+
+def _make_closure(k):
+    def scaled(x, y):
+        z = x * k
+        return z[y]
+    return scaled
+
+
+_scaled = _make_closure(3.0)
+
+
+def _calls_closure(x, y):
+    w = x + 1
+    return _scaled(w, y) * 2
+
+
+def _pair(x):
+    return x + 1, x * 2
+
+
+def _unpacks(x, y):
+    a, b = _pair(x)
+    c = a + b
+    return c[y] + _pair(a)[0]
+
+
+_OTHER_MODULE = """
+import numpy as np
+W = np.arange(3.0)
+
+def weighted(x, y):
+    z = x * W
+    return z[y]
+"""
+
+
+def _other_module():
+    module = types.ModuleType("other_helpers")
+    exec(compile(_OTHER_MODULE, "other_helpers.py", "exec"), module.__dict__)
+    return module
+
+
+_other = _other_module()
+
+
+def _calls_other_module(x, y):
+    w = x + 1
+    return _other.weighted(w, y) * 2
+
+
+@pytest.mark.parametrize("fn, depth", [
+    (_calls_nested, 3), (_Stepper().run, 2), (_calls_closure, 2), (_unpacks, 1),
+    (_calls_other_module, 2),
+], ids=["nested", "method", "closure", "tuple", "other module"])
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_error_in_inlined_callees(fn, depth, level):
+    """Errors in callees (or, for the tuple, after two calls returned) as plain Python."""
+    _, frames, _ = assert_same_failure(fn, np.ones(3), np.array([7]),
+                                       jit_config={"jit_level": level})
+    assert len(frames) == depth
 
 
 def test_ipython_shows_cells_and_no_internal_frames():

@@ -12,15 +12,19 @@ raises where plain Python raises, in a frame holding what plain Python's would; 
 exception replaces the original (pijit.tracebacks then drops the transformed frame it
 continues). Values the user never named stay on the stack, as in the user's expressions; a
 loop node runs as the user's `for` loop (its index and carried values in the user's locals,
-stored back after each iteration), so a failing iteration is found with its locals.
+stored back after each iteration), so a failing iteration is found with its locals; and an
+inlined call of a user function runs as a call of a function standing for the callee's
+frame (capture's InlineCall records), so an error in a helper shows both frames.
 """
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import operator
 import sys
 import types
 
-from bytecode import Instr, Label
+from bytecode import FreeVar, Instr, Label
 
 from pijit import config
 from pijit._compat import arg_slot_count
@@ -28,9 +32,10 @@ from pijit.backends.numpy_backend import plan_inlining
 from pijit.bytecode_gen import forms
 from pijit.bytecode_gen.copy import assemble, prologue
 from pijit.bytecode_gen.reconstruct import TEMP_NAME, emit_load
-from pijit.capture.sources import LocalSource
-from pijit.capture.values import ConstValue, GraphValue, NullValue
-from pijit.graph.ir import LoopOp, Ref, arg_refs, node_refs
+from pijit.capture.sources import (AttrSource, ConstSource, DictItemSource, GlobalSource,
+                                   ItemSource, LocalSource)
+from pijit.capture.values import ConstValue, GraphValue, NullValue, TupleValue
+from pijit.graph.ir import Graph, LoopOp, Node, Ref, arg_refs, node_refs
 from pijit.graph.purity import mutates
 
 
@@ -51,6 +56,7 @@ class Replay:
         self.sources = {ref.index: source for ref, source in
                         zip(capture.graph.inputs, capture.input_sources)}
         self.bindings = list(capture.bindings or ())
+        self.inlines = list(capture.inlines or ())
         self.register = register        # register(code): the replay code stands for `code`
         self.replayable = not any(mutates(n) or any(k == "out" for k, _ in n.kwargs)
                                   for n in self.graph.nodes)
@@ -80,7 +86,8 @@ class Replay:
         """The replay function made with the frame's globals and free variables, and the
         frame's arguments."""
         if self._code is None:
-            self._code = replay_code(self.code, self.graph, self.sources, self.bindings)
+            self._code = replay_code(self.code, self.graph, self.sources, self.bindings,
+                                     self.inlines)
             self.register(self._code)
         local = frame.f_locals
         cells = tuple(types.CellType(local[n]) if n in local else types.CellType()
@@ -91,17 +98,190 @@ class Replay:
         return fn, args
 
 
-def replay_code(code, graph, sources: dict, bindings: list) -> types.CodeType:
+def replay_code(code, graph, sources: dict, bindings: list, inlines=()) -> types.CodeType:
     """The code of the replay function of `graph` (see the module docstring)."""
     first = code.co_firstlineno
     external = {index: (lambda lineno, s=source: emit_load(s, lineno))
                 for index, source in sources.items()}
-    top = _Block(first, dataclasses.replace(graph, outputs=[]), bindings, external, "")
+    frames = _CalleeFrames(graph, sources, bindings, inlines)
+    nodes, positions = frames.level(list(graph.nodes), 0, 0)
+    top = _Block(first, dataclasses.replace(graph, nodes=nodes, outputs=[]), bindings, external,
+                 "", emit_load, positions=positions)
     end = graph.nodes[-1].lineno if graph.nodes and graph.nodes[-1].lineno else first
     body = top.instructions() + [Instr("LOAD_CONST", None, lineno=end),
                                  Instr("RETURN_VALUE", lineno=end)]
     return assemble(prologue(code, first) + body, code, code.co_varnames[:arg_slot_count(code)],
                     code.co_name, code.co_qualname)
+
+
+class _Load:
+    """A node argument of a call standing for an inlined call: an argument read from its
+    source in the calling frame (`self` of a method, ...)."""
+    __slots__ = ("source",)
+
+    def __init__(self, source):
+        self.source = source
+
+
+class _CalleeFrames:
+    """Inlined calls of user functions replayed as calls of functions standing for the
+    callees' frames (their names, files, lines, globals, closures and locals), so that an
+    error in a callee shows the callee's frame under the caller's, as in plain Python. A
+    call whose values reach the caller other than through what it returns, or whose
+    arguments or reads cannot be rebuilt in a frame of its own, stays inlined."""
+
+    def __init__(self, graph, sources, bindings, inlines):
+        self.sources = sources
+        self.calls = [c for c in inlines if c.func is not None and c.first < c.last]
+        self.next_value = graph.num_values
+        # Where each value is read: node positions, and the bindings reading it.
+        self.node_reads, self.binding_reads = {}, {}
+        for pos, node in enumerate(graph.nodes):
+            for ref in node_refs(node):
+                self.node_reads.setdefault(ref.index, set()).add(pos)
+        for binding in list(bindings) + [b for c in inlines for b in c.bindings]:
+            for ref in _value_refs(binding.value):
+                self.binding_reads.setdefault(ref, []).append(binding)
+
+    def level(self, nodes, offset, depth) -> tuple:
+        """(nodes, the graph position of each): nodes (at graph positions offset...), each
+        call of depth + 1 among them replaced by a node calling its frame's function (at the
+        call's first position), when it can have one."""
+        out, pos = [], offset
+        end = offset + len(nodes)
+        for call in sorted((c for c in self.calls if c.depth == depth + 1 and
+                            offset <= c.first and c.last <= end), key=lambda c: c.first):
+            if call.first < pos:
+                continue
+            out += [(p, nodes[p - offset]) for p in range(pos, call.first)]
+            own = nodes[call.first - offset:call.last - offset]
+            frame = self._frame(call, own)
+            out += [(call.first, n) for n in frame] if frame else \
+                [(call.first + k, n) for k, n in enumerate(own)]
+            pos = call.last
+        out += [(p, nodes[p - offset]) for p in range(pos, end)]
+        return [n for _, n in out], [p for p, _ in out]
+
+    def _frame(self, call, nodes):
+        """The node(s) calling the callee's frame function in place of its nodes, or None."""
+        code = call.func.__code__
+        if code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS):
+            return None
+        params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        if set(params) != set(call.args):
+            return None
+        args = [_as_arg(call.args[p]) for p in params]
+        ret = _as_arg(call.ret)
+        if any(a is _NO for a in args) or ret is _NO:
+            return None
+        produced = {n.out for n in nodes}
+        returned = _returned_refs(call.ret, produced)
+        own_bindings = {id(b) for c in self.calls if call.first <= c.first and
+                        c.last <= call.last for b in c.bindings} | {id(b) for b in call.bindings}
+        for ref in produced - set(returned):
+            if any(not call.first <= p < call.last for p in self.node_reads.get(ref, ())) or \
+                    any(id(b) not in own_bindings for b in self.binding_reads.get(ref, ())):
+                return None         # a value of the callee reaches its caller otherwise
+        load = _callee_loader(call)
+        external, params_of = {}, {}
+        for name, value in call.args.items():
+            if isinstance(value, GraphValue):
+                params_of.setdefault(value.ref.index, name)
+        reads = {r.index for n in nodes for r in node_refs(n)} | set(_value_refs(call.ret)) | \
+            {r for b in call.bindings for r in _value_refs(b.value)}
+        for index in reads - produced:
+            if index in params_of:
+                external[index] = _local(params_of[index])
+            elif index in self.sources and load(self.sources[index], 0) is not None:
+                external[index] = lambda lineno, s=self.sources[index]: load(s, lineno)
+            else:
+                return None         # a value of the caller it does not get as an argument
+        lined = [dataclasses.replace(n, lineno=line) for n, line in zip(nodes, call.lines)]
+        inner, positions = self.level(lined, call.first, call.depth)
+        first = code.co_firstlineno
+        returns = Graph(nodes=inner, outputs=[Ref(r) for r in _value_refs(call.ret)])
+        block = _Block(first, returns, call.bindings, external, f"c{call.first}_", load,
+                       positions=positions)
+        end = call.lines[-1] or first
+        body = block.instructions() + block.operand(ret, end) + [Instr("RETURN_VALUE", lineno=end)]
+        fn = types.FunctionType(assemble(prologue(code, first) + body, code, params,
+                                         code.co_name, code.co_qualname),
+                                call.func.__globals__, code.co_name, None, call.func.__closure__)
+        line, meta = nodes[0].lineno, nodes[-1].meta
+        if len(returned) == 1 and isinstance(call.ret, GraphValue):
+            return [Node(returned[0], "call", fn, tuple(args), (), meta, line)]
+        out = self.next_value
+        self.next_value += 1
+        items = [Node(index, "tuple_item", operator.getitem, (Ref(out), k), (), meta, line)
+                 for k, index in enumerate(_tuple_refs(call.ret, produced)) if index is not None]
+        return [Node(out, "call", fn, tuple(args), (), meta, line)] + items
+
+
+_NO = object()
+
+
+def _as_arg(value):
+    """A Value as a node argument: a Ref, a constant, a _Load, a tuple of those; or _NO."""
+    if isinstance(value, GraphValue):
+        return Ref(value.ref.index)
+    if isinstance(value, ConstValue):
+        return value.value
+    if isinstance(value, TupleValue):
+        items = tuple(_as_arg(v) for v in value.items)
+        return _NO if any(i is _NO for i in items) else items
+    if getattr(value, "source", None) is not None:
+        return _Load(value.source)
+    return _NO
+
+
+def _value_refs(value) -> list:
+    if isinstance(value, GraphValue):
+        return [value.ref.index]
+    if isinstance(value, TupleValue):
+        return [r for v in value.items for r in _value_refs(v)]
+    return []
+
+
+def _returned_refs(ret, produced) -> list:
+    """The callee's values its caller receives: the returned value, or a tuple's items."""
+    if isinstance(ret, GraphValue):
+        return [ret.ref.index] if ret.ref.index in produced else []
+    return [i for i in _tuple_refs(ret, produced) if i is not None]
+
+
+def _tuple_refs(ret, produced) -> list:
+    if not isinstance(ret, TupleValue):
+        return []
+    return [v.ref.index if isinstance(v, GraphValue) and v.ref.index in produced else None
+            for v in ret.items]
+
+
+def _callee_loader(call):
+    """load(source, lineno) -> instructions reading a source (relative to the captured
+    function, as capture made them) in the callee's frame, or None."""
+    code = call.func.__code__
+    arg_sources = {v.source: name for name, v in call.args.items()
+                   if getattr(v, "source", None) is not None}
+
+    def load(source, lineno):
+        if source in arg_sources:
+            return [Instr("LOAD_FAST", arg_sources[source], lineno=lineno)]
+        if isinstance(source, DictItemSource) and source.base == \
+                AttrSource(call.fn_source, "__globals__"):
+            return [Instr("LOAD_GLOBAL", (False, source.key), lineno=lineno)]
+        if isinstance(source, AttrSource) and source.attr == "cell_contents" and \
+                isinstance(source.base, ItemSource) and \
+                source.base.base == AttrSource(call.fn_source, "__closure__"):
+            return [Instr("LOAD_DEREF", FreeVar(code.co_freevars[source.base.index]),
+                          lineno=lineno)]
+        if isinstance(source, (GlobalSource, ConstSource)):
+            return emit_load(source, lineno)
+        if isinstance(source, (AttrSource, ItemSource, DictItemSource)):
+            base = load(source.base, lineno)
+            if base is not None:
+                return base + emit_load(source, lineno)[len(emit_load(source.base, lineno)):]
+        return None
+    return load
 
 
 class _Block:
@@ -110,13 +290,14 @@ class _Block:
     them. external: value number -> instructions loading a value this graph does not
     compute (a graph input from its source; in a body, a local or the parent's value)."""
 
-    def __init__(self, firstlineno, graph, bindings, external: dict, tag: str, locals_=None):
-        self.first, self.external, self.tag = firstlineno, external, tag
+    def __init__(self, firstlineno, graph, bindings, external: dict, tag: str, load,
+                 locals_=None, positions=None):
+        self.first, self.external, self.tag, self.load = firstlineno, external, tag, load
         self.locals = locals_ or {}         # value number -> the user's local holding it
         named = {b.value.ref.index for b in bindings if self.node_ref(b.value) is not None}
         self.inlined = plan_inlining(graph, keep=named)
         self.by_out = {node.out: node for node in graph.nodes}
-        self.steps = _steps(graph, bindings, self.inlined)
+        self.steps = _steps(graph, positions or range(len(graph.nodes)), bindings, self.inlined)
         self.homes, self.skip, self.last_use = self._homes(graph.outputs)
 
     def node_ref(self, value):
@@ -141,7 +322,7 @@ class _Block:
                     [Instr("LOAD_FAST_AND_CLEAR", item.name, lineno=lineno)] \
                     if isinstance(item.value, NullValue) else \
                     [Instr("LOAD_FAST", self.homes[ref], lineno=lineno)] if ref is not None \
-                    else _load_value(item)
+                    else self._load_value(item)
                 if load:
                     out += load + [Instr("STORE_FAST", item.name, lineno=lineno)]
             out += [Instr("DELETE_FAST", self.homes[k], lineno=lineno)
@@ -170,7 +351,21 @@ class _Block:
         if type(arg) is slice:
             return [i for a in (arg.start, arg.stop, arg.step) for i in self.operand(a, lineno)] \
                 + [Instr("BUILD_SLICE", 3, lineno=lineno)]
+        if isinstance(arg, _Load):
+            return self.load(arg.source, lineno)
         return [Instr("LOAD_CONST", arg, lineno=lineno)]
+
+    def _load_value(self, binding) -> list:
+        """Instructions loading a bound value no node computes: from its source, or a
+        constant; none for an argument still bound to itself or a value not rebuilt here."""
+        value = binding.value
+        if value.source is not None:
+            if isinstance(value.source, LocalSource) and value.source.local == binding.name:
+                return []
+            return self.load(value.source, binding.lineno) or []
+        if isinstance(value, ConstValue):
+            return [Instr("LOAD_CONST", value.value, lineno=binding.lineno)]
+        return []
 
     def node_expr(self, node) -> list:
         """Instructions leaving the node's value on the stack."""
@@ -194,7 +389,7 @@ class _Block:
         external = {ref.index: _local(name) for ref, name in zip(body.inputs, carried + [index])}
         for ref, arg in zip(body.inputs[n + 1:], invariant):
             external[ref.index] = lambda at, arg=arg: self.operand(arg, at)
-        inner = _Block(self.first, body, [], external, f"{self.tag}{node.out}_",
+        inner = _Block(self.first, body, [], external, f"{self.tag}{node.out}_", self.load,
                        {ref.index: name for ref, name in zip(body.inputs, carried + [index])})
         head, done = Label(), Label()
         out = []
@@ -253,14 +448,14 @@ class _Block:
                 continue
             homes[item.out] = self.temp(item.out)
             last_use.setdefault(item.out, i)        # never read: its temporary goes at once
-            if i + 1 < len(self.steps) and self.steps[i + 1][0] == "bind":
-                binding = self.steps[i + 1][1]
-                later = [j for j in stores[binding.name] if j > i + 1 and
-                         not self._starts_loop_with(j, item.out, binding.name)]
-                if self.node_ref(binding.value) == item.out and \
-                        (not later or last_use[item.out] < later[0]):
+            j = self._binding_of(i)
+            if j is not None:
+                binding = self.steps[j][1]
+                later = [k for k in stores[binding.name] if k > i and k != j and
+                         not self._starts_loop_with(k, item.out, binding.name)]
+                if not later or last_use[item.out] < later[0]:
                     homes[item.out] = binding.name
-                    skip.add(i + 1)
+                    skip.add(j)
             if homes[item.out] == self.temp(item.out):
                 name = self._carried_init(item.out, i, last_use[item.out])
                 if name is not None and not any(i < j <= last_use[item.out] for j in
@@ -273,6 +468,20 @@ class _Block:
                     last_use[k] = len(self.steps)
         return homes, skip, {k: v for k, v in last_use.items() if k in homes}
 
+
+    def _binding_of(self, i):
+        """The step binding the value of the node at step i, when only steps that cannot
+        fail come between (items of a tuple result, other bindings): the node can then be
+        stored into that local at once."""
+        node = self.steps[i][1]
+        for j in range(i + 1, len(self.steps)):
+            kind, item = self.steps[j]
+            if kind == "bind":
+                if self.node_ref(item.value) == node.out:
+                    return j
+            elif item.name != "tuple_item":
+                return None
+        return None
 
     def _carried_init(self, index, step, last):
         """The carried local of the loop at step `last` whose initial value alone is value
@@ -302,25 +511,13 @@ def _local(name):
     return lambda lineno: [Instr("LOAD_FAST", name, lineno=lineno)]
 
 
-def _load_value(binding) -> list:
-    """Instructions loading a bound value that no node computes: from its source, or a
-    constant; none for an argument still bound to itself or a value not rebuilt here."""
-    value = binding.value
-    if value.source is not None:
-        if isinstance(value.source, LocalSource) and value.source.local == binding.name:
-            return []
-        return emit_load(value.source, binding.lineno)
-    if isinstance(value, ConstValue):
-        return [Instr("LOAD_CONST", value.value, lineno=binding.lineno)]
-    return []
-
-
-def _steps(graph, bindings, inlined) -> list:
+def _steps(graph, positions, bindings, inlined) -> list:
     """("node", node) for each node written as a statement and ("bind", binding), in the
-    order the user's code ran them."""
+    order the user's code ran them (positions: each node's position in the captured
+    graph, which a binding's position counts in)."""
     steps, pending = [], list(bindings)
     pending.reverse()
-    for k, node in enumerate(graph.nodes):
+    for k, node in zip(positions, graph.nodes):
         while pending and pending[-1].position <= k:
             steps.append(("bind", pending.pop()))
         if node.out not in inlined:

@@ -14,6 +14,7 @@ import dataclasses
 import inspect
 import sysconfig
 import types
+from dataclasses import dataclass
 
 from pijit._compat import GENERATOR_LIKE
 from pijit.capture.graph_break import GraphBreak, Reason
@@ -22,6 +23,24 @@ from pijit.capture.values import ConstValue, DictValue, FunctionValue, TupleValu
 
 _LIBRARY_DIRS = tuple(sorted({sysconfig.get_paths()[k] for k in
                               ("stdlib", "platstdlib", "purelib", "platlib")}))
+
+
+@dataclass(frozen=True)
+class InlineCall:
+    """A call of a user function inlined into the graph: graph nodes [first, last) are its
+    work (each at the call's line; `lines` keeps the callee's own), `args` its parameters'
+    values, `bindings` its stores into its locals, `ret` what it returned. `depth`: the
+    callee frame's inlining depth (1: called by the captured function). A replay runs such a
+    call as a frame of the callee (bytecode_gen/replay.py)."""
+    func: object
+    fn_source: object
+    depth: int
+    first: int
+    last: int
+    lines: tuple
+    args: dict
+    bindings: list
+    ret: object
 
 
 def is_library(func) -> bool:
@@ -77,6 +96,7 @@ def inline_made(cap, fv: FunctionValue, args: list, kwargs: dict):
 
 def _run(cap, child, func, callee):
     first = len(cap.graph.nodes)
+    args = dict(child.locals)
     try:
         child.run()
     except GraphBreak as inner:
@@ -86,6 +106,11 @@ def _run(cap, child, func, callee):
                        f"{func.__code__.co_filename}:{inner.lineno}: {detail}")
         e.callee = callee
         raise e from None
+    if not cap.bodies:
+        nodes = cap.graph.nodes
+        cap.inlines.append(InlineCall(callee, child.fn_source, child.depth, first, len(nodes),
+                                      tuple(n.lineno for n in nodes[first:]), args,
+                                      child.bindings, child.ret))
     _at_call_line(cap, first)
     return child.ret
 

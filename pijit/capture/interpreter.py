@@ -47,6 +47,7 @@ class CaptureResult:
     break_point: "BreakPoint | None" = None
     stores: list = ()            # side_effects.Store, replayed after the graph in this order
     bindings: list = None        # Binding per store into a local of the frame, in order
+    inlines: list = None         # inline.InlineCall per inlined call of a user function
 
 
 @dataclass(frozen=True)
@@ -123,12 +124,13 @@ class FrameCapture:
         self.ret: Value | None = None
         self.bindings: list[Binding] = []
         self.binding_marks = {}         # position -> len(bindings) when the walk got there
+        self.inlines: list[InlineCall] = [] if parent is None else parent.inlines
 
     def store(self, name: str, value: Value):
-        """STORE_FAST: bind a local (recorded as a Binding in the top frame's graph); a NULL
+        """STORE_FAST: bind a local (recorded as a Binding, outside loop-node bodies); a NULL
         (3.12+: an inlined comprehension restoring a local that was unbound) unbinds it."""
         self.locals[name] = DELETED if isinstance(value, NullValue) else value
-        if self.parent is None and not self.bodies:
+        if not self.bodies:
             self.bindings.append(Binding(len(self.graph.nodes), name, value, self.lineno))
 
     def inline_frame(self, func, fn_source, bound, closure) -> "FrameCapture":
@@ -205,7 +207,7 @@ class FrameCapture:
         self.walk(0)
         return CaptureResult(self.graph, self.builder.guards, self.builder.input_sources,
                              self.ret, self.lineno, stores=list(self.effects.stores),
-                             bindings=self.bindings)
+                             bindings=self.bindings, inlines=self.inlines)
 
     def walk(self, pc: int, until: int | None = None, span: tuple | None = None) -> None:
         """Interpret from position `pc` until RETURN_VALUE; or, for one pass over a loop
@@ -296,6 +298,7 @@ class FrameCapture:
         del self.graph.nodes[node_count:]     # nodes recorded past the break point
         self.effects.truncate(store_count)    # and stores: the residual code makes them
         del self.bindings[self.binding_marks[start]:]
+        self.inlines[:] = [c for c in self.inlines if c.last <= node_count]
         bound = {name for name, v in locals_.items() if v is not DELETED}
         nargs = len(self.builder.args)
         args = set(self.code.co_varnames[:nargs])
@@ -375,7 +378,7 @@ def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:
                                    None, e.lineno, instrs)
             result.break_point = capture.break_point(e)
             result.stores = list(capture.effects.stores)
-            result.bindings = capture.bindings
+            result.bindings, result.inlines = capture.bindings, capture.inlines
             if _retry_eager(capture, result, eager):
                 continue
             return result

@@ -194,15 +194,7 @@ def get_context(key):
 
 
 def _code_of(fn):
-    if isinstance(fn, eval_frame.Wrapper):
-        return fn.fn.__code__
-    if isinstance(fn, types.MethodType):
-        return _code_of(fn.__func__)
-    if isinstance(fn, (staticmethod, classmethod)):
-        return _code_of(fn.__func__)
-    if isinstance(fn, types.FunctionType):
-        return fn.__code__
-    raise TypeError(f"expected a function made by pijit.jit, got {type(fn).__name__}")
+    return _plain_function(fn)[0].__code__
 
 
 def _reset_code(code):

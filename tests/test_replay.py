@@ -16,7 +16,8 @@ from test_random_programs import CF_SETTINGS, build, cf_build, cf_programs, prog
 
 
 def locals_at_return(fn, args):
-    """fn(*args) run to its return; its frame's locals then."""
+    """fn(*args) run to its return (or to the exception leaving it): (the frame's locals
+    then, the type of that exception or None)."""
     seen = {}
 
     def profile(frame, event, arg):
@@ -27,21 +28,27 @@ def locals_at_return(fn, args):
     sys.setprofile(profile)
     try:
         fn(*args)
+    except Exception as e:      # noqa: BLE001 - compared with plain Python's
+        return seen, type(e)
     finally:
         sys.setprofile(old)
-    return seen
+    return seen, None
 
 
 def check_replay(fn, args, config):
+    """Capture fn(*args), run its replay, compare with plain Python: the same exception
+    (if any), and the same locals where the frame returns or raises."""
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         capture = capture_frame(fn, tuple(args), config)
         replay = Replay(fn.__code__, capture, lambda code: None)
         if capture.break_point is not None or not replay.replayable:
             return "not replayed (a break, or writes into arrays)"
-        code = replay_code(fn.__code__, capture.graph, replay.sources, replay.bindings)
-        replayed = locals_at_return(type(fn)(code, fn.__globals__), [*args])
-        plain = locals_at_return(fn, [*args])
+        code = replay_code(fn.__code__, capture.graph, replay.sources, replay.bindings,
+                           replay.inlines)
+        replayed, replayed_exc = locals_at_return(type(fn)(code, fn.__globals__), [*args])
+        plain, plain_exc = locals_at_return(fn, [*args])
+    assert replayed_exc is plain_exc, f"replay raised {replayed_exc}, plain {plain_exc}"
     for name, value in replayed.items():
         assert name in plain, f"{name} is not a local of plain Python's frame"
         expected = plain[name]
@@ -52,16 +59,15 @@ def check_replay(fn, args, config):
     for name, expected in plain.items():
         if isinstance(expected, (np.ndarray, np.generic, int, float)):
             assert name in replayed, f"{name} is not bound by the replay"
-    return "replayed"
+    return "replayed" + (", raising" if plain_exc else "")
 
 
 @settings(max_examples=150, deadline=None)
 @given(programs())
 def test_replay_of_straight_line_programs(program):
-    src, args, raises, _ = program
+    src, args, _, _ = program
     note(src)
-    if not raises:
-        event(check_replay(build(src), args, JitConfig()))
+    event(check_replay(build(src), args, JitConfig()))
 
 
 @pytest.mark.parametrize("flavor", ["pure", "calls"])

@@ -406,3 +406,18 @@ def test_error_inside_a_loop_node_at_its_iteration(fn):
     assert "loop" in report.ops_per_graph[0] and report.graph_break_count == 0
     with np.errstate(all="raise"):
         assert_same_failure(fn, np.ones(3), 5, jit_config=config)
+
+
+def test_entries_keep_no_object_the_function_only_read():
+    """The replay kept by an entry holds values by their sources: an object the function
+    read (a model passed as self, with its arrays) is freed once the caller drops it."""
+    import gc
+    import weakref
+
+    stepper = _Stepper()
+    jitted = pijit.jit(_Stepper.run)
+    jitted(stepper, np.ones(3), np.array([1]))
+    alive = weakref.ref(stepper)
+    del stepper
+    gc.collect()
+    assert alive() is None

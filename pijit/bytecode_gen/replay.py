@@ -34,7 +34,7 @@ from pijit.bytecode_gen.copy import assemble, prologue
 from pijit.bytecode_gen.reconstruct import TEMP_NAME, emit_load
 from pijit.capture.sources import (AttrSource, ConstSource, DictItemSource, GlobalSource,
                                    ItemSource, LocalSource)
-from pijit.capture.values import ConstValue, GraphValue, NullValue, TupleValue
+from pijit.capture.values import ConstValue, GraphValue, NullValue, TupleValue, Value
 from pijit.graph.ir import Graph, LoopOp, Node, Ref, arg_refs, node_refs
 from pijit.graph.purity import mutates
 
@@ -55,8 +55,15 @@ class Replay:
         self.graph = capture.graph
         self.sources = {ref.index: source for ref, source in
                         zip(capture.graph.inputs, capture.input_sources)}
-        self.bindings = list(capture.bindings or ())
-        self.inlines = list(capture.inlines or ())
+        # What an entry keeps (for as long as it lives): values by how to rebuild them,
+        # never the user's objects that capture saw (a model `self`, its arrays).
+        self.bindings = [dataclasses.replace(b, value=_kept(b.value))
+                         for b in capture.bindings or ()]
+        self.inlines = [dataclasses.replace(c, args={k: _kept(v) for k, v in c.args.items()},
+                                            ret=_kept(c.ret),
+                                            bindings=[dataclasses.replace(b, value=_kept(b.value))
+                                                      for b in c.bindings])
+                        for c in capture.inlines or ()]
         self.register = register        # register(code): the replay code stands for `code`
         self.replayable = not any(mutates(n) or any(k == "out" for k, _ in n.kwargs)
                                   for n in self.graph.nodes)
@@ -220,6 +227,22 @@ class _CalleeFrames:
 _NO = object()
 
 
+class _Sourced(Value):
+    """A value capture read from a source, kept by its source alone."""
+
+
+def _kept(value):
+    """value as a replay keeps it: graph values, constants and NULLs as they are, tuples item by
+    item, anything else read from a source by its source (None: not rebuilt)."""
+    if isinstance(value, (GraphValue, ConstValue, NullValue)):
+        return value
+    if isinstance(value, TupleValue):
+        return TupleValue([_kept(v) for v in value.items], source=value.source)
+    if getattr(value, "source", None) is not None:
+        return _Sourced(source=value.source)
+    return None
+
+
 def _as_arg(value):
     """A Value as a node argument: a Ref, a constant, a _Load, a tuple of those; or _NO."""
     if isinstance(value, GraphValue):
@@ -359,6 +382,8 @@ class _Block:
         """Instructions loading a bound value no node computes: from its source, or a
         constant; none for an argument still bound to itself or a value not rebuilt here."""
         value = binding.value
+        if value is None:
+            return []
         if value.source is not None:
             if isinstance(value.source, LocalSource) and value.source.local == binding.name:
                 return []

@@ -109,7 +109,8 @@ def clean_traceback(tb):
                     _generated(kept[-1][0].f_code):
                 _move_line(kept[-1], tb.tb_lineno)
         else:
-            if kept and continues(code) and origin_of(code) is origin_of(kept[-1][0].f_code):
+            if kept and continues(code) and origin_of(code) is origin_of(kept[-1][0].f_code) \
+                    and _called_from(frame, kept[-1][0]):
                 kept.pop()
                 changed = True
             kept.append([frame, tb.tb_lasti, tb.tb_lineno])
@@ -120,6 +121,19 @@ def clean_traceback(tb):
     result = _relink(kept, rest) if changed else head
     _clean_head = id(result)
     return result
+
+
+def _called_from(frame, caller) -> bool:
+    """`frame` was called by `caller`, through pijit's hidden frames (a replay is run by the
+    handler of the frame it redoes) and frames continuing the same call (a loop body's
+    resume function, called by the loop body, a clean before dropped): it continues that
+    very call, not a recursive call of the same function whose frame comes next."""
+    origin = origin_of(frame.f_code)
+    back = frame.f_back
+    while back is not None and back is not caller and (
+            is_hidden(back.f_code) or continues(back.f_code) and origin_of(back.f_code) is origin):
+        back = back.f_back
+    return back is caller
 
 
 def _generated(code) -> bool:

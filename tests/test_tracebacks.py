@@ -453,3 +453,21 @@ def test_error_through_a_deep_recursion_of_jitted_calls(depth):
     finally:
         _deep_callee.clear()
     assert pijit.stats(jitted)["compile_count"] >= 1
+
+
+def comprehension_scales(a, j):
+    parts = [a * j for j in range(3)]
+    del parts
+    b = np.stack([a * k for k in range(3)])
+    return b / 0.0
+
+
+@pytest.mark.parametrize("bound", [True, False])
+def test_error_after_a_comprehension_leaves_its_variable_as_plain(bound):
+    """The replay runs a comprehension's variable as the user's code does: on 3.12+ the
+    comprehension is inlined (PEP 709) and restores the local it reused, so `j` holds the
+    argument again and `k` is unbound where the division raises (3.11: their own frames)."""
+    a = np.ones(3)
+    with np.errstate(all="raise"):
+        _, _, frame = assert_same_failure(comprehension_scales, a, 7 if bound else 0.5)
+    assert "k" not in frame.f_locals

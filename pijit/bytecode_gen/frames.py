@@ -1,8 +1,8 @@
 """Exception handlers of transformed code, and frames standing for the user's.
 
 A transformed function runs where the user's frame would, so what an exception leaves behind
-must read as the user's: handlers (3.11 exception table entries, zero cost until something
-raises; an exception table on every supported version) cover its body. Around the graph, one first asks a replay (replay.py) for the
+must read as the user's: handlers (exception table entries on 3.11-3.13, zero cost until
+something raises) cover its body. Around the graph, one first asks a replay (replay.py) for the
 exception the user's code raises there, in a frame holding the user's locals; around all
 the rest (the user's own try blocks excepted: their handlers run as written), one cleans the
 traceback (pijit.tracebacks.clean) and re-raises where it was. `raiser` makes the frame an

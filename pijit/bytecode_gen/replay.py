@@ -31,7 +31,7 @@ from pijit._compat import arg_slot_count
 from pijit.backends.numpy_backend import plan_inlining
 from pijit.bytecode_gen import forms
 from pijit.bytecode_gen.copy import assemble, prologue
-from pijit.bytecode_gen.reconstruct import TEMP_NAME, emit_load
+from pijit.bytecode_gen.reconstruct import INTERNAL_PREFIX, TEMP_NAME, emit_load
 from pijit.capture.sources import (AttrSource, ConstSource, DictItemSource, GlobalSource,
                                    ItemSource, LocalSource)
 from pijit.capture.values import ConstValue, GraphValue, NullValue, TupleValue, Value
@@ -331,7 +331,18 @@ class _Block:
         return None
 
     def instructions(self) -> list:
+        # An argument restored after being stored over (3.12+: a comprehension reusing its
+        # name restores it) is reloaded from a copy made at the start, deleted once restored.
+        stored, restores = set(), {}
+        for i, (kind, item) in enumerate(self.steps):
+            if kind == "bind":
+                if _is_own_argument(item) and item.name in stored:
+                    restores[item.name] = i
+                stored.add(item.name)
         out = []
+        for name in restores:
+            out += [Instr("LOAD_FAST", name, lineno=self.first),
+                    Instr("STORE_FAST", _ARG_COPY.format(name), lineno=self.first)]
         for i, (kind, item) in enumerate(self.steps):
             if kind == "node":
                 lineno = item.lineno or self.first
@@ -340,14 +351,16 @@ class _Block:
             else:
                 lineno = item.lineno
                 ref = self.node_ref(item.value)
-                # A NULL (3.12+): an inlined comprehension unbinding the local it found unbound.
                 load = [] if i in self.skip else \
-                    [Instr("LOAD_FAST_AND_CLEAR", item.name, lineno=lineno)] \
-                    if isinstance(item.value, NullValue) else \
+                    _unbind(item.name, lineno) if isinstance(item.value, NullValue) else \
                     [Instr("LOAD_FAST", self.homes[ref], lineno=lineno)] if ref is not None \
-                    else self._load_value(item)
+                    else [Instr("LOAD_FAST", _ARG_COPY.format(item.name), lineno=lineno)] \
+                    if item.name in restores and _is_own_argument(item) else \
+                    self._load_value(item)
                 if load:
                     out += load + [Instr("STORE_FAST", item.name, lineno=lineno)]
+                if restores.get(item.name) == i:
+                    out.append(Instr("DELETE_FAST", _ARG_COPY.format(item.name), lineno=lineno))
             out += [Instr("DELETE_FAST", self.homes[k], lineno=lineno)
                     for k, last in self.last_use.items()
                     if last == i and self.homes[k] == self.temp(k)]
@@ -530,6 +543,25 @@ class _Block:
         carried = list(op.body.input_names[:op.n_carried])
         others = list(bounds) + list(invariant) + [a for n, a in zip(carried, init) if n != name]
         return name in carried and not any(r.index == index for a in others for r in arg_refs(a))
+
+
+_ARG_COPY = INTERNAL_PREFIX + "arg_{}"
+
+
+def _is_own_argument(binding) -> bool:
+    """The binding stores an argument's value back into that argument."""
+    source = getattr(binding.value, "source", None)
+    return isinstance(source, LocalSource) and source.local == binding.name
+
+
+def _unbind(name, lineno) -> list:
+    """With the STORE_FAST after it, unbind local `name`, bound or not (a NULL binding, 3.12+:
+    an inlined comprehension restoring a local it found unbound): the local's value and a
+    NULL are pushed (each LOAD_FAST_AND_CLEAR leaves it unbound), the value stored back and
+    the NULL stored over it."""
+    return [Instr("LOAD_FAST_AND_CLEAR", name, lineno=lineno),
+            Instr("LOAD_FAST_AND_CLEAR", name, lineno=lineno),
+            Instr("SWAP", 2, lineno=lineno), Instr("STORE_FAST", name, lineno=lineno)]
 
 
 def _local(name):

@@ -194,7 +194,13 @@ def get_context(key):
 
 
 def _code_of(fn):
-    return _plain_function(fn)[0].__code__
+    if isinstance(fn, eval_frame.Wrapper):
+        return fn.fn.__code__
+    if isinstance(fn, (types.MethodType, staticmethod, classmethod)):
+        return _code_of(fn.__func__)
+    if isinstance(fn, types.FunctionType):
+        return fn.__code__
+    raise TypeError(f"expected a function made by pijit.jit, got {type(fn).__name__}")
 
 
 def _reset_code(code):
@@ -219,11 +225,13 @@ def explain(fn, *args, **kwargs) -> explain_mod.ExplainOutput:
     whose class defines __call__ in Python, or a functools.partial of one of those; the
     report is about the function that runs (the method, the __call__). The call runs a
     private copy of that function's code, jitted with its options: its own cache and
-    counters (`stats`, `code_info`) stay as they were."""
+    counters (`stats`, `code_info`) stay as they were. It compiles at once (adaptive off)."""
     func, bind = _explained(fn)
     rec = cache.record(func.__code__)
-    options = (rec.input_signature, rec.hash_args, rec.config) if rec is not None else \
-        (None, None, JitConfig.of(None))
+    # Without adaptive: the call compiles at once, as the report is about its graphs (with it,
+    # a small first call runs plain and there would be nothing to report).
+    options = (rec.input_signature, rec.hash_args, rec.config.replace(adaptive=False)) \
+        if rec is not None else (None, None, JitConfig.of(None).replace(adaptive=False))
     copy = types.FunctionType(func.__code__.replace(), func.__globals__, func.__name__,
                               func.__defaults__, func.__closure__)
     copy.__kwdefaults__ = func.__kwdefaults__

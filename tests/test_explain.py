@@ -37,6 +37,18 @@ def test_explain_fields():
     assert "Graph count: 1" in text and "exp(%0)  : float32[2,3]" in text
 
 
+@pytest.mark.parametrize("how", ["jitted", "plain"])
+def test_explain_reports_the_graphs_of_a_first_call_adaptive_would_run_plain(
+        monkeypatch, how):
+    monkeypatch.setenv("PIJIT_ADAPTIVE", "1")       # the suite turns it off for every function
+    fn = pijit.jit(scaled_exp) if how == "jitted" else scaled_exp
+    report = pijit.explain(fn, X, Y)
+    assert report.graph_count == 1 and report.ops_per_graph == [["exp", "mul", "sum", "add"]]
+    if how == "jitted":             # and the function itself still defers its first calls
+        fn(X, Y)
+        assert pijit.code_info(fn)["compile_count"] == 0
+
+
 def test_explain_of_a_graph_break_names_reason_and_line():
     def f(x):
         y = x + 1

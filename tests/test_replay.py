@@ -65,7 +65,7 @@ def check_replay(fn, args, config):
 @settings(max_examples=150, deadline=None)
 @given(programs())
 def test_replay_of_straight_line_programs(program):
-    src, args, _, _ = program
+    src, args, *_ = program
     note(src)
     event(check_replay(build(src), args, JitConfig()))
 

@@ -461,6 +461,120 @@ def _make_tiny(size, rng):
     return [(_rand(rng, (size,)), _rand(rng, (size,)))]
 
 
+# -- loops over array elements (issue 21): written as plain Python, as numba users write them --
+def forward_subst(L, b):
+    n = b.shape[0]
+    x = np.zeros(n)
+    for i in range(n):
+        s = 0.0
+        for j in range(i):
+            s += L[i, j] * x[j]
+        x[i] = (b[i] - s) / L[i, i]
+    return x
+
+
+def crc16(data):
+    crc = 0xFFFF
+    for k in range(data.shape[0]):
+        crc ^= int(data[k]) << 8
+        for _ in range(8):
+            if crc & 0x8000:
+                crc = ((crc << 1) ^ 0x1021) & 0xFFFF
+            else:
+                crc = (crc << 1) & 0xFFFF
+    return crc
+
+
+def mandelbrot(out, x0, y0, step, maxit):
+    h, w = out.shape
+    for i in range(h):
+        ci = y0 + i * step
+        for j in range(w):
+            cr = x0 + j * step
+            zr = 0.0
+            zi = 0.0
+            n = 0
+            while n < maxit and zr * zr + zi * zi <= 4.0:
+                zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci
+                n += 1
+            out[i, j] = n
+    return out
+
+
+def lcs_table(a, b):
+    n, m = a.shape[0], b.shape[0]
+    dp = np.zeros((n + 1, m + 1), dtype=np.int64)
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            if a[i - 1] == b[j - 1]:
+                dp[i, j] = dp[i - 1, j - 1] + 1
+            else:
+                dp[i, j] = max(dp[i - 1, j], dp[i, j - 1])
+    return dp
+
+
+def csr_matvec(indptr, indices, data, x):
+    n = indptr.shape[0] - 1
+    y = np.zeros(n)
+    for r in range(n):
+        s = 0.0
+        for k in range(indptr[r], indptr[r + 1]):
+            s += data[k] * x[indices[k]]
+        y[r] = s
+    return y
+
+
+def running_max(a):
+    out = np.empty_like(a)
+    m = a[0]
+    for i in range(a.shape[0]):
+        if a[i] > m:
+            m = a[i]
+        out[i] = m
+    return out
+
+
+def iir_filter(x, b0, b1, a1):
+    y = np.empty_like(x)
+    prev_x = 0.0
+    prev_y = 0.0
+    for i in range(x.shape[0]):
+        yi = b0 * x[i] + b1 * prev_x - a1 * prev_y
+        y[i] = yi
+        prev_x = x[i]
+        prev_y = yi
+    return y
+
+
+def _make_fsub(size, rng):
+    L = np.tril(rng.random((size, size))) + size * np.eye(size)
+    return [(L, rng.random(size))]
+
+
+def _make_crc(size, rng):
+    return [(rng.integers(0, 256, size, dtype=np.uint8),)]
+
+
+def _make_mandel(size, rng):
+    h, w = size
+    return [(np.zeros((h, w), dtype=np.int32), -2.0, -1.25, 2.5 / h, 100)]
+
+
+def _make_lcs(size, rng):
+    return [(rng.integers(0, 4, size), rng.integers(0, 4, size))]
+
+
+def _make_csr(size, rng):
+    n, per_row = size
+    indptr = np.arange(0, n * per_row + 1, per_row, dtype=np.int32)
+    indices = rng.integers(0, n, n * per_row).astype(np.int32)
+    return [(indptr, indices, rng.random(n * per_row), rng.random(n))]
+
+
+def _make_iir(size, rng):
+    return [(rng.random(size), 0.2, 0.1, -0.7)]
+
+
 W = Workload
 WORKLOADS = [
     W("chain_f64", chain_f64, _arrays(5), {"tiny": 1000, "quick": 10_000_000, "full": 10_000_000},
@@ -581,6 +695,27 @@ WORKLOADS += [
       {"tiny": (6, 2), "quick": (100, 4), "full": (300, 4)},
       "library-style: 100 distinct small shapes and dtypes, 4 calls each per run "
       "(compare the first call, cold and warm, with the plain run)"),
+]
+
+LOOPS = "loops over array elements (issue 21: one loop nest compiled to C)"
+WORKLOADS += [
+    W("forward_subst", forward_subst, _make_fsub, {"tiny": 8, "quick": 400, "full": 1000},
+      "forward substitution L x = b, triangular inner loop", tags=(LOOPS,)),
+    W("crc16", crc16, _make_crc, {"tiny": 16, "quick": 20_000, "full": 200_000},
+      "CRC-16/CCITT bit loop over bytes (Python int state)", tags=(LOOPS,)),
+    W("mandelbrot", mandelbrot, _make_mandel,
+      {"tiny": (4, 6), "quick": (100, 150), "full": (400, 600)},
+      "escape-time Mandelbrot with a while loop per pixel", tags=(LOOPS,)),
+    W("lcs_table", lcs_table, _make_lcs, {"tiny": 6, "quick": 400, "full": 1500},
+      "longest-common-subsequence DP table", tags=(LOOPS,)),
+    W("csr_matvec", csr_matvec, _make_csr,
+      {"tiny": (8, 2), "quick": (20_000, 8), "full": (200_000, 8)},
+      "CSR sparse matrix-vector product, data-dependent inner bounds", tags=(LOOPS,)),
+    W("running_max", running_max, _arrays(1),
+      {"tiny": 50, "quick": 200_000, "full": 2_000_000},
+      "running maximum with a data-dependent branch", tags=(LOOPS,)),
+    W("iir_filter", iir_filter, _make_iir, {"tiny": 50, "quick": 200_000, "full": 2_000_000},
+      "first-order recursive (IIR) filter", tags=(LOOPS,)),
 ]
 
 SUITES = {"quick": "quick", "full": "full", "tiny": "tiny"}

@@ -70,6 +70,15 @@ OPTIONS = (
            "body, a carried value whose type, dtype or shape changes, a loop variable used "
            "after a loop that may not run) are captured as when False: unrolled, or residual "
            "bytecode."),
+    Option("loop_nests", bool, True,
+           "An outermost loop over array elements (for over range(...), while; nested, with "
+           "break/continue, if/elif/else, element reads and writes, scalar arithmetic, "
+           "min/max/abs, int/float/bool and math functions on numbers) becomes one loop-nest "
+           "node, compiled to C at O1/O2 with plain Python's results: where C cannot go on "
+           "exactly (a Python int leaving int64, an index out of bounds, a division by zero, "
+           "a non-finite float) the rest of the nest runs in Python from that point. Loops "
+           "it cannot compile are captured as when False (print_after_all shows the nest's "
+           "IR and C; PIJIT_LOG=graph_breaks says why a loop was not compiled)."),
     Option("MAX_INLINE_DEPTH", int, 8,
            "Deepest nesting of user functions inlined into one graph; deeper calls (and "
            "calls that cannot be captured whole) are graph breaks, and the callee is jitted "
@@ -197,6 +206,7 @@ class JitConfig:
     loop_unrolling: bool = True
     MAX_LOOP_UNROLLING: int = 100
     loop_nodes: bool = True
+    loop_nests: bool = True
     MAX_INLINE_DEPTH: int = 8
     allowed_inline_modules: tuple = ()
     pijit_forbidden: tuple = ()

@@ -16,6 +16,7 @@ from pijit.capture.flow import Flow
 from pijit.capture.graph_break import STATIC_REASONS, TO_END_REASONS, GraphBreak, Reason
 from pijit.capture.index_facts import IndexFacts
 from pijit.capture.instructions import read_instructions
+from pijit.loopnest.capture import at as loopnest_at
 from pijit.capture.loop_node import LoopPlan, RetryCapture
 from pijit.capture.ops_load_store import DELETED
 from pijit.capture.sources import (AttrSource, CellSource, DictItemSource, GlobalSource,
@@ -231,6 +232,9 @@ class FrameCapture:
                                       len(self.graph.nodes), self.lineno,
                                       self.effects.snapshot())
                 self.binding_marks[pc] = len(self.bindings)
+            if until is None and (after := loopnest_at(self, pc)) is not None:
+                pc = after                    # the loop became one loop-nest node
+                continue
             if pc in self.stop_at:
                 first = self.stop_at[pc]      # why the loop could not be captured
                 e = GraphBreak(first.reason, first.detail, first.lineno)

@@ -123,6 +123,8 @@ def mutates(node) -> bool:
     (`a[k] = v`, a loop body's setitem node), and loop nodes whose body does either."""
     if id(node.fn) in _INPLACE or node.fn is operator.setitem:
         return True
+    if getattr(node.fn, "writes_arrays", False):      # a loop nest (pijit.loopnest)
+        return True
     return isinstance(node.fn, LoopOp) and node.fn.mutates
 
 

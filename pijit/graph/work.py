@@ -15,7 +15,7 @@ def nodes_work(graph, nodes) -> float:
     """Elements the array-valued arguments and results of `nodes` (of `graph`) hold."""
     total = 0
     for node in nodes:
-        if isinstance(node.fn, LoopOp):
+        if isinstance(node.fn, LoopOp) or getattr(node.fn, "repeats", False):
             return math.inf
         outs = node.meta if isinstance(node.meta, tuple) else (node.meta,)
         arrays = [m for m in outs if m.is_array]

@@ -46,7 +46,8 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
     body = functools.partial(compile_graph, level=level, threads=threads, cache_dir=cache_dir)
 
     def on_numpy(g):
-        return numpy_backend.compile_graph(g, name, filename, firstlineno, compile_body=body)
+        return numpy_backend.compile_graph(nest_kernels(g, cache_dir), name, filename,
+                                           firstlineno, compile_body=body)
 
     try:
         optimized = optimize(graph)
@@ -97,6 +98,16 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
         [f"/* {g} */" for g in groups] + [f"/* loop %{n.out}: {g} */" for n, g in loop_nodes])
     return dataclasses.replace(compiled, source=text, backend="cfused",
                                kernels=own)
+
+
+def nest_kernels(graph: Graph, cache_dir) -> Graph:
+    """The graph with each loop-nest node (pijit.loopnest) calling its C kernel."""
+    nodes = []
+    for n in graph.nodes:
+        kernel = n.fn.kernel(cache_dir) if hasattr(n.fn, "kernel") and \
+            getattr(n.fn, "repeats", False) else None
+        nodes.append(n if kernel is None else dataclasses.replace(n, fn=kernel))
+    return dataclasses.replace(graph, nodes=nodes)
 
 
 _NUMPY_LOOP_UFUNCS = {"pow": np.power, "power": np.power,

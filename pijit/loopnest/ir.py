@@ -1,0 +1,107 @@
+"""The loop-nest IR: a CFG of blocks over typed variables, printed one op per line.
+
+Variables are named slots with one type each (types.vt): the nest's locals (`l_x`), the
+temporaries of one instruction (`t<pos>`), values on the stack at block boundaries (`s<depth>`)
+and range iterators (`it<pos>_cur/_stop/_step`). An op that may have to hand over to Python
+(overflow, an index out of bounds, a division by zero...: `Op.bails`) is always the first op
+of its block, so the variables at a bail are exactly those at a block's start, and Python
+resumes the nest there (lower_py.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pijit.loopnest import types as T
+
+
+@dataclass(frozen=True)
+class Const:
+    value: object
+    type: object            # a static type (types.INT ...)
+
+    def __str__(self):
+        return repr(self.value)
+
+
+@dataclass
+class Op:
+    """dst = kind(args) in `domain`; kinds: copy, binop, cmp, unop, call, load, store, shape,
+    range (dst: the iterator's name), truth."""
+    kind: str
+    dst: str | None
+    args: tuple
+    op: str = ""            # operator or function name
+    domain: tuple = ()
+    lineno: int | None = None
+    # {operand member types: result type}, for a result whose type has two members
+    results: dict = field(default_factory=dict)
+
+    @property
+    def bails(self) -> bool:
+        if self.kind in ("load", "store", "range"):
+            return True
+        if self.kind not in ("binop", "unop", "cmp", "call"):
+            return False
+        d = self.domain[0]
+        if d in ("b", "not", "truth", "toi", "ci"):
+            return False
+        if self.op == "fabs" or self.op == "float" and d == "f":
+            return False
+        if d == "i64" and self.op in ("and", "or", "xor", "invert", "pos"):
+            return False
+        if d == "f" and self.kind == "unop" or d == "f" and self.op == "abs":
+            return False
+        return True
+
+    def __str__(self):
+        args = ", ".join(map(str, self.args))
+        lhs = f"{self.dst} = " if self.dst else ""
+        dom = f"  [{' '.join(map(str, self.domain))}]" if self.domain else ""
+        return f"{lhs}{self.kind} {self.op} {args}{dom}".replace("  ", " ", 1) if not self.op \
+            else f"{lhs}{self.kind}.{self.op}({args}){dom}"
+
+
+@dataclass
+class Block:
+    id: int
+    ops: list = field(default_factory=list)
+    # ("jump", b) | ("branch", cond, b_true, b_false) | ("foriter", it, var, b_body, b_exit)
+    # | ("exit",)
+    term: tuple = ("exit",)
+
+
+@dataclass
+class Nest:
+    """A loop nest: blocks (0 is the entry), variable types, the arrays it reads and writes
+    (name -> (dtype, ndim)), its inputs (variables set from the node's arguments) and
+    outputs (variables live after the loop)."""
+    blocks: list
+    types: dict             # variable -> VT
+    arrays: dict            # array variable -> (dtype, ndim)
+    inputs: list            # scalar variables bound at entry, in argument order
+    outputs: list           # variables returned, in order
+    written: set            # arrays the nest stores into
+    funcs: dict             # call op name -> the Python callable (abs, math.sqrt, ...)
+    lineno: int = 0
+
+    def variables(self) -> list:
+        return sorted(self.types)
+
+    def __str__(self):
+        lines = ["loop nest(" + ", ".join(
+            [f"{a}: {d}[{n}d]" for a, (d, n) in self.arrays.items()] +
+            [f"{v}: {T.vt_name(self.types[v])}" for v in self.inputs]) +
+            ") -> (" + ", ".join(self.outputs) + ")"]
+        for b in self.blocks:
+            lines.append(f"  b{b.id}:")
+            lines += [f"    {op}" for op in b.ops]
+            t = b.term
+            if t[0] == "jump":
+                lines.append(f"    jump b{t[1]}")
+            elif t[0] == "branch":
+                lines.append(f"    branch {t[1]} ? b{t[2]} : b{t[3]}")
+            elif t[0] == "foriter":
+                lines.append(f"    for {t[2]} in {t[1]} ? b{t[3]} : b{t[4]}")
+            else:
+                lines.append("    exit")
+        return "\n".join(lines)

@@ -1,0 +1,512 @@
+"""Nest -> C: one kernel function running the whole nest, built like fused groups.
+
+The kernel takes the node's arguments (arrays, then the scalar inputs), checks each (an
+unexpected type, dtype, layout or an int beyond int64 hands the whole call to Python), runs
+the blocks as labels and gotos, and returns the outputs as a tuple of Python objects of
+their exact types. An op that cannot go on exactly (see types.py: overflow, a bound, a zero
+divisor, a non-finite float, an int too big to compare with a float exactly) jumps to `bail`
+with the number of its block, which boxes every variable and calls the nest's Python form
+(lower_py.py) from that block: plain Python then does that operation and the rest.
+Floats are computed in Python's order, one rounding per operation (the module is compiled
+with -ffp-contract=off; no vectorization, so no libmvec), math functions by libm as CPython.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from pijit.loopnest import types as T
+from pijit.loopnest.ir import Const, Nest
+
+_C = {"bool": ("npy_bool", "Bool"), "int8": ("npy_int8", "Byte"),
+      "int16": ("npy_int16", "Short"), "int32": ("npy_int32", "Int"),
+      "int64": ("npy_int64", "Long"), "uint8": ("npy_uint8", "UByte"),
+      "uint16": ("npy_uint16", "UShort"), "uint32": ("npy_uint32", "UInt"),
+      "float32": ("npy_float32", "Float"), "float64": ("npy_float64", "Double")}
+_NPY = {"bool": "NPY_BOOL", "int8": "NPY_INT8", "int16": "NPY_INT16", "int32": "NPY_INT32",
+        "int64": "NPY_INT64", "uint8": "NPY_UINT8", "uint16": "NPY_UINT16",
+        "uint32": "NPY_UINT32", "float32": "NPY_FLOAT32", "float64": "NPY_FLOAT64"}
+_CMP = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">="}
+
+HELPERS = r"""
+#define PJ_BAIL(k) do { blk = (k); goto bail; } while (0)
+#define PJ_I53(x) ((x) > 9007199254740992LL || (x) < -9007199254740992LL)
+#define PJ_I24(x) ((x) > 16777216LL || (x) < -16777216LL)
+/* Python's (and NumPy's) floor division and modulo of doubles (CPython's float_divmod) */
+static inline double pj_fmod(double vx, double wx)
+{
+    double mod = fmod(vx, wx);
+    if (mod) {
+        if ((wx < 0) != (mod < 0))
+            mod += wx;
+    } else
+        mod = copysign(0.0, wx);
+    return mod;
+}
+static inline double pj_ffloordiv(double vx, double wx)
+{
+    double mod = fmod(vx, wx), div = (vx - mod) / wx, floordiv;
+    if (mod && ((wx < 0) != (mod < 0)))
+        div -= 1.0;
+    if (div) {
+        floordiv = floor(div);
+        if (div - floordiv > 0.5)
+            floordiv += 1.0;
+    } else
+        floordiv = copysign(0.0, vx / wx);
+    return floordiv;
+}
+static inline float pj_fmodf(float vx, float wx)
+{
+    float mod = fmodf(vx, wx);
+    if (mod) {
+        if ((wx < 0) != (mod < 0))
+            mod += wx;
+    } else
+        mod = copysignf(0.0f, wx);
+    return mod;
+}
+static inline float pj_ffloordivf(float vx, float wx)
+{
+    float mod = fmodf(vx, wx), div = (vx - mod) / wx, floordiv;
+    if (mod && ((wx < 0) != (mod < 0)))
+        div -= 1.0f;
+    if (div) {
+        floordiv = floorf(div);
+        if (div - floordiv > 0.5f)
+            floordiv += 1.0f;
+    } else
+        floordiv = copysignf(0.0f, vx / wx);
+    return floordiv;
+}
+static inline int64_t pj_ifloordiv(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0)))
+        q -= 1;
+    return q;
+}
+static inline int64_t pj_imod(int64_t a, int64_t b)
+{
+    int64_t m = a % b;
+    if (m != 0 && ((m < 0) != (b < 0)))
+        m += b;
+    return m;
+}
+/* a ** b for 0 <= b; 0 on overflow (the caller bails) */
+static inline int pj_ipow(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r = 1;
+    while (b > 0) {
+        if (b & 1) {
+            if (__builtin_mul_overflow(r, a, &r))
+                return 0;
+        }
+        b >>= 1;
+        if (b && __builtin_mul_overflow(a, a, &a))
+            return 0;
+    }
+    *out = r;
+    return 1;
+}
+"""
+
+
+def ctype(t) -> str:
+    return _C[str(T.dtype_of(t))][0]
+
+
+def _range(dtype) -> tuple:
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+class NestKernel:
+    """Renders one nest as a module function for render.module_source (which wants a `grp`
+    with an id and no NumPy-loop nodes, and `function()` defining pj_body)."""
+
+    def __init__(self, nest: Nest, gid: int = 0):
+        self.nest = nest
+        self.grp = SimpleNamespace(id=gid, nodes=[], numpy_loops=set(), __str__=None)
+        self.grp = _Group(gid)
+        self.lines = []
+
+    # -- values --------------------------------------------------------------------------
+    def val(self, x) -> str:
+        if isinstance(x, Const):
+            if x.type is T.FLOAT:
+                return f"({float(x.value).hex()})" if np.isfinite(x.value) else \
+                    ("(INFINITY)" if x.value > 0 else "(-INFINITY)") if np.isinf(x.value) \
+                    else "(NAN)"
+            if x.type is T.BOOL:
+                return str(int(x.value))
+            return f"INT64_C({int(x.value)})" if x.value != -2**63 else "INT64_MIN"
+        return "v_" + x
+
+    def types(self, x) -> tuple:
+        return (x.type,) if isinstance(x, Const) else self.nest.types[x]
+
+    def is_np_cond(self, x, member) -> str:
+        """C condition: operand x currently holds a value of static type `member`."""
+        vt = self.types(x)
+        if member not in vt:
+            return "0"
+        if len(vt) == 1:
+            return "1"
+        return f"(g_{x} == {int(T.is_np(member))})"
+
+    def set_tag(self, dst, results: dict, operands: tuple) -> list:
+        vt = self.nest.types[dst]
+        if len(vt) == 1:
+            return []
+        terms = []
+        for combo, r in results.items():
+            if T.is_np(r):
+                conds = [self.is_np_cond(x, m) for x, m in zip(operands, combo)]
+                terms.append(" && ".join(conds) or "1")
+        return [f"g_{dst} = {' || '.join(f'({t})' for t in terms) or '0'};"]
+
+    def copy_tag(self, dst, src) -> list:
+        if len(self.nest.types[dst]) == 1:
+            return []
+        vt = self.types(src)
+        if len(vt) == 1:
+            return [f"g_{dst} = {int(T.is_np(vt[0]))};"]
+        return [f"g_{dst} = g_{src};"]
+
+    # -- ops -----------------------------------------------------------------------------
+    def op(self, op, bid: int) -> list:
+        k = op.kind
+        a = [self.val(x) for x in op.args]
+        bail = f"PJ_BAIL({bid});"
+        d = f"v_{op.dst}" if op.dst else None
+        if k == "copy":
+            return [f"{d} = {a[0]};"] + self.copy_tag(op.dst, op.args[0])
+        if k == "shape":
+            return [f"{d} = n_{op.args[0]}_{op.args[1].value};"]
+        if k in ("load", "store"):
+            arr = op.args[0]
+            dtype, ndim = self.nest.arrays[arr]
+            idx = op.args[1:1 + ndim]
+            out = ["{"]
+            offs = []
+            for j, x in enumerate(idx):
+                out += [f"    int64_t i{j} = (int64_t){self.val(x)};",
+                        f"    if (i{j} < 0) i{j} += n_{arr}_{j};",
+                        f"    if ((uint64_t)i{j} >= (uint64_t)n_{arr}_{j}) {bail}"]
+                offs.append(f"i{j} * s_{arr}_{j}")
+            ptr = f"(({ctype(dtype)} *)(d_{arr} + {' + '.join(offs) or '0'}))"
+            if k == "load":
+                out.append(f"    {d} = *{ptr};")
+            else:
+                out += self.store_value(op.args[-1], dtype, bail)
+                out.append(f"    *{ptr} = sv;")
+            return out + ["}"]
+        if k == "range":
+            it = op.dst
+            if len(a) == 1:
+                a = ["0", a[0], "1"]
+            elif len(a) == 2:
+                a = a + ["1"]
+            return [f"if ((int64_t){a[2]} == 0) {bail}",
+                    f"v_{it}_cur = (int64_t){a[0]}; v_{it}_stop = (int64_t){a[1]}; "
+                    f"v_{it}_step = (int64_t){a[2]};"]
+        if k in ("binop", "unop", "cmp") or k == "call":
+            return self.compute(op, a, d, bail)
+        raise AssertionError(k)
+
+    def store_value(self, x, dtype, bail) -> list:
+        ct = ctype(dtype)
+        v = self.val(x)
+        if dtype.kind in "iu" and dtype != T.I64:
+            lo, hi = _range(dtype)
+            return [f"    if ((int64_t){v} < {lo}LL || (int64_t){v} > {hi}LL) {bail}",
+                    f"    {ct} sv = ({ct}){v};"]
+        if dtype == T.F32 and any(T.kind(m) == "f" and T.dtype_of(m) == T.F64
+                                  for m in self.types(x)):
+            return [f"    {ct} sv = ({ct}){v};",
+                    f"    if (isinf(sv) && !isinf({v})) {bail}"]
+        if dtype == T.F32 and any(T.kind(m) == "i" for m in self.types(x)):
+            return [f"    if (PJ_I24((int64_t){v})) {bail}", f"    {ct} sv = ({ct}){v};"]
+        return [f"    {ct} sv = ({ct}){v};"]
+
+    def compute(self, op, a, d, bail) -> list:
+        dom = op.domain
+        kind = dom[0]
+        ops = op.args
+        out = []
+        tag = self.set_tag(op.dst, op.results, ops) if op.results else \
+            ([] if len(self.nest.types[op.dst]) == 1 else None)
+        if op.kind == "call" and op.op in ("min", "max"):
+            x, y = ops
+            rel = "<" if op.op == "min" else ">"
+            cond = self.compare_expr(rel, y, x, kind, dom, bail, out)
+            out.append(f"if ({cond}) {{ {d} = {a[1]}; {' '.join(self.copy_tag(op.dst, y))} }}"
+                       f" else {{ {d} = {a[0]}; {' '.join(self.copy_tag(op.dst, x))} }}")
+            return out
+        if tag is None:
+            raise AssertionError("a union result without its rule")
+        if op.kind == "cmp":
+            out.append(f"{d} = {self.compare_expr(_CMP[op.op], ops[0], ops[1], kind, dom, bail, out)};")
+            return out + tag
+        name = op.op
+        if kind == "b":
+            expr = {"and": "&", "or": "|", "xor": "^"}
+            if name == "invert":
+                return out + [f"{d} = !{a[0]};"] + tag
+            return out + [f"{d} = {a[0]} {expr[name]} {a[1]};"] + tag
+        if kind == "not":
+            return [f"{d} = !({a[0]} != 0);"] + tag
+        if kind == "truth":
+            return [f"{d} = ({a[0]} != 0);"] + tag
+        if kind == "toi":
+            return [f"{d} = (int64_t){a[0]};"] + tag
+        if kind == "tof":
+            return [f"if (!((double){a[0]} > -9223372036854775809.0 && (double){a[0]} < "
+                    f"9223372036854775808.0)) {bail}", f"{d} = (int64_t){a[0]};"] + tag
+        if kind == "math":
+            f = op.op
+            return [f"{{ double x = (double){a[0]}, r = {f}(x);",
+                    f"  if (!isfinite(x) || !isfinite(r)) {bail}",
+                    f"  {d} = r; }}"] + tag
+        if kind == "idiv":
+            return [f"{{ int64_t x = (int64_t){a[0]}, y = (int64_t){a[1]};",
+                    f"  if (y == 0 || PJ_I53(x) || PJ_I53(y)) {bail}",
+                    f"  {d} = (double)x / (double)y; }}"] + tag
+        if kind == "f":
+            ct = "double" if dom[1] == T.F64 else "float"
+            suffix = "" if ct == "double" else "f"
+            xs = []
+            for j, x in enumerate(ops):
+                if ct == "float" and any(T.kind(m) == "i" and not T.is_np(m) for m in self.types(x)):
+                    out.append(f"if (PJ_I24((int64_t){a[j]})) {bail}")
+                xs.append(f"(({ct}){a[j]})")
+            if op.kind == "call":          # abs, float()
+                expr = f"fabs{suffix}({xs[0]})" if name == "abs" else xs[0]
+                return out + [f"{d} = {expr};"] + tag
+            if op.kind == "unop":
+                return out + [f"{d} = {'-' if name == 'neg' else '+'}{xs[0]};"] + tag
+            x, y = xs
+            if name in ("add", "sub", "mul"):
+                sym = {"add": "+", "sub": "-", "mul": "*"}[name]
+                return out + [f"{{ {ct} r = {x} {sym} {y};", f"  if (!isfinite(r)) {bail}",
+                              f"  {d} = r; }}"] + tag
+            if name == "truediv":
+                return out + [f"{{ {ct} w = {y}; if (w == 0) {bail}",
+                              f"  {ct} r = {x} / w; if (!isfinite(r)) {bail}",
+                              f"  {d} = r; }}"] + tag
+            if name in ("floordiv", "mod"):
+                fn = {"floordiv": "pj_ffloordiv", "mod": "pj_fmod"}[name] + suffix
+                return out + [f"{{ {ct} v = {x}, w = {y};",
+                              f"  if (w == 0 || !isfinite(v) || !isfinite(w)) {bail}",
+                              f"  {d} = {fn}(v, w); }}"] + tag
+            if name == "pow":
+                return out + [f"{{ {ct} v = {x}, w = {y};",
+                              f"  if (!(v > 0) || !isfinite(v) || !isfinite(w)) {bail}",
+                              f"  {ct} r = pow{suffix}(v, w); if (!isfinite(r) || r == 0) {bail}",
+                              f"  {d} = r; }}"] + tag
+            raise AssertionError(name)
+        if kind in ("i64", "int"):
+            return out + self.int_op(op, name, a, d, dom, bail) + tag
+        raise AssertionError(kind)
+
+    def int_op(self, op, name, a, d, dom, bail) -> list:
+        """Integer arithmetic in int64: Python ints exactly (bailing past int64), NumPy
+        integers of a narrower dtype checked against its range (NumPy would wrap and warn,
+        or raise for a Python int it cannot hold)."""
+        out = ["{"]
+        xs = [f"x{j}" for j in range(len(a))]
+        for j, v in enumerate(a):
+            out.append(f"    int64_t x{j} = (int64_t){v};")
+        lo_hi = None
+        if dom[0] == "int":
+            lo_hi = _range(dom[1])
+            for j, x in enumerate(op.args):
+                if any(not T.is_np(m) for m in self.types(x)):
+                    out.append(f"    if (x{j} < {lo_hi[0]}LL || x{j} > {lo_hi[1]}LL) {bail}")
+        out.append("    int64_t r;")
+        if op.kind == "call":           # abs
+            out.append(f"    if (x0 == INT64_MIN) {bail}")
+            out.append("    r = x0 < 0 ? -x0 : x0;")
+        elif op.kind == "unop":
+            if name == "neg":
+                out += [f"    if (x0 == INT64_MIN) {bail}", "    r = -x0;"]
+            elif name == "pos":
+                out.append("    r = x0;")
+            else:
+                out.append("    r = ~x0;")
+                if dom[0] == "int" and dom[1].kind == "u":
+                    out.append(f"    r &= {lo_hi[1]}LL;")
+        else:
+            x, y = xs
+            if name in ("add", "sub", "mul"):
+                out.append(f"    if (__builtin_{name}_overflow({x}, {y}, &r)) {bail}")
+            elif name in ("floordiv", "mod"):
+                out += [f"    if ({y} == 0 || ({x} == INT64_MIN && {y} == -1)) {bail}",
+                        f"    r = {'pj_ifloordiv' if name == 'floordiv' else 'pj_imod'}({x}, {y});"]
+            elif name == "pow":
+                out.append(f"    if ({y} < 0 || !pj_ipow({x}, {y}, &r)) {bail}")
+            elif name == "lshift":
+                out += [f"    if ({y} < 0 || {y} > 62) {bail}", f"    r = (int64_t)((uint64_t){x} << {y});",
+                        f"    if ((r >> {y}) != {x}) {bail}"]
+            elif name == "rshift":
+                out += [f"    if ({y} < 0 || {y} > 63) {bail}", f"    r = {x} >> {y};"]
+            else:
+                out.append(f"    r = {x} {({'and': '&', 'or': '|', 'xor': '^'})[name]} {y};")
+        if lo_hi is not None:
+            out.append(f"    if (r < {lo_hi[0]}LL || r > {lo_hi[1]}LL) {bail}")
+        out += [f"    {d} = r;", "}"]
+        return out
+
+    def compare_expr(self, rel, x, y, kind, dom, bail, out) -> str:
+        a, b = self.val(x), self.val(y)
+        if kind == "ci":
+            return f"((int64_t){a} {rel} (int64_t){b})"
+        ct = "double" if dom[1] == T.F64 else "float"
+        check = "PJ_I53" if ct == "double" else "PJ_I24"
+        for v, t in ((a, self.types(x)), (b, self.types(y))):
+            if any(T.kind(m) == "i" for m in t):
+                out.append(f"if ({check}((int64_t){v})) {bail}")
+        return f"(({ct}){a} {rel} ({ct}){b})"
+
+    # -- boxing ----------------------------------------------------------------------------
+    def box(self, var, dst: str) -> list:
+        vt = self.nest.types[var]
+        if len(vt) == 1:
+            return self.box_as(vt[0], f"v_{var}", dst)
+        py, npt = (vt[0], vt[1]) if not T.is_np(vt[0]) else (vt[1], vt[0])
+        return ([f"if (g_{var}) {{"] + ["    " + s for s in self.box_as(npt, f"v_{var}", dst)]
+                + ["} else {"] + ["    " + s for s in self.box_as(py, f"v_{var}", dst)] + ["}"])
+
+    @staticmethod
+    def box_as(t, v, dst) -> list:
+        if t is T.INT:
+            return [f"{dst} = PyLong_FromLongLong((long long){v});"]
+        if t is T.FLOAT:
+            return [f"{dst} = PyFloat_FromDouble({v});"]
+        if t is T.BOOL:
+            return [f"{dst} = PyBool_FromLong({v});"]
+        cls = _C[str(t)][1]
+        if t == T.NPBOOL:
+            return [f"{dst} = Py_NewRef(PyArrayScalar_FromLong({v}));"]
+        return [f"{dst} = PyArrayScalar_New({cls});",
+                f"if ({dst} != NULL) PyArrayScalar_VAL({dst}, {cls}) = {v};"]
+
+    def unbox(self, var, src: str) -> list:
+        vt = self.nest.types[var]
+        out = []
+        for m in vt:
+            tag = f" g_{var} = {int(T.is_np(m))};" if len(vt) > 1 else ""
+            if m is T.INT:
+                out.append(f"if (PyLong_CheckExact({src})) {{ int ov; v_{var} = "
+                           f"PyLong_AsLongLongAndOverflow({src}, &ov); if (ov) goto entry;{tag} }}")
+            elif m is T.FLOAT:
+                out.append(f"if (PyFloat_CheckExact({src})) {{ v_{var} = "
+                           f"PyFloat_AS_DOUBLE({src});{tag} }}")
+            elif m is T.BOOL:
+                out.append(f"if (PyBool_Check({src})) {{ v_{var} = ({src} == Py_True);{tag} }}")
+            else:
+                cls = _C[str(m)][1]
+                out.append(f"if (Py_IS_TYPE({src}, &Py{cls}ArrType_Type)) {{ v_{var} = "
+                           f"PyArrayScalar_VAL({src}, {cls});{tag} }}")
+        return [" else ".join(out) + " else goto entry;"]
+
+    # -- the function ------------------------------------------------------------------------
+    def function(self) -> str:
+        nest = self.nest
+        L = ["static PyObject *__attribute__((optimize(\"no-tree-vectorize\")))",
+             "pj_body(int gk, PyObject *const *args, Py_ssize_t nargs)", "{",
+             "    int blk = -1;", "    Py_ssize_t k;", "    PyObject *res = NULL;"]
+        for arr, (dtype, ndim) in nest.arrays.items():
+            L.append(f"    char *d_{arr};")
+            for j in range(ndim):
+                L.append(f"    npy_intp n_{arr}_{j}, s_{arr}_{j};")
+        for var in nest.variables():
+            L.append(f"    {ctype(nest.types[var][0])} v_{var} = 0;")
+            if len(nest.types[var]) > 1:
+                L.append(f"    unsigned char g_{var} = 0;")
+        nin = len(nest.arrays) + len(nest.inputs)
+        L.append(f"    if (nargs != {nin}) goto entry;")
+        for k, (arr, (dtype, ndim)) in enumerate(nest.arrays.items()):
+            flags = "NPY_ARRAY_ALIGNED" + (" | NPY_ARRAY_WRITEABLE" if arr in nest.written else "")
+            L += [f"    if (!PyArray_CheckExact(args[{k}])) goto entry;",
+                  "    {",
+                  f"        PyArrayObject *a = (PyArrayObject *)args[{k}];",
+                  f"        if (PyArray_TYPE(a) != {_NPY[str(dtype)]} || PyArray_NDIM(a) != {ndim}"
+                  f" || !PyArray_ISNOTSWAPPED(a) || !PyArray_CHKFLAGS(a, {flags})) goto entry;",
+                  f"        d_{arr} = PyArray_BYTES(a);"]
+            for j in range(ndim):
+                L.append(f"        n_{arr}_{j} = PyArray_DIM(a, {j}); s_{arr}_{j} = PyArray_STRIDE(a, {j});")
+            L.append("    }")
+        for k, var in enumerate(nest.inputs, start=len(nest.arrays)):
+            L += ["    " + s for s in self.unbox(var, f"args[{k}]")]
+        for b in nest.blocks:
+            L.append(f"b{b.id}:")
+            for op in b.ops:
+                L += ["    " + s for s in self.op(op, b.id)]
+            t = b.term
+            if t[0] == "jump":
+                L.append(f"    goto b{t[1]};")
+            elif t[0] == "branch":
+                L.append(f"    if (v_{t[1]}) goto b{t[2]}; else goto b{t[3]};")
+            elif t[0] == "foriter":
+                it = "v_" + t[1]
+                L += [f"    if ({it}_step > 0 ? {it}_cur < {it}_stop : {it}_cur > {it}_stop) {{",
+                      "        int64_t nx;",
+                      f"        if (__builtin_add_overflow({it}_cur, {it}_step, &nx)) PJ_BAIL({b.id});",
+                      f"        v_{t[2]} = {it}_cur; {it}_cur = nx;",
+                      f"        goto b{t[3]};",
+                      f"    }}",
+                      f"    goto b{t[4]};"]
+            else:
+                L.append("    goto done;")
+        L += ["done:", f"    res = PyTuple_New({len(nest.outputs)});", "    if (res == NULL) return NULL;"]
+        for k, var in enumerate(nest.outputs):
+            L += ["    {", "        PyObject *o;"]
+            L += ["        " + s for s in self.box(var, "o")]
+            L += ["        if (o == NULL) { Py_DECREF(res); return NULL; }",
+                  f"        PyTuple_SET_ITEM(res, {k}, o);", "    }"]
+        L.append("    return res;")
+        # bail: (block, arrays..., every variable) to the Python form
+        nvars = len(nest.variables())
+        total = 1 + len(nest.arrays) + nvars
+        L += ["bail:", "    {", f"        PyObject *vec[{total}];",
+              "        vec[0] = PyLong_FromLong(blk);"]
+        for k in range(len(nest.arrays)):
+            L.append(f"        vec[{1 + k}] = Py_NewRef(args[{k}]);")
+        for k, var in enumerate(nest.variables(), start=1 + len(nest.arrays)):
+            L += ["        " + s for s in self.box(var, f"vec[{k}]")]
+        L += [f"        for (k = 0; k < {total}; k++)",
+              "            if (vec[k] == NULL) goto bail_free;",
+              f"        res = pj_fallback(gk, vec, {total});",
+              "    bail_free:",
+              f"        for (k = 0; k < {total}; k++)",
+              "            Py_XDECREF(vec[k]);",
+              "        return res;",
+              "    }",
+              "entry:",
+              "    {",
+              f"        PyObject *vec[{nin} + 1];",
+              "        vec[0] = PyLong_FromLong(-1);",
+              "        if (vec[0] == NULL) return NULL;",
+              "        for (k = 0; k < nargs && k < " + str(nin) + "; k++)",
+              "            vec[k + 1] = args[k];",
+              "        res = pj_fallback(gk, vec, nargs + 1);",
+              "        Py_DECREF(vec[0]);",
+              "        return res;",
+              "    }",
+              "}"]
+        return HELPERS + "\n".join(L) + "\n"
+
+
+class _Group:
+    """What module_source reads of a renderer's group."""
+
+    def __init__(self, gid: int):
+        self.id = gid
+        self.nodes = []
+        self.numpy_loops = set()
+
+    def __str__(self):
+        return f"loop nest {self.id}"

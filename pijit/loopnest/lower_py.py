@@ -1,0 +1,105 @@
+"""Nest -> a Python function running it from any block: the nest's reference semantics.
+
+`run(block, *arrays, *variables)` executes the IR with Python's own operators on Python and
+NumPy objects, exactly what the loop's bytecode does (each op is the operation of one
+instruction), from the start of `block` with every variable given (None: not bound yet), and
+returns the outputs. It runs the whole nest at O0, and the rest of it after the C kernel
+bailed (an int leaving int64, an index out of bounds, a zero divisor...): the failing
+operation then happens here, raising or warning exactly as plain Python would.
+The code is compiled with the user's file name and line numbers, so tracebacks point at them.
+"""
+from __future__ import annotations
+
+from pijit.loopnest.ir import Const, Nest
+
+_BINOP = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+          "pow": "**", "lshift": "<<", "rshift": ">>", "and": "&", "or": "|", "xor": "^"}
+_CMP = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">="}
+_UNOP = {"neg": "-", "pos": "+", "invert": "~", "not": "not "}
+
+
+def signature(nest: Nest) -> list:
+    """The run function's parameters after the block: arrays, then every variable."""
+    return list(nest.arrays) + nest.variables()
+
+
+def _operand(x) -> str:
+    return repr(x.value) if isinstance(x, Const) else x
+
+
+def _op_line(op) -> str:
+    a = [_operand(x) for x in op.args]
+    if op.kind == "copy":
+        return f"{op.dst} = {a[0]}"
+    if op.kind == "binop":
+        return f"{op.dst} = {a[0]} {_BINOP[op.op]} {a[1]}"
+    if op.kind == "cmp":
+        return f"{op.dst} = {a[0]} {_CMP[op.op]} {a[1]}"
+    if op.kind == "unop":
+        return f"{op.dst} = {_UNOP[op.op]}{a[0]}"
+    if op.kind == "call":
+        return f"{op.dst} = _f_{op.op}({', '.join(a)})"
+    if op.kind == "load":
+        return f"{op.dst} = {a[0]}[{', '.join(a[1:])}]"
+    if op.kind == "store":
+        return f"{a[0]}[{', '.join(a[1:-1])}] = {a[-1]}"
+    if op.kind == "shape":
+        return f"{op.dst} = {a[0]}.shape[{a[1]}]"
+    if op.kind == "range":
+        it = op.dst
+        return (f"_r = _f_range({', '.join(a)}); "
+                f"{it}_cur, {it}_stop, {it}_step = _r.start, _r.stop, _r.step")
+    raise AssertionError(op.kind)
+
+
+def source(nest: Nest, name: str) -> tuple:
+    """(source text, {line in the text: the user's line}) of the run function."""
+    lines = [f"def {name}(_b, {', '.join(signature(nest))}):", "    while True:"]
+    where = {}
+    for b in nest.blocks:
+        lines.append(f"        if _b == {b.id}:")
+        for op in b.ops:
+            where[len(lines) + 1] = op.lineno
+            lines.append("            " + _op_line(op))
+        t = b.term
+        if t[0] == "jump":
+            lines.append(f"            _b = {t[1]}")
+        elif t[0] == "branch":
+            lines.append(f"            _b = {t[2]} if {t[1]} else {t[3]}")
+        elif t[0] == "foriter":
+            it = t[1]
+            lines += [f"            if {it}_cur < {it}_stop if {it}_step > 0 else "
+                      f"{it}_cur > {it}_stop:",
+                      f"                {t[2]} = {it}_cur",
+                      f"                {it}_cur += {it}_step",
+                      f"                _b = {t[3]}",
+                      "            else:",
+                      f"                _b = {t[4]}"]
+        else:
+            lines.append(f"            return ({''.join(o + ', ' for o in nest.outputs)})")
+        lines.append("            continue")
+    return "\n".join(lines) + "\n", where
+
+
+def compile_run(nest: Nest, name: str, filename: str):
+    """The run function, its code placed on the user's lines (blank lines pad the text so
+    that each op's statement sits on its own line number where the order allows)."""
+    text, where = source(nest, name)
+    out, line = [], 0
+    for k, row in enumerate(text.splitlines(), start=1):
+        target = where.get(k)
+        if target is not None and target > line + 1:
+            out += [""] * (target - line - 1)
+            line = target - 1
+        out.append(row)
+        line += 1
+    padded = "\n".join(out) + "\n"
+    namespace = {f"_f_{k}": v for k, v in nest.funcs.items()}
+    namespace["_f_range"] = range
+    namespace["_f_bool"] = bool
+    try:
+        code = compile(padded, filename, "exec")
+    except SyntaxError:             # indentation of padded text cannot break, but be safe
+        code = compile(text, filename, "exec")
+    exec(code, namespace)
+    return namespace[name], padded

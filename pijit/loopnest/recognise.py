@@ -1,0 +1,520 @@
+"""Bytecode of one loop nest -> its typed IR (ir.Nest), or Unsupported.
+
+The instructions of the region [start, end] (a `for` loop from its GET_ITER, or a `while`
+loop from its head) are walked block by block with a simulated stack, on 3.11, 3.12 and 3.13
+alike: the differences that matter (where a call's NULL sits, LOAD_ATTR's method bit, what an
+exhausted FOR_ITER leaves) come from pijit._compat.BYTECODE; jumps are read by their target
+and condition, whatever their name (3.11's FORWARD/BACKWARD forms included). Types are
+inferred flow-insensitively: a variable's type joins every value stored into it, and the
+walk repeats until no type changes (types.join fails when a carried value changes type in a
+way C cannot carry).
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+from bytecode import BinaryOp, Compare, Instr, Label, SetLineno, TryBegin, TryEnd
+
+from pijit import _compat
+from pijit.loopnest import types as T
+from pijit.loopnest.ir import Block, Const, Nest, Op
+from pijit.loopnest.types import Unsupported
+
+_BINARY = {"ADD": "add", "SUBTRACT": "sub", "MULTIPLY": "mul", "TRUE_DIVIDE": "truediv",
+           "FLOOR_DIVIDE": "floordiv", "REMAINDER": "mod", "POWER": "pow",
+           "LSHIFT": "lshift", "RSHIFT": "rshift", "AND": "and", "OR": "or", "XOR": "xor"}
+_UNARY = {"UNARY_NEGATIVE": "neg", "UNARY_POSITIVE": "pos", "UNARY_INVERT": "invert",
+          "UNARY_NOT": "not"}
+# math functions of one float argument whose CPython implementation calls the libm
+# function of that name on a finite argument with a finite result (math_1 in mathmodule.c)
+MATH1 = ("sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+         "tanh", "log2", "log10", "log1p", "expm1", "fabs")
+_CALLS = {builtins.abs: "abs", builtins.min: "min", builtins.max: "max", builtins.int: "int",
+          builtins.float: "float", builtins.bool: "bool", builtins.len: "len",
+          builtins.range: "range", **{getattr(math, f): f for f in MATH1}}
+_JUMPS = ("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP",
+          "JUMP_NO_INTERRUPT")
+MAX_WALKS = 8
+
+
+class Entry:
+    """What capture knows of a local at the loop's start: an array (dtype, ndim) or a scalar
+    of a static type."""
+
+    def __init__(self, array=None, type=None):
+        self.array = array
+        self.type = type
+
+
+def recognise(instrs, start: int, end: int, entries: dict, range_args: list | None,
+              resolve, live_after) -> tuple:
+    """(Nest, exit position) of the loop at [start, end].
+
+    entries: local name -> Entry, for the locals bound at the loop's start.
+    range_args: the static types of the range's (start, stop, step) at a `for` loop's
+    GET_ITER (inputs r0-r2), or None for a `while` loop.
+    resolve(name): the object a global name refers to (raises Unsupported).
+    live_after(exit position): local names read after the loop.
+    """
+    types = {}
+    for name, e in entries.items():
+        if e.array is None:
+            types["l_" + name] = (e.type,)
+    if range_args is not None:
+        for k, t in enumerate(range_args):
+            types[f"r{k}"] = (t,)
+    for _ in range(MAX_WALKS):
+        walk = _Walk(instrs, start, end, entries, types, resolve)
+        walk.run(range_args)
+        if not walk.changed:
+            break
+    else:
+        raise Unsupported("types of the loop's values did not settle")
+    exit_pos = walk.exit_pos
+    if exit_pos is None:
+        raise Unsupported("the loop never exits")
+    stored = {v[2:] for b in walk.blocks for op in b.ops if op.dst and op.dst.startswith("l_")
+              for v in [op.dst]}
+    outputs = sorted("l_" + n for n in stored & set(live_after(exit_pos)))
+    for o in outputs:
+        if len(types[o]) > 1:
+            raise Unsupported(f"{o[2:]} is {T.vt_name(types[o])} after the loop")
+    arrays = {"a_" + n: (e.array[0], e.array[1]) for n, e in entries.items()
+              if e.array is not None and n in walk.arrays_used}
+    inputs = [f"r{k}" for k in range(len(range_args))] if range_args is not None else []
+    inputs += sorted("l_" + n for n, e in entries.items() if e.array is None)
+    nest = Nest(walk.blocks, {v: t for v, t in types.items()}, arrays, inputs, outputs,
+                walk.written, walk.funcs)
+    return nest, exit_pos
+
+
+class _Walk:
+    """One walk over the region: builds blocks; `changed` when a variable's type grew."""
+
+    def __init__(self, instrs, start, end, entries, types, resolve):
+        self.instrs, self.start, self.end = instrs, start, end
+        self.entries, self.types, self.resolve = entries, types, resolve
+        self.label_pos = {item: p for p, item in enumerate(instrs) if isinstance(item, Label)}
+        self.blocks = []
+        self.at = {}                # position -> (block id, stack layout)
+        self.work = []
+        self.changed = False
+        self.exit_pos = None
+        self.arrays_used = set()
+        self.written = set()
+        self.funcs = {}
+        self.lineno = None
+
+    # -- types -------------------------------------------------------------------------
+    def type(self, operand) -> tuple:
+        if isinstance(operand, Const):
+            return (operand.type,)
+        t = self.types.get(operand)
+        if t is None:
+            raise Unsupported(f"{operand} is read before a value is known")
+        return t
+
+    def define(self, var: str, vtype: tuple):
+        new = T.join(self.types.get(var), vtype)
+        if new != self.types.get(var):
+            self.types[var] = new
+            self.changed = True
+
+    # -- blocks ------------------------------------------------------------------------
+    def new_block(self) -> Block:
+        b = Block(len(self.blocks))
+        self.blocks.append(b)
+        return b
+
+    def edge(self, block: Block, pos: int, stack: list) -> int:
+        """The block id control reaches at `pos` with `stack`; values on the stack move into
+        the target's stack variables (copies at the end of `block`)."""
+        while pos < len(self.instrs) and isinstance(self.instrs[pos], (SetLineno,)):
+            pos += 1
+        if not self.start <= pos <= self.end:
+            if stack:
+                raise Unsupported("the loop exits with values on the stack")
+            if self.exit_pos is not None and self.exit_pos != pos:
+                raise Unsupported("the loop exits to more than one place")
+            self.exit_pos = pos
+            if "exit" not in self.at:
+                self.at["exit"] = self.new_block().id
+            return self.at["exit"]
+        layout = []
+        for d, item in enumerate(stack):
+            if item[0] == "v":
+                var = f"s{pos}_{d}"
+                self.define(var, self.type(item[1]))
+                block.ops.append(Op("copy", var, (item[1],), lineno=self.lineno))
+                layout.append(("v", var))
+            elif item[0] in ("iter", "null", "arr", "obj"):
+                layout.append(item if item[0] != "obj" else ("obj", id(item[1]), item[1]))
+            else:
+                raise Unsupported(f"a {item[0]} on the stack across a jump")
+        if pos in self.at:
+            bid, known = self.at[pos]
+            if [x[:2] for x in known] != [x[:2] for x in layout]:
+                raise Unsupported("different stacks meet at a jump target")
+            return bid
+        b = self.new_block()
+        self.at[pos] = (b.id, layout)
+        self.work.append((pos, b, layout))
+        return b.id
+
+    def run(self, range_args):
+        entry = self.new_block()
+        self.at[self.start] = (entry.id, [])
+        stack = [] if range_args is None else [("range", [f"r{k}" for k in
+                                                          range(len(range_args))])]
+        self.block(self.start, entry, stack)
+        while self.work:
+            pos, block, layout = self.work.pop(0)
+            self.block(pos, block, [x if x[0] != "obj" else ("obj", x[2]) for x in layout])
+
+    def emit(self, block: Block, op: Op) -> Block:
+        """Append op; an op that may bail starts a block of its own."""
+        op.lineno = self.lineno
+        if op.bails and block.ops:
+            nxt = self.new_block()
+            block.term = ("jump", nxt.id)
+            block = nxt
+        block.ops.append(op)
+        return block
+
+    # -- the walk of one block -----------------------------------------------------------
+    def block(self, first: int, block: Block, stack: list):
+        """Walk from position `first` (where `block` starts) to the block's terminator."""
+        pos = first
+        while True:
+            if not self.start <= pos <= self.end or (pos != first and pos in self.at):
+                block.term = ("jump", self.edge(block, pos, stack))
+                return
+            item = self.instrs[pos]
+            if isinstance(item, Label) and pos != first:
+                block.term = ("jump", self.edge(block, pos, stack))     # a jump target
+                return
+            if isinstance(item, SetLineno):
+                self.lineno = item.lineno
+            elif isinstance(item, (TryBegin, TryEnd)):
+                raise Unsupported("exception handling in the loop")
+            elif isinstance(item, Instr):
+                if item.location is not None and item.location.lineno is not None:
+                    self.lineno = item.location.lineno
+                result = self.instr(item, pos, block, stack)
+                if result is True:
+                    return          # the block's terminator is set
+                if isinstance(result, Block):
+                    block = result
+            pos += 1
+
+    def target(self, instr) -> int:
+        return self.label_pos[instr.arg]
+
+    def instr(self, ins: Instr, pos: int, block: Block, stack: list):
+        """Simulate one instruction: None (next), a Block (continue in it) or True (the
+        block ended)."""
+        name = ins.name
+        facts = _compat.BYTECODE
+        if name in ("NOP", "RESUME", "PRECALL", "TO_BOOL", "CACHE", "EXTENDED_ARG"):
+            return None
+        if name in ("LOAD_FAST", "LOAD_FAST_CHECK"):
+            stack.append(self.local(ins.arg))
+            return None
+        if name == "STORE_FAST":
+            item = stack.pop()
+            if item[0] != "v":
+                raise Unsupported(f"storing a {item[0]} in {ins.arg}")
+            if ins.arg in self.entries and self.entries[ins.arg].array is not None:
+                raise Unsupported(f"assigning to array {ins.arg}")
+            var = "l_" + ins.arg
+            self.define(var, self.type(item[1]))
+            return self.emit(block, Op("copy", var, (item[1],)))
+        if name == "LOAD_CONST":
+            t = T.of_value(ins.arg)
+            if t is None:
+                raise Unsupported(f"the constant {ins.arg!r}")
+            stack.append(("v", Const(ins.arg, t)))
+            return None
+        if name == "LOAD_GLOBAL":
+            push_null, gname = ins.arg if isinstance(ins.arg, tuple) else (False, ins.arg)
+            self.push_callable(stack, ("obj", self.resolve(gname)), push_null)
+            return None
+        if name in ("LOAD_ATTR", "LOAD_METHOD"):
+            method, attr = ins.arg if facts.attr_pair and name == "LOAD_ATTR" else \
+                (name == "LOAD_METHOD", ins.arg)
+            obj = stack.pop()
+            if obj[0] == "arr" and attr == "shape" and not method:
+                stack.append(("shape", obj[1]))
+                return None
+            if obj[0] == "obj" and obj[1] is math and attr in MATH1:
+                self.push_callable(stack, ("obj", getattr(math, attr)), method)
+                return None
+            raise Unsupported(f"attribute {attr}")
+        if name == "PUSH_NULL":
+            stack.append(("null",))
+            return None
+        if name == "POP_TOP":
+            stack.pop()
+            return None
+        if name == "COPY":
+            stack.append(stack[-ins.arg])
+            return None
+        if name == "SWAP":
+            stack[-1], stack[-ins.arg] = stack[-ins.arg], stack[-1]
+            return None
+        if name == "END_FOR":
+            for _ in range(-ins.stack_effect()):
+                stack.pop()
+            return None
+        if name == "BUILD_TUPLE":
+            items = stack[len(stack) - ins.arg:]
+            del stack[len(stack) - ins.arg:]
+            stack.append(("tuple", items))
+            return None
+        if name == "UNPACK_SEQUENCE":
+            seq = stack.pop()
+            if seq[0] == "tuple" and len(seq[1]) == ins.arg:
+                stack.extend(reversed(seq[1]))
+                return None
+            if seq[0] == "shape" and self.entries[seq[1]].array[1] == ins.arg:
+                dims = []
+                for k in range(ins.arg):
+                    block = self.shape(block, seq[1], k, pos, dims)
+                stack.extend(reversed(dims))
+                return block
+            raise Unsupported(f"unpacking a {seq[0]}")
+        if name == "BINARY_SUBSCR":
+            index, obj = stack.pop(), stack.pop()
+            if obj[0] == "shape" and index[0] == "v" and isinstance(index[1], Const):
+                out = []
+                block = self.shape(block, obj[1], index[1].value, pos, out)
+                stack.append(out[0])
+                return block
+            if obj[0] != "arr":
+                raise Unsupported(f"subscript of a {obj[0]}")
+            idx = self.indices(obj[1], index)
+            dst = f"t{pos}"
+            dtype = self.entries[obj[1]].array[0]
+            self.define(dst, (dtype,))
+            stack.append(("v", dst))
+            return self.emit(block, Op("load", dst, ("a_" + obj[1],) + idx))
+        if name == "STORE_SUBSCR":
+            index, obj, value = stack.pop(), stack.pop(), stack.pop()
+            if obj[0] != "arr" or value[0] != "v":
+                raise Unsupported(f"item assignment to a {obj[0]}")
+            idx = self.indices(obj[1], index)
+            self.check_store(obj[1], self.type(value[1]))
+            self.written.add("a_" + obj[1])
+            return self.emit(block, Op("store", None, ("a_" + obj[1],) + idx + (value[1],)))
+        if name == "BINARY_OP":
+            b, a = stack.pop(), stack.pop()
+            op = _BINARY.get(BinaryOp(ins.arg).name.removeprefix("INPLACE_"))
+            if op is None or a[0] != "v" or b[0] != "v":
+                raise Unsupported(f"operator {BinaryOp(ins.arg).name}")
+            return self.compute(block, stack, pos, "binop", op,
+                                lambda x, y: T.binop(op, x, y), (a[1], b[1]))
+        if name == "COMPARE_OP":
+            b, a = stack.pop(), stack.pop()
+            cmp = Compare(ins.arg if not isinstance(ins.arg, Compare) else ins.arg.value)
+            op = cmp.name.removesuffix("_CAST").lower()
+            if a[0] != "v" or b[0] != "v":
+                raise Unsupported("comparison of non-scalars")
+            return self.compute(block, stack, pos, "cmp", op, T.compare, (a[1], b[1]))
+        if name in _UNARY:
+            a = stack.pop()
+            if a[0] != "v":
+                raise Unsupported("unary operator on a non-scalar")
+            op = _UNARY[name]
+            return self.compute(block, stack, pos, "unop", op, lambda x: T.unop(op, x), (a[1],))
+        if name == "CALL_INTRINSIC_1" and str(ins.arg).endswith("UNARY_POSITIVE"):
+            a = stack.pop()
+            return self.compute(block, stack, pos, "unop", "pos", lambda x: T.unop("pos", x),
+                                (a[1],))
+        if name == "CALL":
+            return self.call(block, stack, pos, ins.arg)
+        if name == "GET_ITER":
+            rng = stack.pop()
+            if rng[0] != "range":
+                raise Unsupported(f"iterating over a {rng[0]}")
+            it = f"it{pos}"
+            for part in ("cur", "stop", "step"):
+                self.define(f"{it}_{part}", (T.INT,))
+            stack.append(("iter", it))
+            return self.emit(block, Op("range", it, tuple(rng[1]), "range"))
+        if name == "FOR_ITER":
+            it = stack[-1]
+            if it[0] != "iter" or any(x[0] == "v" for x in stack):
+                raise Unsupported("FOR_ITER over a non-range, or with values on the stack")
+            exit_stack = stack[:-1] + [("null",)] if facts.for_iter_exit else stack[:-1]
+            exit_id = self.edge(block, self.target(ins), exit_stack)
+            # the body: the next index is stored straight into its stack variable
+            var = f"s{pos + 1}_{len(stack)}"
+            self.define(var, (T.INT,))
+            layout = [x if x[0] != "obj" else ("obj", id(x[1]), x[1]) for x in stack]
+            layout.append(("v", var))
+            if pos + 1 in self.at:
+                raise Unsupported("a jump into a for loop's first instruction")
+            body = self.new_block()
+            self.at[pos + 1] = (body.id, layout)
+            self.work.append((pos + 1, body, layout))
+            block.term = ("foriter", it[1], var, body.id, exit_id)
+            return True
+        if name in _JUMPS:
+            block.term = ("jump", self.edge(block, self.target(ins), stack))
+            return True
+        if name.startswith("POP_JUMP") and (name.endswith("_TRUE") or name.endswith("_FALSE")):
+            cond = stack.pop()
+            if cond[0] != "v":
+                raise Unsupported("a branch on a non-scalar")
+            block, c = self.truth(block, cond[1], pos)
+            taken = self.edge(block, self.target(ins), stack)
+            fall = self.edge(block, pos + 1, stack)
+            block.term = ("branch", c, taken, fall) if name.endswith("_TRUE") else \
+                ("branch", c, fall, taken)
+            return True
+        if name in ("JUMP_IF_TRUE_OR_POP", "JUMP_IF_FALSE_OR_POP"):
+            cond = stack[-1]
+            if cond[0] != "v":
+                raise Unsupported("and/or of non-scalars")
+            block, c = self.truth(block, cond[1], pos)
+            taken = self.edge(block, self.target(ins), stack)
+            fall = self.edge(block, pos + 1, stack[:-1])
+            block.term = ("branch", c, taken, fall) if name == "JUMP_IF_TRUE_OR_POP" else \
+                ("branch", c, fall, taken)
+            return True
+        raise Unsupported(f"instruction {name}")
+
+    # -- helpers ---------------------------------------------------------------------------
+    def local(self, name):
+        e = self.entries.get(name)
+        if e is not None and e.array is not None:
+            self.arrays_used.add(name)
+            return ("arr", name)
+        return ("v", "l_" + name)
+
+    def push_callable(self, stack, item, with_null: bool):
+        if not with_null:
+            stack.append(item)
+        elif _compat.BYTECODE.null_first:
+            stack += [("null",), item]
+        else:
+            stack += [item, ("null",)]
+
+    def shape(self, block, arr, k, pos, out):
+        dst = f"t{pos}_{k}" if k else f"t{pos}"
+        if not 0 <= k < self.entries[arr].array[1]:
+            raise Unsupported("shape index out of range")
+        self.define(dst, (T.INT,))
+        block = self.emit(block, Op("shape", dst, ("a_" + arr, Const(k, T.INT))))
+        out.append(("v", dst))
+        return block
+
+    def indices(self, arr, index) -> tuple:
+        items = index[1] if index[0] == "tuple" else [index]
+        if len(items) != self.entries[arr].array[1]:
+            raise Unsupported("an index that is not one integer per dimension")
+        idx = []
+        for it in items:
+            if it[0] != "v" or any(T.kind(m) != "i" for m in self.type(it[1])):
+                raise Unsupported("an index that is not an integer")
+            idx.append(it[1])
+        return tuple(idx)
+
+    def check_store(self, arr, vtype):
+        dtype = self.entries[arr].array[0]
+        for m in vtype:
+            k = T.kind(m)
+            ok = (m == dtype or
+                  dtype.kind in "iu" and k == "i" or
+                  dtype.kind == "f" and k in "if" or
+                  dtype.kind == "b" and k == "b")
+            if not ok:
+                raise Unsupported(f"storing a {T.name(m)} into a {dtype} array")
+
+    def compute(self, block, stack, pos, kind, op, rule, operands):
+        vtype, domain, results = T.combine(rule, *(self.type(o) for o in operands))
+        dst = f"t{pos}"
+        self.define(dst, vtype)
+        block = self.emit(block, Op(kind, dst, tuple(operands), op, domain,
+                                    results=results if len(vtype) > 1 else {}))
+        stack.append(("v", dst))
+        return block
+
+    def truth(self, block, operand, pos):
+        """A branch condition: a bool variable as it is, else bool(operand)."""
+        if isinstance(operand, str) and self.type(operand) in ((T.BOOL,), (T.NPBOOL,),
+                                                                (T.BOOL, T.NPBOOL)):
+            return block, operand
+        dst = f"c{pos}"
+        self.define(dst, (T.BOOL,))
+        block = self.emit(block, Op("call", dst, (operand,), "bool", ("truth",)))
+        return block, dst
+
+    def call(self, block, stack, pos, nargs):
+        if isinstance(nargs, tuple):
+            raise Unsupported("a call with keyword arguments")
+        args = stack[len(stack) - nargs:]
+        del stack[len(stack) - nargs:]
+        a, b = stack.pop(), stack.pop()
+        fn = a if a[0] == "obj" else b if b[0] == "obj" else None
+        if fn is None or ("null",) not in (a, b):
+            raise Unsupported("a call of a method or an unknown object")
+        try:
+            fname = _CALLS.get(fn[1])
+        except TypeError:
+            fname = None
+        if fname is None:
+            raise Unsupported(f"a call of {getattr(fn[1], '__name__', fn[1])!r}")
+        self.funcs[fname] = fn[1]
+        if fname == "range":
+            if not 1 <= nargs <= 3 or any(x[0] != "v" or any(T.kind(m) not in "ib" for m in
+                                                             self.type(x[1])) for x in args):
+                raise Unsupported("range() of these arguments")
+            stack.append(("range", [x[1] for x in args]))
+            return None
+        if fname == "len":
+            if nargs != 1 or args[0][0] != "arr":
+                raise Unsupported("len() of a non-array")
+            out = []
+            block = self.shape(block, args[0][1], 0, pos, out)
+            stack.append(out[0])
+            return block
+        if any(x[0] != "v" for x in args):
+            raise Unsupported(f"{fname}() of a non-scalar")
+        operands = tuple(x[1] for x in args)
+        if fname in ("min", "max"):
+            if nargs != 2:
+                raise Unsupported(f"{fname}() of {nargs} arguments")
+            ta, tb = self.type(operands[0]), self.type(operands[1])
+            vtype = T.vt(*ta, *tb)
+            _, domain, _ = T.combine(T.compare, ta, tb)
+            dst = f"t{pos}"
+            self.define(dst, vtype)
+            block = self.emit(block, Op("call", dst, operands, fname, domain))
+            stack.append(("v", dst))
+            return block
+        if nargs != 1:
+            raise Unsupported(f"{fname}() of {nargs} arguments")
+        return self.compute(block, stack, pos, "call", fname, lambda x: _call_rule(fname, x),
+                            operands)
+
+
+def _call_rule(fname, t):
+    """(result type, domain) of abs/int/float/bool/math.f of a static type."""
+    k = T.kind(t)
+    if fname == "abs":
+        if k == "b":
+            raise Unsupported("abs of a bool")
+        if k == "f":
+            return t, ("f", T.dtype_of(t))
+        if T.is_np(t) and t.kind == "u":
+            return t, ("int", t)
+        return t, ("i64",) if not T.is_np(t) or t == T.I64 else ("int", t)
+    if fname == "int":
+        return T.INT, ("tof",) if k == "f" else ("toi",)
+    if fname == "float":
+        return T.FLOAT, ("f", T.F64)
+    if fname == "bool":
+        return T.BOOL, ("truth",)
+    return T.FLOAT, ("math",)

@@ -29,7 +29,9 @@ SYMBOLIC = {"specialize_scalar": False}     # int arguments are graph values, no
 
 
 def jit_kwargs(level, **options):
-    return {"jit_config": {"jit_level": level, "loop_nodes": True, **options}}
+    # loop_nests off: these loops over elements would be loop nests (test_loop_nests.py)
+    return {"jit_config": {"jit_level": level, "loop_nodes": True, "loop_nests": False,
+                           **options}}
 
 
 def loop_count(report) -> int:

@@ -147,6 +147,10 @@ class Graph:
             yield GraphRow(depth, f"%{node.out}", f"{node.name}({', '.join(parts)})",
                            format_meta(node.meta), node.lineno,
                            opaque=getattr(node.fn, "opaque", False))
+            nest = getattr(node.fn, "nest", None)       # a loop nest: its IR under it
+            if nest is not None:
+                for text in str(nest).splitlines():
+                    yield GraphRow(depth + 1, "", text, header=True)
             if isinstance(node.fn, LoopOp):
                 yield GraphRow(depth + 1, "", node.fn.head(), header=True)
                 yield from node.fn.body.rows(depth + 1)

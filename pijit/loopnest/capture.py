@@ -12,10 +12,12 @@ import operator
 from functools import lru_cache
 
 import numpy as np
-from bytecode import Instr
+from bytecode import Instr, Label
 
+from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.ops_load_store import DELETED, _global, load_local
 from pijit.capture.values import ConstValue, GraphValue, RangeValue, node_arg
+from pijit.capture.flow import Loop
 from pijit.graph.ir import Meta
 from pijit.loopnest import types as T
 from pijit.loopnest.node import NestOp
@@ -40,7 +42,10 @@ def at(cap, pc: int):
     except Unsupported as e:
         log.info("%s:%s: loop is not compiled as a loop nest: %s", cap.code.co_filename,
                  cap.lineno, e)
-        return None
+    except Exception:       # noqa: BLE001 - a recogniser bug must not change what runs
+        log.exception("%s:%s: loop nest recognition failed", cap.code.co_filename,
+                      cap.lineno)
+    return None
 
 
 def _outermost_starts(flow) -> dict:
@@ -49,9 +54,38 @@ def _outermost_starts(flow) -> dict:
         starts = {}
         for loop in flow.loops:
             outer = flow.outermost_loop(loop.start)
-            starts[outer.start] = outer
-        flow._nest_starts = starts
-    return starts
+            starts[_while_test(flow, outer)] = outer
+        flow._nest_starts = {pos: Loop(pos, outer.end) for pos, outer in starts.items()}
+    return flow._nest_starts
+
+
+def _while_test(flow, loop) -> int:
+    """Where a loop's region starts: a `while` loop's first test, which CPython (3.11-3.13)
+    puts before the loop head (`test; jump-if-false exit; head: body; test; jump back`),
+    else the loop's start. The test is the instructions of the while statement's line
+    before the head."""
+    instrs = flow.instrs
+    pos = loop.start - 1
+    while pos >= 0 and not isinstance(instrs[pos], Instr):
+        if isinstance(instrs[pos], Label):
+            pos -= 1
+            continue
+        return loop.start
+    if pos < 0 or not instrs[pos].name.startswith("POP_JUMP") or \
+            flow.label_pos.get(instrs[pos].arg, -1) <= loop.end:
+        return loop.start
+    exit_label = instrs[pos].arg
+    line = instrs[pos].location.lineno if instrs[pos].location else None
+    first = pos
+    while first > 0 and line is not None:
+        prev = instrs[first - 1]
+        if not isinstance(prev, Instr) or prev.location is None or \
+                prev.location.lineno != line or prev.name in ("STORE_FAST", "POP_TOP") or \
+                prev.has_jump() and not (prev.name.startswith("POP_JUMP") and
+                                         prev.arg is exit_label):
+            break
+        first -= 1
+    return first
 
 
 def _static(value):
@@ -123,7 +157,12 @@ def _capture(cap, loop):
     if bounds is not None:
         args += [node_arg(b) for b in bounds]
     args += [node_arg(values[v[2:]]) for v in nest.inputs if v.startswith("l_")]
-    metas = tuple(_meta(nest.types[o][0]) for o in nest.outputs)
+    unions = [o[2:] for o in nest.outputs if len(nest.types[o]) > 1]
+    if unions and cap.parent is not None:
+        raise Unsupported(f"{', '.join(unions)} may be a Python or a NumPy scalar after the "
+                          "loop, in an inlined function")
+    # The NumPy member of a union: only the code after the break below sees the value.
+    metas = tuple(_meta(max(nest.types[o], key=T.is_np)) for o in nest.outputs)
     graph = cap.graph
     ref = graph.add_node("loop_nest", op, tuple(args), {}, metas, cap.lineno)
     if is_for:
@@ -131,7 +170,14 @@ def _capture(cap, loop):
     for k, out in enumerate(nest.outputs):
         item = graph.add_node("tuple_item", operator.getitem, (ref, k), {}, metas[k],
                               cap.lineno)
-        cap.locals[out[2:]] = GraphValue(item, metas[k])
+        cap.store(out[2:], GraphValue(item, metas[k]))   # a Binding for the replay
+    if unions:
+        # s = 0.0; for ...: s += x[i] leaves a float or an np.float64 depending on the trip
+        # count: the graph ends after the loop, and the code after it is captured again
+        # (a resume function, guarded on the type the value has)
+        cap.stop_at[exit_pos] = GraphBreak(
+            Reason.LOOP, f"{', '.join(unions)} may be a Python or a NumPy scalar after the "
+                         "loop (depending on its trip count)", cap.lineno)
     return exit_pos
 
 

@@ -77,9 +77,6 @@ def recognise(instrs, start: int, end: int, entries: dict, range_args: list | No
     stored = {v[2:] for b in walk.blocks for op in b.ops if op.dst and op.dst.startswith("l_")
               for v in [op.dst]}
     outputs = sorted("l_" + n for n in stored & set(live_after(exit_pos)))
-    for o in outputs:
-        if len(types[o]) > 1:
-            raise Unsupported(f"{o[2:]} is {T.vt_name(types[o])} after the loop")
     arrays = {"a_" + n: (e.array[0], e.array[1]) for n, e in entries.items()
               if e.array is not None and n in walk.arrays_used}
     inputs = [f"r{k}" for k in range(len(range_args))] if range_args is not None else []
@@ -187,6 +184,9 @@ class _Walk:
         """Walk from position `first` (where `block` starts) to the block's terminator."""
         pos = first
         while True:
+            if not stack and self.start <= pos <= self.end and self.tail_copy(pos):
+                block.term = ("jump", self.edge(block, self.end + 1, stack))
+                return
             if not self.start <= pos <= self.end or (pos != first and pos in self.at):
                 block.term = ("jump", self.edge(block, pos, stack))
                 return
@@ -207,6 +207,27 @@ class _Walk:
                 if isinstance(result, Block):
                     block = result
             pos += 1
+
+    def tail_copy(self, pos: int) -> bool:
+        """Whether the code at `pos` is a copy of the code after the loop up to its return
+        (3.12+ copies a short function tail into each `break` path): running either from
+        the same locals does the same, so the path leaves the loop there."""
+        here, there = self._straight(pos), self._straight(self.end + 1)
+        return here is not None and here == there
+
+    def _straight(self, pos):
+        """(name, arg) of the instructions from pos to a return, with no jump; else None."""
+        seq = []
+        for item in self.instrs[pos:pos + 40]:
+            if isinstance(item, Instr):
+                if item.has_jump():
+                    return None
+                seq.append((item.name, item.arg))
+                if item.name in _compat.RETURNS:
+                    return seq
+            elif isinstance(item, Label):
+                return None
+        return None
 
     def target(self, instr) -> int:
         return self.label_pos[instr.arg]
@@ -346,7 +367,7 @@ class _Walk:
             it = stack[-1]
             if it[0] != "iter" or any(x[0] == "v" for x in stack):
                 raise Unsupported("FOR_ITER over a non-range, or with values on the stack")
-            exit_stack = stack[:-1] + [("null",)] if facts.for_iter_exit else stack[:-1]
+            exit_stack = stack + [("null",)] if facts.for_iter_exit else stack[:-1]
             exit_id = self.edge(block, self.target(ins), exit_stack)
             # the body: the next index is stored straight into its stack variable
             var = f"s{pos + 1}_{len(stack)}"

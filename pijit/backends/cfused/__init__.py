@@ -46,8 +46,10 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
     body = functools.partial(compile_graph, level=level, threads=threads, cache_dir=cache_dir)
 
     def on_numpy(g):
-        return numpy_backend.compile_graph(nest_kernels(g, cache_dir), name, filename,
-                                           firstlineno, compile_body=body)
+        g, nest_c = nest_kernels(g, cache_dir)
+        compiled = numpy_backend.compile_graph(g, name, filename, firstlineno,
+                                               compile_body=body)
+        return dataclasses.replace(compiled, kernels=compiled.kernels + nest_c)
 
     try:
         optimized = optimize(graph)
@@ -97,17 +99,20 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
     text = compiled.source + "\n/* fused groups */\n" + "\n".join(
         [f"/* {g} */" for g in groups] + [f"/* loop %{n.out}: {g} */" for n, g in loop_nodes])
     return dataclasses.replace(compiled, source=text, backend="cfused",
-                               kernels=own)
+                               kernels=own + compiled.kernels)
 
 
-def nest_kernels(graph: Graph, cache_dir) -> Graph:
-    """The graph with each loop-nest node (pijit.loopnest) calling its C kernel."""
-    nodes = []
+def nest_kernels(graph: Graph, cache_dir) -> tuple:
+    """(the graph with each loop-nest node (pijit.loopnest) calling its C kernel, the C of
+    those kernels for dumps)."""
+    nodes, sources = [], []
     for n in graph.nodes:
         kernel = n.fn.kernel(cache_dir) if hasattr(n.fn, "kernel") and \
             getattr(n.fn, "repeats", False) else None
+        if kernel is not None:
+            sources.append(f"/* loop nest %{n.out} */\n{n.fn.c_source}")
         nodes.append(n if kernel is None else dataclasses.replace(n, fn=kernel))
-    return dataclasses.replace(graph, nodes=nodes)
+    return dataclasses.replace(graph, nodes=nodes), "".join(sources)
 
 
 _NUMPY_LOOP_UFUNCS = {"pow": np.power, "power": np.power,

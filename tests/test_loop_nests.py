@@ -1,0 +1,407 @@
+"""Loop nests compiled to C (pijit/loopnest): plain Python's results, mutated arrays and
+exceptions, bit for bit, with the loop captured as one loop_nest node (explain) and, at O1,
+run by its C kernel: `kernel_ran` counts the hand-overs to Python, so a kernel that silently
+ran the nest in Python cannot pass as compiled."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import pijit
+from pijit.loopnest import node as nest_node
+from tests.differential import assert_same
+
+LEVELS = ["O0", "O1"]
+
+
+@pytest.fixture
+def resumes(monkeypatch):
+    """Counts the C kernels' hand-overs to Python (block -1: arguments it does not take)."""
+    seen = []
+    original = nest_node.NestOp.resume
+
+    def spy(self, block, *state):
+        seen.append(block)
+        return original(self, block, *state)
+
+    monkeypatch.setattr(nest_node.NestOp, "resume", spy)
+    return seen
+
+
+def same(fn, *args, level="O1", **kw):
+    return assert_same(fn, *args, ops=["loop_nest"],
+                       jit_kwargs={"jit_config": {"jit_level": level}}, **kw)
+
+
+def compiled(fn, *args, resumes, level="O1", breaks=0):
+    """Same as plain Python, one graph, and at O1 the kernel ran the nest to its end.
+    breaks=1: a value the loop leaves may be a Python or a NumPy scalar (s = 0.0;
+    s += x[i]), so the graph ends after the loop (see pijit/loopnest/capture.py)."""
+    same(fn, *args, level=level, breaks=breaks)
+    if level == "O1":
+        assert resumes == [], f"the kernel handed over to Python at blocks {resumes}"
+
+
+# -- loop forms ----------------------------------------------------------------------------
+def for_range(a, n):
+    s = 0.0
+    for i in range(n):
+        s += a[i]
+    return s
+
+
+def for_range_step(a):
+    out = np.zeros_like(a)
+    for i in range(a.shape[0] - 1, -1, -2):
+        out[i] = a[i] * 2.0
+    for i in range(1, a.shape[0], 3):
+        out[i] = out[i] - a[i]
+    return out
+
+
+def triangular(L, b):
+    n = b.shape[0]
+    x = np.zeros(n)
+    for i in range(n):
+        s = 0.0
+        for j in range(i):
+            s += L[i, j] * x[j]
+        x[i] = (b[i] - s) / L[i, i]
+    return x
+
+
+def data_bounds(indptr, data):
+    n = indptr.shape[0] - 1
+    y = np.zeros(n)
+    for r in range(n):
+        t = 0.0
+        for k in range(indptr[r], indptr[r + 1]):
+            t += data[k]
+        y[r] = t
+    return y
+
+
+def while_data(a, limit):
+    i = 0
+    total = 0.0
+    while i < a.shape[0] and total < limit:
+        total += a[i]
+        i += 1
+    return i, total
+
+
+def break_continue(a):
+    out = np.zeros_like(a)
+    count = 0
+    for i in range(a.shape[0]):
+        if a[i] < 0.2:
+            continue
+        if a[i] > 0.95:
+            break
+        out[i] = a[i]
+        count += 1
+    return out, count
+
+
+def nested_while(out, maxit):
+    h, w = out.shape
+    for i in range(h):
+        for j in range(w):
+            cr = -2.0 + j * 0.25
+            ci = -1.0 + i * 0.25
+            zr = 0.0
+            zi = 0.0
+            n = 0
+            while n < maxit and zr * zr + zi * zi <= 4.0:
+                zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci
+                n += 1
+            out[i, j] = n
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_loop_forms(level, resumes):
+    rng = np.random.default_rng(0)
+    a = rng.random(17)
+    compiled(for_range, a, 17, level=level, resumes=resumes, breaks=1)
+    compiled(for_range_step, a, level=level, resumes=resumes)
+    L = np.tril(rng.random((9, 9))) + 9 * np.eye(9)
+    compiled(triangular, L, rng.random(9), level=level, resumes=resumes)
+    indptr = np.array([0, 2, 2, 5, 9], dtype=np.int32)
+    compiled(data_bounds, indptr, rng.random(9), level=level, resumes=resumes)
+    compiled(while_data, a, 3.0, level=level, resumes=resumes, breaks=1)
+    compiled(break_continue, a, level=level, resumes=resumes)
+    compiled(nested_while, np.zeros((5, 7), dtype=np.int32), 30, level=level,
+             resumes=resumes)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_zero_trip_loops(level, resumes):
+    compiled(for_range, np.zeros(0), 0, level=level, resumes=resumes, breaks=1)
+    compiled(triangular, np.zeros((0, 0)), np.zeros(0), level=level, resumes=resumes)
+    compiled(while_data, np.zeros(0), 1.0, level=level, resumes=resumes, breaks=1)
+    compiled(for_range_step, np.zeros(0), level=level, resumes=resumes)
+
+
+# -- body constructs -----------------------------------------------------------------------
+def arithmetic(a, b, out):
+    for i in range(a.shape[0]):
+        x = a[i]
+        y = b[i]
+        out[i, 0] = x + y
+        out[i, 1] = x - y * 0.5
+        out[i, 2] = x * y - 1
+        out[i, 3] = x / y
+        out[i, 4] = x // y
+        out[i, 5] = x % y
+        out[i, 6] = x ** 2.5
+        out[i, 7] = -x + abs(y - 0.5)
+        out[i, 8] = min(x, y) - max(x, y)
+        out[i, 9] = math.sqrt(x) + math.exp(y) - math.log(x + 1.0) + math.sin(x * y)
+        out[i, 10] = float(int(x * 10.0)) + bool(y > 0.5)
+    return out
+
+
+def int_ops(a, out):
+    for i in range(a.shape[0]):
+        k = int(a[i])
+        out[i, 0] = (k & 0x5A) | (k ^ 3)
+        out[i, 1] = (k << 3) >> 1
+        out[i, 2] = ~k
+        out[i, 3] = k // 7 - k % 7
+        out[i, 4] = (k - 50) // 7 + (k - 50) % -7
+        out[i, 5] = k ** 3
+        out[i, 6] = (k > 30) + (k <= 20) * 2 + (k == 7) * 4 + (k != 9) * 8
+    return out
+
+
+def branches(a, out):
+    for i in range(1, a.shape[0] - 1):
+        v = a[i]
+        if v < 0.25:
+            out[i] = a[i - 1]
+        elif v < 0.5:
+            out[i] = a[-1 - i]
+        elif v > 0.9:
+            out[i] -= v
+        else:
+            out[i] += a[i + 1] * 2
+    return out
+
+
+def matrix_update(A, s):
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(i + 1, n):
+            A[i, j] -= s * A[j, i]
+    return A
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_body_constructs(level, resumes):
+    rng = np.random.default_rng(1)
+    a, b = rng.random(20) + 0.1, rng.random(20) + 0.1
+    compiled(arithmetic, a, b, np.zeros((20, 11)), level=level, resumes=resumes)
+    compiled(int_ops, rng.integers(0, 100, 30), np.zeros((30, 7), dtype=np.int64),
+             level=level, resumes=resumes)
+    compiled(branches, rng.random(25), rng.random(25), level=level, resumes=resumes)
+    compiled(matrix_update, rng.random((6, 6)), 0.5, level=level, resumes=resumes)
+
+
+def copy_scale(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] * 3 + 1
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32", "int16",
+                                   "int8", "uint8", "uint16", "uint32"])
+@pytest.mark.parametrize("level", LEVELS)
+def test_element_dtypes(dtype, level, resumes):
+    a = (np.arange(12) % 5).astype(dtype)
+    compiled(copy_scale, a, np.zeros(12, dtype=dtype), level=level, resumes=resumes)
+
+
+def bool_mask(m, a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        if m[i]:
+            s += a[i]
+    return s
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_bool_elements(level, resumes):
+    compiled(bool_mask, np.arange(9) % 3 == 0, np.arange(9.0), level=level, resumes=resumes,
+             breaks=1)
+
+
+def float32_mix(a):
+    s = a[0]
+    for i in range(a.shape[0]):
+        s = s * 0.5 + a[i]
+    return s
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_float32_scalars_stay_float32(level, resumes):
+    compiled(float32_mix, np.linspace(0, 1, 13, dtype=np.float32), level=level,
+             resumes=resumes)
+
+
+# -- exactness at the edges ------------------------------------------------------------------
+def poly_hash(a):
+    h = 0
+    for i in range(a.shape[0]):
+        h = h * 1000003 + int(a[i])
+    return h
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_python_int_overflow_is_exact(level, resumes):
+    a = np.arange(40, dtype=np.uint8)
+    same(poly_hash, a, level=level)
+    assert poly_hash(a) > 2**200
+    if level == "O1":
+        assert resumes and min(resumes) >= 0     # the kernel handed over mid-loop
+
+
+def np_int_overflow(a):
+    s = a[0]
+    for i in range(1, a.shape[0]):
+        s = s * a[i]
+    return s
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_numpy_int_overflow_wraps_and_warns(level):
+    a = np.full(12, 100, dtype=np.int32)
+    with warnings.catch_warnings(record=True) as plain_w:
+        warnings.simplefilter("always")
+        expected = np_int_overflow(a.copy())
+    jitted = pijit.jit(np_int_overflow, jit_config={"jit_level": level})
+    with warnings.catch_warnings(record=True) as jit_w:
+        warnings.simplefilter("always")
+        got = jitted(a.copy())
+    assert type(got) is type(expected) and got == expected
+    assert [str(w.message) for w in jit_w] == [str(w.message) for w in plain_w]
+    assert pijit.explain(np_int_overflow, a.copy()).ops_per_graph == [["getitem", "loop_nest",
+                                                                       "tuple_item"]]
+
+
+def out_of_bounds(a, out):
+    for i in range(out.shape[0]):
+        out[i] = a[i + 2] * 2.0
+    return out
+
+
+def zero_division(a, k):
+    out = np.zeros(a.shape[0])
+    for i in range(a.shape[0]):
+        out[i] = a[i] / (k - i)
+    return out
+
+
+def int_zero_division(a, k):
+    t = 0
+    for i in range(a.shape[0]):
+        t += int(a[i]) // (k - i)
+    return t
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_exceptions_at_a_middle_iteration(level):
+    a = np.arange(10.0)
+    same(out_of_bounds, a, np.zeros(10), level=level)               # IndexError at i=8
+    same(zero_division, a, 5, level=level)                          # ZeroDivisionError at i=5
+    same(int_zero_division, a, 4, level=level)
+
+
+def negative_index(a, out):
+    for i in range(out.shape[0]):
+        out[i] = a[-i - 1] + a[i - a.shape[0]]
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_negative_indices(level, resumes):
+    compiled(negative_index, np.arange(8.0), np.zeros(8), level=level, resumes=resumes)
+    same(negative_index, np.arange(8.0), np.zeros(9), level=level)  # IndexError at i=8
+
+
+def signed_zeros(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] * -0.0 + (a[i] - a[i]) * -1.0
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_signed_zeros_and_specials(level, resumes):
+    compiled(signed_zeros, np.array([1.0, -2.0, 0.0, -0.0]), np.zeros(4), level=level,
+             resumes=resumes)
+    same(signed_zeros, np.array([np.inf, np.nan, 1.0]), np.zeros(3), level=level)
+
+
+# -- what stays as before --------------------------------------------------------------------
+def changes_type(a):
+    s = 0
+    for i in range(a.shape[0]):
+        s = s + a[i] * 1.5        # int, then np.float64: not one C type
+    return s
+
+
+def calls_unknown(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += np.sin(a[i])
+    return s
+
+
+def test_unsupported_loops_keep_todays_behaviour():
+    for fn, args in ((changes_type, (np.arange(5.0),)), (calls_unknown, (np.arange(5.0),))):
+        report = pijit.explain(fn, *args)
+        assert not any("loop_nest" in ops for ops in report.ops_per_graph)
+        expected = fn(*args)
+        got = pijit.jit(fn)(*args)
+        assert type(got) is type(expected) and (got == expected or
+                                                 math.isnan(got) and math.isnan(expected))
+
+
+def test_loop_nests_option_off():
+    report = pijit.explain(pijit.jit(for_range, jit_config={"loop_nests": False}),
+                           np.arange(5.0), 5)
+    assert not any("loop_nest" in ops for ops in report.ops_per_graph)
+
+
+def test_print_after_all_shows_ir_and_c(capsys):
+    fn = pijit.jit(for_range, jit_config={"print_after_all": True})
+    fn(np.arange(5.0), 5)
+    err = capsys.readouterr().err
+    assert "loop nest(" in err and "for s" in err       # the IR
+    assert "pj_body" in err and "goto b" in err         # its C
+
+
+def first_above(a, t):
+    i = 0
+    while a[i] <= t:
+        i += 1
+    return i
+
+
+def while_and(a, t, cap):
+    i = 0
+    while i < cap and a[i] <= t:
+        i += 1
+    return i
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_while_with_a_data_dependent_first_test(level, resumes):
+    a = np.array([0.1, 0.3, 0.2, 0.9, 0.4])
+    compiled(first_above, a, 0.5, level=level, resumes=resumes)
+    compiled(first_above, a, 0.05, level=level, resumes=resumes)     # no iteration
+    compiled(while_and, a, 0.5, 5, level=level, resumes=resumes)
+    same(first_above, a, 1.0, level=level)           # IndexError when it runs off the end

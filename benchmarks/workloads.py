@@ -485,8 +485,8 @@ def crc16(data):
     return crc
 
 
-def mandelbrot(out, x0, y0, step, maxit):
-    h, w = out.shape
+def mandelbrot(h, w, x0, y0, step, maxit):
+    out = np.zeros((h, w), dtype=np.int32)
     for i in range(h):
         ci = y0 + i * step
         for j in range(w):
@@ -557,7 +557,7 @@ def _make_crc(size, rng):
 
 def _make_mandel(size, rng):
     h, w = size
-    return [(np.zeros((h, w), dtype=np.int32), -2.0, -1.25, 2.5 / h, 100)]
+    return [(h, w, -2.0, -1.25, 2.5 / h, 100)]
 
 
 def _make_lcs(size, rng):

@@ -405,3 +405,28 @@ def test_while_with_a_data_dependent_first_test(level, resumes):
     compiled(first_above, a, 0.05, level=level, resumes=resumes)     # no iteration
     compiled(while_and, a, 0.5, 5, level=level, resumes=resumes)
     same(first_above, a, 1.0, level=level)           # IndexError when it runs off the end
+
+
+def chained_and_ternary(a, out):
+    for i in range(a.shape[0]):
+        out[i] = 1.0 if 0.25 < a[i] <= 0.75 else -a[i]
+        out[i] += (a[i] if a[i] > 0.5 else 0.5) * (i % 3 == 1)
+    return out
+
+
+def float32_vs_python_float(a, out):
+    for i in range(a.shape[0]):
+        if a[i] == 0.1:                 # NEP 50: 0.1 is compared as a float32
+            out[i] = 1
+        elif a[i] < 0.30000001:
+            out[i] = 2
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_chains_ternaries_and_float32_comparisons(level, resumes):
+    rng = np.random.default_rng(3)
+    compiled(chained_and_ternary, rng.random(30), np.zeros(30), level=level, resumes=resumes)
+    a = np.array([0.1, 0.2, 0.3, 0.30000001, 0.5], dtype=np.float32)
+    compiled(float32_vs_python_float, a, np.zeros(5, dtype=np.int16), level=level,
+             resumes=resumes)

@@ -88,6 +88,16 @@ def _while_test(flow, loop) -> int:
     return first
 
 
+def _entry(value):
+    if isinstance(value, GraphValue) and value.meta.is_array:
+        return ("array", value.meta.dtype, value.meta.ndim)
+    return ("scalar", _static(value))
+
+
+def _entry_of(e: Entry):
+    return ("array",) + tuple(e.array) if e.array is not None else ("scalar", e.type)
+
+
 def _static(value):
     """(static type, node argument) of a scalar Value."""
     if isinstance(value, ConstValue):
@@ -116,13 +126,19 @@ def _capture(cap, loop):
             raise Unsupported("a for loop over something other than a range")
     names = {i.arg for i in instrs[loop.start:loop.end + 1]
              if isinstance(i, Instr) and i.name in _LOADS}
-    entries, values = {}, {}
+    entries, values, unread = {}, {}, []
+    nargs = len(cap.builder.args)
     for name in sorted(names & flow.live_in[loop.start]):
         value = cap.locals.get(name)
-        if value is None:
-            nargs = len(cap.builder.args)
-            if cap.parent is None and name in cap.code.co_varnames[:nargs]:
-                value = load_local(cap, name)
+        if value is None and cap.parent is None and name in cap.code.co_varnames[:nargs]:
+            # an argument not read yet: judged by its object, read (and guarded) only
+            # once the nest is known to compile, so a loop that does not leaves no trace
+            raw = cap.builder.args[cap.code.co_varnames.index(name)]
+            unread.append(name)
+            if type(raw) is np.ndarray:
+                value = GraphValue(None, Meta.of(raw))
+            else:
+                value = ConstValue(raw)
         if value is None or value is DELETED:
             raise Unsupported(f"{name} may be unbound in the loop")
         if isinstance(value, GraphValue) and value.meta.is_array:
@@ -150,6 +166,10 @@ def _capture(cap, loop):
                                lambda pos: flow.live_in[pos])
     for gname in dict.fromkeys(resolved):       # guard what the nest assumed of globals
         _global(cap, gname)
+    for name in unread:
+        values[name] = load_local(cap, name)
+        if _entry(values[name]) != _entry_of(entries[name]):
+            raise Unsupported(f"{name} is not what it seemed")
     nest.lineno = cap.lineno
     name = f"{cap.code.co_name}_nest{loop.start}"
     op = NestOp(nest, cap.code.co_filename, name)

@@ -333,6 +333,8 @@ class _Walk:
             op = _BINARY.get(BinaryOp(ins.arg).name.removeprefix("INPLACE_"))
             if op is None or a[0] != "v" or b[0] != "v":
                 raise Unsupported(f"operator {BinaryOp(ins.arg).name}")
+            if op == "pow":
+                self.check_pow(a[1], b[1])
             return self.compute(block, stack, pos, "binop", op,
                                 lambda x, y: T.binop(op, x, y), (a[1], b[1]))
         if name == "COMPARE_OP":
@@ -452,6 +454,19 @@ class _Walk:
                   dtype.kind == "b" and k == "b")
             if not ok:
                 raise Unsupported(f"storing a {T.name(m)} into a {dtype} array")
+
+    def check_pow(self, base, exponent):
+        """`**` whose result type is the inferred one on every path: Python's int ** -1 is a
+        float and float ** 0.5 of a negative float a complex, so the exponent must be a
+        constant, a non-negative int for int bases and an integral one for Python floats."""
+        if not isinstance(exponent, Const):
+            raise Unsupported("** with an exponent known only at run time")
+        kinds = {T.kind(m) for m in self.type(base) if not T.is_np(m)}
+        e = exponent.value
+        if kinds & {"i", "b"} and not (T.kind(exponent.type) in "ib" and e >= 0):
+            raise Unsupported("int ** a negative or float exponent")
+        if "f" in kinds and float(e) != int(e):
+            raise Unsupported("float ** a non-integral exponent")
 
     def compute(self, block, stack, pos, kind, op, rule, operands):
         vtype, domain, results = T.combine(rule, *(self.type(o) for o in operands))

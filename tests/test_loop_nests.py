@@ -430,3 +430,38 @@ def test_chains_ternaries_and_float32_comparisons(level, resumes):
     a = np.array([0.1, 0.2, 0.3, 0.30000001, 0.5], dtype=np.float32)
     compiled(float32_vs_python_float, a, np.zeros(5, dtype=np.int16), level=level,
              resumes=resumes)
+
+
+def python_float_overflow(n):
+    x = 1e300
+    y = 0.0
+    for i in range(n):
+        x = x * 10.0            # inf at i=8, silently, as Python floats do
+        y = x - x               # nan from then on
+    return x, y
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_python_float_overflow_is_silent(level, resumes):
+    compiled(python_float_overflow, 20, level=level, resumes=resumes)
+
+
+def numpy_float_overflow(a):
+    x = a[0]
+    for i in range(a.shape[0]):
+        x = x * a[i]
+    return x
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_numpy_float_overflow_warns_at_the_same_op(level):
+    a = np.full(40, 1e30)
+    with warnings.catch_warnings(record=True) as plain_w:
+        warnings.simplefilter("always")
+        expected = numpy_float_overflow(a.copy())
+    jitted = pijit.jit(numpy_float_overflow, jit_config={"jit_level": level})
+    with warnings.catch_warnings(record=True) as jit_w:
+        warnings.simplefilter("always")
+        got = jitted(a.copy())
+    assert type(got) is type(expected) and got == expected
+    assert [str(w.message) for w in jit_w] == [str(w.message) for w in plain_w]

@@ -51,6 +51,8 @@ class Op:
             return False
         if d == "f" and self.kind == "unop" or d == "f" and self.op == "abs":
             return False
+        if d == "f" and "py" in self.domain and self.op in ("add", "sub", "mul"):
+            return False
         return True
 
     def __str__(self):

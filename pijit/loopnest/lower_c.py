@@ -288,6 +288,13 @@ class NestKernel:
             if op.kind == "unop":
                 return out + [f"{d} = {'-' if name == 'neg' else '+'}{xs[0]};"] + tag
             x, y = xs
+            if name in ("add", "sub", "mul") and "py" in dom:
+                # Python floats: an overflow is inf and an invalid op nan, silently
+                sym = {"add": "+", "sub": "-", "mul": "*"}[name]
+                return out + [f"{d} = {x} {sym} {y};"] + tag
+            if name == "truediv" and "py" in dom:
+                return out + [f"{{ {ct} w = {y}; if (w == 0) {bail}",
+                              f"  {d} = {x} / w; }}"] + tag
             if name in ("add", "sub", "mul"):
                 sym = {"add": "+", "sub": "-", "mul": "*"}[name]
                 return out + [f"{{ {ct} r = {x} {sym} {y};", f"  if (!isfinite(r)) {bail}",

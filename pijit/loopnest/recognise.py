@@ -470,6 +470,8 @@ class _Walk:
 
     def compute(self, block, stack, pos, kind, op, rule, operands):
         vtype, domain, results = T.combine(rule, *(self.type(o) for o in operands))
+        if domain[0] == "f" and not any(T.is_np(m) for o in operands for m in self.type(o)):
+            domain += ("py",)       # Python floats: inf and nan come silently, no warning
         dst = f"t{pos}"
         self.define(dst, vtype)
         block = self.emit(block, Op(kind, dst, tuple(operands), op, domain,

@@ -89,6 +89,49 @@ class Nest:
     def variables(self) -> list:
         return sorted(self.types)
 
+    def live_in(self) -> dict:
+        """Block id -> the variables read before written on some path from its start (what a
+        hand-over to Python at that block must pass; the others are dead there)."""
+        uses, defs = {}, {}
+        for b in self.blocks:
+            u, d = set(), set()
+
+            def use(x):
+                if isinstance(x, str) and x in self.types and x not in d:
+                    u.add(x)
+            for op in b.ops:
+                for x in op.args:
+                    use(x)
+                if op.kind == "range":
+                    d.update(f"{op.dst}_{p}" for p in ("cur", "stop", "step"))
+                elif op.dst is not None:
+                    d.add(op.dst)
+            t = b.term
+            if t[0] == "branch":
+                use(t[1])
+            elif t[0] == "foriter":
+                for p in ("cur", "stop", "step"):
+                    use(f"{t[1]}_{p}")
+            elif t[0] == "exit":
+                for o in self.outputs:
+                    use(o)
+            uses[b.id], defs[b.id] = u, d
+        succ = {b.id: [t for t in (b.term[1:] if b.term[0] == "jump" else
+                                   b.term[2:] if b.term[0] == "branch" else
+                                   b.term[3:] if b.term[0] == "foriter" else ())]
+                for b in self.blocks}
+        live = {b.id: set() for b in self.blocks}
+        changed = True
+        while changed:
+            changed = False
+            for b in reversed(self.blocks):
+                out = set().union(*(live[s] for s in succ[b.id]))
+                new = uses[b.id] | (out - defs[b.id])
+                if new != live[b.id]:
+                    live[b.id] = new
+                    changed = True
+        return live
+
     def __str__(self):
         lines = ["loop nest(" + ", ".join(
             [f"{a}: {d}[{n}d]" for a, (d, n) in self.arrays.items()] +

@@ -30,7 +30,7 @@ _NPY = {"bool": "NPY_BOOL", "int8": "NPY_INT8", "int16": "NPY_INT16", "int32": "
 _CMP = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">="}
 
 HELPERS = r"""
-#define PJ_BAIL(k) do { blk = (k); goto bail; } while (0)
+#define PJ_BAIL(k) goto bail_##k
 #define PJ_I53(x) ((x) > 9007199254740992LL || (x) < -9007199254740992LL)
 #define PJ_I24(x) ((x) > 16777216LL || (x) < -16777216LL)
 /* Python's (and NumPy's) floor division and modulo of doubles (CPython's float_divmod) */
@@ -424,7 +424,8 @@ class NestKernel:
         nest = self.nest
         L = ["static PyObject *__attribute__((optimize(\"no-tree-vectorize\")))",
              "pj_body(int gk, PyObject *const *args, Py_ssize_t nargs)", "{",
-             "    int blk = -1;", "    Py_ssize_t k;", "    PyObject *res = NULL;"]
+             "    int blk = -1;", "    Py_ssize_t k;", "    PyObject *res = NULL;",
+             f"    PyObject *vec[{1 + len(nest.arrays) + len(nest.variables())}];"]
         for arr, (dtype, ndim) in nest.arrays.items():
             L.append(f"    char *d_{arr};")
             for j in range(ndim):
@@ -450,8 +451,12 @@ class NestKernel:
             L += ["    " + s for s in self.unbox(var, f"args[{k}]")]
         for b in nest.blocks:
             L.append(f"b{b.id}:")
-            for op in b.ops:
-                L += ["    " + s for s in self.op(op, b.id)]
+            for k, op in enumerate(b.ops):
+                text = self.op(op, b.id)
+                if any("PJ_BAIL" in s for s in text) and (k or not op.bails):
+                    # a hand-over resumes at the block's start: only its first op may bail
+                    raise AssertionError(f"op {op} bails in the middle of block {b.id}")
+                L += ["    " + s for s in text]
             t = b.term
             if t[0] == "jump":
                 L.append(f"    goto b{t[1]};")
@@ -475,15 +480,25 @@ class NestKernel:
             L += ["        if (o == NULL) { Py_DECREF(res); return NULL; }",
                   f"        PyTuple_SET_ITEM(res, {k}, o);", "    }"]
         L.append("    return res;")
-        # bail: (block, arrays..., every variable) to the Python form
+        # a hand-over at block b: (b, arrays..., the variables live there, None for the
+        # others) to the Python form; each block boxes only its live variables, so only
+        # those stay live up to its checks
         nvars = len(nest.variables())
         total = 1 + len(nest.arrays) + nvars
-        L += ["bail:", "    {", f"        PyObject *vec[{total}];",
-              "        vec[0] = PyLong_FromLong(blk);"]
+        live = nest.live_in()
+        for b in nest.blocks:
+            if not any(op.bails for op in b.ops) and b.term[0] != "foriter":
+                continue
+            L += [f"bail_{b.id}:", f"    blk = {b.id};"]
+            for k, var in enumerate(nest.variables(), start=1 + len(nest.arrays)):
+                if var in live[b.id]:
+                    L += ["    " + s for s in self.box(var, f"vec[{k}]")]
+                else:
+                    L.append(f"    vec[{k}] = Py_NewRef(Py_None);")
+            L.append("    goto bail;")
+        L += ["bail:", "    {", "        vec[0] = PyLong_FromLong(blk);"]
         for k in range(len(nest.arrays)):
             L.append(f"        vec[{1 + k}] = Py_NewRef(args[{k}]);")
-        for k, var in enumerate(nest.variables(), start=1 + len(nest.arrays)):
-            L += ["        " + s for s in self.box(var, f"vec[{k}]")]
         L += [f"        for (k = 0; k < {total}; k++)",
               "            if (vec[k] == NULL) goto bail_free;",
               f"        res = pj_fallback(gk, vec, {total});",

@@ -465,3 +465,13 @@ def test_numpy_float_overflow_warns_at_the_same_op(level):
         got = jitted(a.copy())
     assert type(got) is type(expected) and got == expected
     assert [str(w.message) for w in jit_w] == [str(w.message) for w in plain_w]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_traceback_points_at_the_users_line(level):
+    jitted = pijit.jit(out_of_bounds, jit_config={"jit_level": level})
+    with pytest.raises(IndexError) as info:
+        jitted(np.arange(10.0), np.zeros(10))
+    last = info.traceback[-1]
+    assert last.path.name == "test_loop_nests.py"
+    assert last.statement.lines[0].strip() == "out[i] = a[i + 2] * 2.0"

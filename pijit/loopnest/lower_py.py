@@ -6,9 +6,12 @@ instruction), from the start of `block` with every variable given (None: not bou
 returns the outputs. It runs the whole nest at O0, and the rest of it after the C kernel
 bailed (an int leaving int64, an index out of bounds, a zero divisor...): the failing
 operation then happens here, raising or warning exactly as plain Python would.
-The code is compiled with the user's file name and line numbers, so tracebacks point at them.
+The code is compiled with the user's file name and each op's line number, so tracebacks
+point at the user's lines.
 """
 from __future__ import annotations
+
+import ast
 
 from pijit.loopnest.ir import Const, Nest
 
@@ -82,24 +85,19 @@ def source(nest: Nest, name: str) -> tuple:
 
 
 def compile_run(nest: Nest, name: str, filename: str):
-    """The run function, its code placed on the user's lines (blank lines pad the text so
-    that each op's statement sits on its own line number where the order allows)."""
+    """(the run function, its source). Each op's statement carries the user's line number
+    (set in the AST), so a traceback through the nest's Python form points at the user's
+    line; the scaffolding around ops carries the loop's first line."""
     text, where = source(nest, name)
-    out, line = [], 0
-    for k, row in enumerate(text.splitlines(), start=1):
-        target = where.get(k)
-        if target is not None and target > line + 1:
-            out += [""] * (target - line - 1)
-            line = target - 1
-        out.append(row)
-        line += 1
-    padded = "\n".join(out) + "\n"
+    tree = ast.parse(text, filename)
+    first = nest.lineno or 1
+    for node in ast.walk(tree):
+        if hasattr(node, "lineno"):
+            line = where.get(node.lineno) or first
+            node.lineno = node.end_lineno = line
+            node.col_offset, node.end_col_offset = 0, 0
     namespace = {f"_f_{k}": v for k, v in nest.funcs.items()}
     namespace["_f_range"] = range
     namespace["_f_bool"] = bool
-    try:
-        code = compile(padded, filename, "exec")
-    except SyntaxError:             # indentation of padded text cannot break, but be safe
-        code = compile(text, filename, "exec")
-    exec(code, namespace)
-    return namespace[name], padded
+    exec(compile(tree, filename, "exec"), namespace)
+    return namespace[name], text

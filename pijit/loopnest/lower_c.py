@@ -12,8 +12,6 @@ with -ffp-contract=off; no vectorization, so no libmvec), math functions by libm
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 
 from pijit.loopnest import types as T
@@ -128,9 +126,7 @@ class NestKernel:
 
     def __init__(self, nest: Nest, gid: int = 0):
         self.nest = nest
-        self.grp = SimpleNamespace(id=gid, nodes=[], numpy_loops=set(), __str__=None)
         self.grp = _Group(gid)
-        self.lines = []
 
     # -- values --------------------------------------------------------------------------
     def val(self, x) -> str:
@@ -248,7 +244,8 @@ class NestKernel:
         if tag is None:
             raise AssertionError("a union result without its rule")
         if op.kind == "cmp":
-            out.append(f"{d} = {self.compare_expr(_CMP[op.op], ops[0], ops[1], kind, dom, bail, out)};")
+            cond = self.compare_expr(_CMP[op.op], ops[0], ops[1], kind, dom, bail, out)
+            out.append(f"{d} = {cond};")
             return out + tag
         name = op.op
         if kind == "b":
@@ -279,7 +276,8 @@ class NestKernel:
             suffix = "" if ct == "double" else "f"
             xs = []
             for j, x in enumerate(ops):
-                if ct == "float" and any(T.kind(m) == "i" and not T.is_np(m) for m in self.types(x)):
+                if ct == "float" and any(T.kind(m) == "i" and not T.is_np(m)
+                                         for m in self.types(x)):
                     out.append(f"if (PJ_I24((int64_t){a[j]})) {bail}")
                 xs.append(f"(({ct}){a[j]})")
             if op.kind == "call":          # abs, float()
@@ -355,7 +353,8 @@ class NestKernel:
             elif name == "pow":
                 out.append(f"    if ({y} < 0 || !pj_ipow({x}, {y}, &r)) {bail}")
             elif name == "lshift":
-                out += [f"    if ({y} < 0 || {y} > 62) {bail}", f"    r = (int64_t)((uint64_t){x} << {y});",
+                out += [f"    if ({y} < 0 || {y} > 62) {bail}",
+                        f"    r = (int64_t)((uint64_t){x} << {y});",
                         f"    if ((r >> {y}) != {x}) {bail}"]
             elif name == "rshift":
                 out += [f"    if ({y} < 0 || {y} > 63) {bail}", f"    r = {x} >> {y};"]
@@ -445,7 +444,8 @@ class NestKernel:
                   f" || !PyArray_ISNOTSWAPPED(a) || !PyArray_CHKFLAGS(a, {flags})) goto entry;",
                   f"        d_{arr} = PyArray_BYTES(a);"]
             for j in range(ndim):
-                L.append(f"        n_{arr}_{j} = PyArray_DIM(a, {j}); s_{arr}_{j} = PyArray_STRIDE(a, {j});")
+                L.append(f"        n_{arr}_{j} = PyArray_DIM(a, {j}); "
+                         f"s_{arr}_{j} = PyArray_STRIDE(a, {j});")
             L.append("    }")
         for k, var in enumerate(nest.inputs, start=len(nest.arrays)):
             L += ["    " + s for s in self.unbox(var, f"args[{k}]")]
@@ -466,14 +466,16 @@ class NestKernel:
                 it = "v_" + t[1]
                 L += [f"    if ({it}_step > 0 ? {it}_cur < {it}_stop : {it}_cur > {it}_stop) {{",
                       "        int64_t nx;",
-                      f"        if (__builtin_add_overflow({it}_cur, {it}_step, &nx)) PJ_BAIL({b.id});",
+                      f"        if (__builtin_add_overflow({it}_cur, {it}_step, &nx))",
+                      f"            PJ_BAIL({b.id});",
                       f"        v_{t[2]} = {it}_cur; {it}_cur = nx;",
                       f"        goto b{t[3]};",
                       f"    }}",
                       f"    goto b{t[4]};"]
             else:
                 L.append("    goto done;")
-        L += ["done:", f"    res = PyTuple_New({len(nest.outputs)});", "    if (res == NULL) return NULL;"]
+        L += ["done:", f"    res = PyTuple_New({len(nest.outputs)});",
+              "    if (res == NULL) return NULL;"]
         for k, var in enumerate(nest.outputs):
             L += ["    {", "        PyObject *o;"]
             L += ["        " + s for s in self.box(var, "o")]

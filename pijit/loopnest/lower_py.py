@@ -40,6 +40,8 @@ def _op_line(op) -> str:
         return f"{op.dst} = {a[0]} {_CMP[op.op]} {a[1]}"
     if op.kind == "unop":
         return f"{op.dst} = {_UNOP[op.op]}{a[0]}"
+    if op.kind == "call" and op.op == "bool" and op.domain == ("truth",):
+        return f"{op.dst} = not not {a[0]}"          # bool(x) without a call
     if op.kind == "call":
         return f"{op.dst} = _f_{op.op}({', '.join(a)})"
     if op.kind == "load":
@@ -56,32 +58,68 @@ def _op_line(op) -> str:
 
 
 def source(nest: Nest, name: str) -> tuple:
-    """(source text, {line in the text: the user's line}) of the run function."""
+    """(source text, {line in the text: the user's line}) of the run function.
+
+    Every block is an entry (`if _b == k`), and each entry runs on through the blocks its
+    unconditional jumps reach when they have no other predecessor, or have no ops (a loop's
+    FOR_ITER test): the blocks split at every op that may hand over then cost no dispatch
+    (measured: 2.6-3.3x plain Python with one dispatch per block, see lower_py's tests)."""
+    preds = {b.id: 0 for b in nest.blocks}
+    for b in nest.blocks:
+        for t in _successors(b.term):
+            preds[t] += 1
+    by_id = {b.id: b for b in nest.blocks}
     lines = [f"def {name}(_b, {', '.join(signature(nest))}):", "    while True:"]
     where = {}
-    for b in nest.blocks:
-        lines.append(f"        if _b == {b.id}:")
-        for op in b.ops:
-            where[len(lines) + 1] = op.lineno
-            lines.append("            " + _op_line(op))
-        t = b.term
-        if t[0] == "jump":
-            lines.append(f"            _b = {t[1]}")
-        elif t[0] == "branch":
-            lines.append(f"            _b = {t[2]} if {t[1]} else {t[3]}")
-        elif t[0] == "foriter":
-            it = t[1]
-            lines += [f"            if {it}_cur < {it}_stop if {it}_step > 0 else "
-                      f"{it}_cur > {it}_stop:",
-                      f"                {t[2]} = {it}_cur",
-                      f"                {it}_cur += {it}_step",
-                      f"                _b = {t[3]}",
-                      "            else:",
-                      f"                _b = {t[4]}"]
-        else:
-            lines.append(f"            return ({''.join(o + ', ' for o in nest.outputs)})")
-        lines.append("            continue")
+
+    def case(b, pad):
+        chain, cur = [b.id], b
+        while True:
+            for op in cur.ops:
+                where[len(lines) + 1] = op.lineno
+                lines.append(pad + _op_line(op))
+            t = cur.term
+            if t[0] == "jump" and t[1] not in chain and (
+                    preds[t[1]] == 1 or not by_id[t[1]].ops):
+                cur = by_id[t[1]]
+                chain.append(cur.id)
+                continue
+            break
+        lines.extend(pad + row for row in _term_lines(nest, cur.term))
+
+    def dispatch(blocks, pad):
+        """A binary search over block ids: log2(blocks) tests per transition."""
+        if len(blocks) == 1:
+            case(blocks[0], pad)
+            return
+        mid = len(blocks) // 2
+        lines.append(f"{pad}if _b < {blocks[mid].id}:")
+        dispatch(blocks[:mid], pad + "    ")
+        lines.append(f"{pad}else:")
+        dispatch(blocks[mid:], pad + "    ")
+
+    dispatch(sorted(nest.blocks, key=lambda b: b.id), "        ")
     return "\n".join(lines) + "\n", where
+
+
+def _successors(term) -> tuple:
+    return {"jump": term[1:], "branch": term[2:], "foriter": term[3:]}.get(term[0], ())
+
+
+def _term_lines(nest: Nest, t) -> list:
+    if t[0] == "jump":
+        return [f"_b = {t[1]}"]
+    if t[0] == "branch":
+        return [f"_b = {t[2]} if {t[1]} else {t[3]}"]
+    if t[0] == "foriter":
+        it = t[1]
+        return [f"if {it}_cur < {it}_stop if {it}_step > 0 else {it}_cur > {it}_stop:",
+                f"    {t[2]} = {it}_cur",
+                f"    {it}_cur += {it}_step",
+                f"    _b = {t[3]}",
+                "else:",
+                f"    _b = {t[4]}"]
+    return [f"return ({''.join(o + ', ' for o in nest.outputs)})"]
 
 
 def compile_run(nest: Nest, name: str, filename: str):

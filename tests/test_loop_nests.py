@@ -475,3 +475,11 @@ def test_traceback_points_at_the_users_line(level):
     last = info.traceback[-1]
     assert last.path.name == "test_loop_nests.py"
     assert last.statement.lines[0].strip() == "out[i] = a[i + 2] * 2.0"
+
+
+def test_fullgraph_never_breaks_for_a_nest():
+    # s may leave the loop as a float or an np.float64: a nest would end the graph there,
+    # so under fullgraph the loop is captured as before (unrolled), never a GraphBreakError
+    fn = pijit.jit(for_range, jit_config={"fullgraph": True})
+    a = np.arange(6.0)
+    assert fn(a, 6) == for_range(a, 6)

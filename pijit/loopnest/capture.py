@@ -178,9 +178,9 @@ def _capture(cap, loop):
         args += [node_arg(b) for b in bounds]
     args += [node_arg(values[v[2:]]) for v in nest.inputs if v.startswith("l_")]
     unions = [o[2:] for o in nest.outputs if len(nest.types[o]) > 1]
-    if unions and cap.parent is not None:
+    if unions and (cap.parent is not None or cap.config.strict):
         raise Unsupported(f"{', '.join(unions)} may be a Python or a NumPy scalar after the "
-                          "loop, in an inlined function")
+                          "loop (which would need a graph break)")
     # The NumPy member of a union: only the code after the break below sees the value.
     metas = tuple(_meta(max(nest.types[o], key=T.is_np)) for o in nest.outputs)
     graph = cap.graph

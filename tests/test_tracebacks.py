@@ -8,6 +8,7 @@ import os
 import pdb
 import traceback
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -20,27 +21,31 @@ LEVELS = ["O0", "O1", "O2"]
 
 
 def failure(fn, *args):
-    """(exception, [(file, line, function)] of the frames under this one, innermost frame)."""
-    try:
-        fn(*args)
-    except Exception as e:      # noqa: BLE001 - what the test compares
-        tb = e.__traceback__.tb_next            # this function's own entry
-        frames = [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(tb)]
-        while tb.tb_next is not None:
-            tb = tb.tb_next
-        return e, frames, tb.tb_frame
+    """(exception, [(file, line, function)] of the frames under this one, innermost frame,
+    [(category, message)] of the warnings the call gave)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            fn(*args)
+        except Exception as e:      # noqa: BLE001 - what the test compares
+            tb = e.__traceback__.tb_next            # this function's own entry
+            frames = [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(tb)]
+            while tb.tb_next is not None:
+                tb = tb.tb_next
+            return e, frames, tb.tb_frame, [(w.category, str(w.message)) for w in caught]
     raise AssertionError(f"{fn} did not raise")
 
 
 def assert_same_failure(fn, *args, jit_config=None, calls=2, locals_=True):
-    """Plain and jitted raise alike: type, message, frames, context, and (locals_) the
-    innermost frame's locals. Returns the jitted run's (exception, frames, frame)."""
-    expected, expected_frames, expected_frame = failure(fn, *args)
+    """Plain and jitted raise alike: type, message, frames, context, warnings, and (locals_)
+    the innermost frame's locals. Returns the jitted run's (exception, frames, frame)."""
+    expected, expected_frames, expected_frame, expected_warnings = failure(fn, *args)
     jitted = pijit.jit(fn, jit_config=jit_config)
     pijit.reset(jitted)
     for _ in range(calls):          # the first call compiles, the next runs the entry
-        got, frames, frame = failure(jitted, *args)
+        got, frames, frame, warned = failure(jitted, *args)
         assert type(got) is type(expected) and str(got) == str(expected)
+        assert warned == expected_warnings        # a replay gives none of its own
         assert frames == expected_frames, "\n".join(map(str, frames))
         assert not any(f.startswith(PIJIT_DIR) for f, _, _ in frames)
         assert (got.__context__ is None) == (expected.__context__ is None)
@@ -75,6 +80,33 @@ def test_floating_point_error_in_a_fused_group(level):
         _, frames, frame = assert_same_failure(ratio, a, b, jit_config={"jit_level": level})
     assert frames[-1][1] == ratio.__code__.co_firstlineno + 2
     assert np.array_equal(frame.f_locals["c"], a * 2.0)
+
+
+def log_then_sqrt(x):
+    y = np.log(x)
+    z = np.sqrt(x - 2.0)
+    return y + z
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_warnings_before_the_error_are_given_once(level):
+    """The graph warns (log of 0), then raises (sqrt of a negative, under errstate): the
+    replay that finds the user's frame gives no second warning."""
+    with np.errstate(divide="warn", invalid="raise"):
+        assert_same_failure(log_then_sqrt, np.array([0.0, 1.0]), jit_config={"jit_level": level})
+
+
+def test_a_warning_made_an_error_is_the_error_raised():
+    """warnings.simplefilter("error"): the log's RuntimeWarning is raised, in the jitted run
+    too (the replay, which ignores warnings, goes on to a FloatingPointError: not taken)."""
+    with warnings.catch_warnings(), np.errstate(divide="warn", invalid="raise"):
+        warnings.simplefilter("error")
+        for level in LEVELS:
+            jitted = pijit.jit(log_then_sqrt, jit_config={"jit_level": level})
+            for _ in range(2):
+                with pytest.raises(RuntimeWarning, match="divide by zero encountered in log"):
+                    jitted(np.array([0.0, 1.0]))
+            assert pijit.code_info(jitted)["compile_count"] == 1
 
 
 def gather(x, idx):
@@ -171,7 +203,7 @@ def test_context_of_the_users_handler_is_kept():
             fn(np.ones(4), np.array([1, 9]))
 
     for fn in (gather, pijit.jit(gather)):
-        e, frames, _ = failure(call_in_handler, fn)
+        e, frames, _, _ = failure(call_in_handler, fn)
         assert isinstance(e.__context__, KeyError) and not e.__suppress_context__
         assert frames[-1][2] == "gather"
 
@@ -179,7 +211,7 @@ def test_context_of_the_users_handler_is_kept():
 def test_post_mortem_debugger_sees_the_users_locals():
     """pdb.post_mortem lands in the user's function at the failing line with its locals."""
     def session(fn):
-        e, _, _ = failure(fn, np.ones(4), np.zeros(4))
+        e, _, _, _ = failure(fn, np.ones(4), np.zeros(4))
         out = io.StringIO()
         debugger = pdb.Pdb(stdin=io.StringIO("p sorted(locals())\np c.sum()\nwhere\nq\n"),
                            stdout=out, nosigint=True)
@@ -201,7 +233,7 @@ def test_strict_mode_graph_break_names_the_users_line():
         return c
 
     jitted = pijit.jit(strict, mode="PSJit")
-    e, frames, frame = failure(jitted, np.ones(3))
+    e, frames, frame, _ = failure(jitted, np.ones(3))
     assert isinstance(e, pijit.GraphBreakError)
     line = strict.__code__.co_firstlineno + 2
     assert str(e).endswith(f"print at {__file__}:{line}")
@@ -217,7 +249,7 @@ def test_input_signature_error_comes_from_the_users_function():
         return x * 2
 
     jitted = pijit.jit(f, input_signature=pijit.ArraySpec((None,), "float32"))
-    e, frames, _ = failure(jitted, np.ones(3))
+    e, frames, _, _ = failure(jitted, np.ones(3))
     assert isinstance(e, TypeError) and "input_signature" in str(e)
     assert frames == [(__file__, f.__code__.co_firstlineno, "f")]
     assert e.__context__ is None
@@ -252,7 +284,7 @@ def test_full_tracebacks_on_request(monkeypatch):
     """PIJIT_FULL_TRACEBACK=1 keeps pijit's frames (debugging pijit itself)."""
     monkeypatch.setenv("PIJIT_FULL_TRACEBACK", "1")
     with np.errstate(all="raise"):
-        _, frames, _ = failure(pijit.jit(ratio), np.ones(64), np.zeros(64))
+        _, frames, _, _ = failure(pijit.jit(ratio), np.ones(64), np.zeros(64))
     assert any(f.startswith(PIJIT_DIR) or "__pijit" in name for f, _, name in frames)
 
 
@@ -440,13 +472,13 @@ def test_error_through_a_deep_recursion_of_jitted_calls(depth):
     4,000-deep recursion): every level's frame is kept, at its line."""
     x = np.ones(3)
     _deep_callee[:] = [_deep]
-    expected, expected_frames, _ = failure(_deep, x, depth)
+    expected, expected_frames, _, _ = failure(_deep, x, depth)
     jitted = pijit.jit(_deep)
     pijit.reset(jitted)
     _deep_callee[:] = [jitted]
     try:
         for _ in range(2):
-            got, frames, frame = failure(jitted, x, depth)
+            got, frames, frame, _ = failure(jitted, x, depth)
             assert type(got) is ValueError and str(got) == str(expected)
             assert frames == expected_frames
             assert_same_locals(frame.f_locals, {"x": x, "n": 0, "y": x * 2.0})
@@ -471,3 +503,4 @@ def test_error_after_a_comprehension_leaves_its_variable_as_plain(bound):
     with np.errstate(all="raise"):
         _, _, frame = assert_same_failure(comprehension_scales, a, 7 if bound else 0.5)
     assert "k" not in frame.f_locals
+

@@ -23,6 +23,7 @@ import inspect
 import operator
 import sys
 import types
+import warnings
 
 from bytecode import FreeVar, Instr, Label
 
@@ -81,8 +82,15 @@ class Replay:
         finally:
             del frame
         try:
-            fn(*args)
+            # The run that failed gave the warnings plain Python gives up to the error: the
+            # replay, which redoes that work, must not give them twice. (catch_warnings is
+            # process-wide: another thread's warning during a replay is not shown.)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                fn(*args)
         except Exception as replayed:   # what plain Python raises there
+            if type(replayed) is not type(exc):
+                return None     # a warning the filters made an error, ignored in the replay
             replayed.__traceback__ = replayed.__traceback__.tb_next    # this frame's entry
             replayed.__context__ = exc.__context__
             replayed.__suppress_context__ = exc.__suppress_context__

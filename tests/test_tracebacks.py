@@ -504,3 +504,25 @@ def test_error_after_a_comprehension_leaves_its_variable_as_plain(bound):
         _, _, frame = assert_same_failure(comprehension_scales, a, 7 if bound else 0.5)
     assert "k" not in frame.f_locals
 
+
+def scaled_sum(x, n):
+    s = 0.0
+    for i in range(n):
+        s += x[i] * 2.0
+    return s
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_error_inside_a_loop_nest_reads_as_the_users(level):
+    """An index out of bounds in a loop nest (its C kernel hands over to its Python form,
+    which raises): one frame of the user's function at the loop body's line, and the
+    debugger's frame holds the user's loop variables with plain Python's values."""
+    x = np.arange(5.0)
+    report = pijit.explain(pijit.jit(scaled_sum, jit_config={"jit_level": level}), x, 5)
+    assert report.ops_per_graph == [["loop_nest", "tuple_item"]]
+    _, frames, frame = assert_same_failure(scaled_sum, x, 7, locals_=False,
+                                           jit_config={"jit_level": level})
+    assert frames[-1][1] == scaled_sum.__code__.co_firstlineno + 3
+    _, _, plain, _ = failure(scaled_sum, x, 7)
+    for name in ("x", "s", "i"):
+        assert_same_locals({name: frame.f_locals[name]}, {name: plain.f_locals[name]})

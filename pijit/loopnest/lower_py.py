@@ -7,7 +7,8 @@ returns the outputs. It runs the whole nest at O0, and the rest of it after the 
 bailed (an int leaving int64, an index out of bounds, a zero divisor...): the failing
 operation then happens here, raising or warning exactly as plain Python would.
 The code is compiled with the user's file name and each op's line number, so tracebacks
-point at the user's lines.
+point at the user's lines, and the user's locals and arrays keep the user's names (the nest's
+own temporaries are named as pijit's), so a debugger there shows the user's variables.
 """
 from __future__ import annotations
 
@@ -134,8 +135,41 @@ def compile_run(nest: Nest, name: str, filename: str):
             line = where.get(node.lineno) or first
             node.lineno = node.end_lineno = line
             node.col_offset, node.end_col_offset = 0, 0
+    _UserNames(nest).visit(tree)
     namespace = {f"_f_{k}": v for k, v in nest.funcs.items()}
     namespace["_f_range"] = range
     namespace["_f_bool"] = bool
     exec(compile(tree, filename, "exec"), namespace)
     return namespace[name], text
+
+
+_INTERNAL = "__pijit_"
+
+
+class _UserNames(ast.NodeTransformer):
+    """Variables of the IR -> names in the run function: a user local `l_x` or array `a_x` is
+    `x` (an array whose name is also a local's stays internal), anything else is internal;
+    the functions the namespace provides (`_f_*`) stay."""
+
+    def __init__(self, nest: Nest):
+        self.names = {}
+        for v in signature(nest):
+            if v.startswith("l_"):
+                self.names[v] = v[2:]
+        taken = set(self.names.values())
+        for a in nest.arrays:
+            if a.startswith("a_") and a[2:] not in taken:
+                self.names[a] = a[2:]
+
+    def _name(self, name: str) -> str:
+        if name.startswith("_f_"):
+            return name
+        return self.names.get(name) or _INTERNAL + name
+
+    def visit_Name(self, node):
+        node.id = self._name(node.id)
+        return node
+
+    def visit_arg(self, node):
+        node.arg = self._name(node.arg)
+        return node

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+from pijit import tracebacks
 from pijit.loopnest.ir import Nest
 from pijit.loopnest.lower_py import compile_run
 
@@ -17,11 +18,18 @@ class NestOp:
 
     repeats = True              # graph/work.py: its work is unbounded, like a loop node
 
-    def __init__(self, nest: Nest, filename: str, name: str):
+    def __init__(self, nest: Nest, origin, name: str):
+        """origin: the code object of the user's function the loop is in."""
         self.nest = nest
         self.name = name
         self.writes_arrays = bool(nest.written)     # graph/purity.py: an effect in order
-        self.run, self.python_source = compile_run(nest, name, filename)
+        self.run, self.python_source = compile_run(nest, name, origin.co_filename)
+        # An error the Python form raises reads as the user's: its frame is named as the
+        # user's function and continues that function's frame (pijit.tracebacks collapses
+        # the two into one entry at the line of the loop's statement that failed).
+        self.run.__code__ = self.run.__code__.replace(co_name=origin.co_name,
+                                                      co_qualname=origin.co_qualname)
+        tracebacks.register(self.run.__code__, origin, True)
         self.c_source = None
         self._slots = [None] * len(nest.variables())
         variables = nest.variables()

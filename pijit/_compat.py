@@ -50,29 +50,25 @@ class BytecodeFacts:
     # Pushes a cell of this frame (for a closure): LOAD_CLOSURE, or LOAD_FAST of the cell or
     # free variable (3.13, where LOAD_CLOSURE is only a pseudo-instruction).
     cell_load: str
-    # A forward jump taken when the value on top (popped) is not None, and one taken when it
-    # is None: 3.11 names each conditional jump's direction (POP_JUMP_FORWARD_IF_NOT_NONE),
-    # 3.12+ have only forward ones and do not name it (POP_JUMP_IF_NOT_NONE).
-    jump_if_not_none: str
-    jump_if_none: str
+    # The prefix of a forward conditional jump popping the value on top (IF_NONE, IF_FALSE...):
+    # 3.11 names each conditional jump's direction (POP_JUMP_FORWARD_IF_NONE), 3.12+ have
+    # only forward ones and do not name it (POP_JUMP_IF_NONE).
+    forward_jump: str
 
 
 _FACTS = {
     (3, 11): BytecodeFacts(null_first=True, precall=True, call_kw=False, attr_pair=False,
                            make_function_flags=True, for_iter_exit=(),
                            checked_load="LOAD_FAST", cell_load="LOAD_CLOSURE",
-                           jump_if_not_none="POP_JUMP_FORWARD_IF_NOT_NONE",
-                           jump_if_none="POP_JUMP_FORWARD_IF_NONE"),
+                           forward_jump="POP_JUMP_FORWARD_"),
     (3, 12): BytecodeFacts(null_first=True, precall=False, call_kw=False, attr_pair=True,
                            make_function_flags=True, for_iter_exit=("END_FOR",),
                            checked_load="LOAD_FAST_CHECK", cell_load="LOAD_CLOSURE",
-                           jump_if_not_none="POP_JUMP_IF_NOT_NONE",
-                           jump_if_none="POP_JUMP_IF_NONE"),
+                           forward_jump="POP_JUMP_"),
     (3, 13): BytecodeFacts(null_first=False, precall=False, call_kw=True, attr_pair=True,
                            make_function_flags=False, for_iter_exit=("END_FOR", "POP_TOP"),
                            checked_load="LOAD_FAST_CHECK", cell_load="LOAD_FAST",
-                           jump_if_not_none="POP_JUMP_IF_NOT_NONE",
-                           jump_if_none="POP_JUMP_IF_NONE"),
+                           forward_jump="POP_JUMP_"),
 }
 # None on an unsupported interpreter, where nothing is captured.
 BYTECODE = _FACTS.get(VERSION) if SUPPORTED else None

@@ -64,9 +64,10 @@ def load_cell(name: str, *, lineno) -> Instr:
     return Instr(_compat.BYTECODE.cell_load, FreeVar(name), lineno=lineno)
 
 
-def jump_forward_if_none(target, *, lineno) -> Instr:
-    """Pop TOS and jump forward to `target` when it is None."""
-    return Instr(_compat.BYTECODE.jump_if_none, target, lineno=lineno)
+def jump_forward(condition: str, target, *, lineno) -> Instr:
+    """Pop TOS and jump forward to `target` when it is `condition` ("NONE", "NOT_NONE",
+    "FALSE", "TRUE")."""
+    return Instr(f"{_compat.BYTECODE.forward_jump}IF_{condition}", target, lineno=lineno)
 
 
 def for_exit(*, lineno) -> list:

@@ -55,15 +55,23 @@ def _cover(items: list, target: Label) -> list:
 def _handler(label: Label, fn, lineno, ending) -> list:
     """At `label` (stack: lasti, exc): make exc the handled exception, call fn(exc) (a
     failure in it re-raises with the exception state restored, as CPython's own cleanup
-    handlers do), then `ending` decides what is raised."""
-    cleanup = Label()
+    handlers do), then `ending` decides what is raised. An exception that is not an
+    Exception (KeyboardInterrupt, SystemExit) is re-raised at once, with no call: fn runs
+    Python code, where a second signal's KeyboardInterrupt would replace the first (plain
+    Python runs none of the user's code between the two)."""
+    cleanup, as_is = Label(), Label()
     # Begun before PUSH_EXC_INFO, as CPython's compiler does: its depth (lasti, exc) then
     # keeps lasti and the previous exception, which PUSH_EXC_INFO puts below exc.
     begin = TryBegin(cleanup, True, 2)
-    return [label, begin, Instr("PUSH_EXC_INFO", lineno=lineno)] + \
+    return [label, begin, Instr("PUSH_EXC_INFO", lineno=lineno),
+            Instr("LOAD_CONST", Exception, lineno=lineno),
+            Instr("CHECK_EXC_MATCH", lineno=lineno),
+            forms.jump_forward("FALSE", as_is, lineno=lineno)] + \
         forms.call([Instr("LOAD_CONST", fn, lineno=lineno)],
                    [[Instr("COPY", 3, lineno=lineno)]], lineno=lineno) + [TryEnd(begin)] + \
-        ending(lineno) + [cleanup, Instr("COPY", 3, lineno=lineno),
+        ending(lineno) + [as_is, Instr("SWAP", 2, lineno=lineno),
+                          Instr("POP_EXCEPT", lineno=lineno), Instr("RERAISE", 1, lineno=lineno),
+                          cleanup, Instr("COPY", 3, lineno=lineno),
                           Instr("POP_EXCEPT", lineno=lineno), Instr("RERAISE", 1, lineno=lineno)]
 
 
@@ -80,7 +88,7 @@ def _raise_result(lineno) -> list:
     the user's code was handling, as the original did)."""
     again = Label()
     return [Instr("COPY", 1, lineno=lineno),
-            forms.jump_forward_if_none(again, lineno=lineno),
+            forms.jump_forward("NONE", again, lineno=lineno),
             Instr("SWAP", 2, lineno=lineno), Instr("POP_TOP", lineno=lineno),
             Instr("SWAP", 2, lineno=lineno), Instr("POP_EXCEPT", lineno=lineno),
             Instr("RAISE_VARARGS", 1, lineno=lineno), again] + _reraise(lineno)

@@ -115,7 +115,7 @@ def _restart_on_none(code, lineno) -> list:
                                                     inspect.CO_VARKEYWORDS))
     ok = Label()
     out = [Instr("COPY", 1, lineno=lineno),
-           Instr(_compat.BYTECODE.jump_if_not_none, ok, lineno=lineno),
+           forms.jump_forward("NOT_NONE", ok, lineno=lineno),
            Instr("POP_TOP", lineno=lineno)]
     out += forms.call(_make_function(plain, code, lineno),
                       [[Instr("LOAD_FAST", name, lineno=lineno)]

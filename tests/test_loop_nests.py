@@ -370,10 +370,11 @@ def test_unsupported_loops_keep_todays_behaviour():
                                                  math.isnan(got) and math.isnan(expected))
 
 
-def test_loop_nests_option_off():
-    report = pijit.explain(pijit.jit(for_range, jit_config={"loop_nests": False}),
-                           np.arange(5.0), 5)
-    assert not any("loop_nest" in ops for ops in report.ops_per_graph)
+@pytest.mark.parametrize("on", [True, False])
+def test_loop_nests_option(on):
+    report = assert_same(for_range, np.arange(5.0), 5, graphs=None, breaks=None,
+                         jit_kwargs={"jit_config": {"loop_nests": on}})
+    assert any("loop_nest" in ops for ops in report.ops_per_graph) == on
 
 
 def test_print_after_all_shows_ir_and_c(capsys):

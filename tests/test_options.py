@@ -33,6 +33,7 @@ OPTION_TESTS = {
     "loop_unrolling": ["test_graph_breaks.py::test_loop_unrolling_option"],
     "MAX_LOOP_UNROLLING": ["test_graph_breaks.py::test_loop_unrolling_option"],
     "loop_nodes": ["test_loop_nodes.py::test_loop_nodes_off"],
+    "loop_nests": ["test_loop_nests.py::test_loop_nests_option"],
     "MAX_INLINE_DEPTH": ["test_graph_breaks.py::test_recursive_calls_inline_to_the_depth_limit"],
     "allowed_inline_modules": ["test_options.py::test_allowed_inline_modules"],
     "print_last_frame_if_break_graph": ["test_graph_breaks.py::test_print_last_frame_if_break_graph"],

@@ -58,7 +58,7 @@ def _float_scalar_overflow(x):
 
 U8 = np.array([1, 255, 3], np.uint8)
 CASES = [(_scalar_add, (U8,), ["getitem", "add"]),
-         (_scalar_loop, (np.array([100, 200, 250], np.uint8),), ["mul", "add"]),
+         (_scalar_loop, (np.array([100, 200, 250], np.uint8),), ["loop_nest"]),
          (_scalar_negative, (np.array([5, 0, 7], np.uint8),), ["neg"]),
          (_scalar_square, (np.array([7, 2 ** 31 - 1], np.int32),), ["mul", "add"]),
          (_dead_division, (np.array([0.0, 1.0, 2.0]),), ["truediv", "add"]),

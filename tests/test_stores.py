@@ -2,6 +2,9 @@
 recorded during capture and replayed after the graph in program order (issue 20, item 2):
 plain vs jitted, twice, on copies (results, object state, printed output, exceptions), and
 how each call ran (one graph, or the break where a store cannot be deferred)."""
+import contextlib
+import io
+
 import numpy as np
 import pytest
 
@@ -346,3 +349,29 @@ def test_inplace_training_step_is_one_graph():
     xs, ys = _batches(1)
     assert_same(MLP.step_inplace, MLP(), xs[0], ys[0], 0.05, graphs=1, breaks=0)
 
+
+
+def appends_then_rebinds(a, b, out):
+    t0 = np.tanh(b)
+    for u in [a, a]:
+        out.append(t0)
+        t0 = u + 1.0
+        print("step")              # a break in the loop body: the body is outlined
+    return t0
+
+
+def test_a_store_takes_the_value_before_its_local_is_rebound():
+    """The loop body's append is made after its graph, where the body's locals are rebuilt
+    first: the appended t0 is the one before `t0 = u + 1.0` (the rebound t0 was appended,
+    and a later call appended the first call's value; found by the random control-flow
+    programs)."""
+    jitted = pijit.jit(appends_then_rebinds)
+    for b in (0.0, 1.0, 2.0):
+        want, got = [], []
+        with contextlib.redirect_stdout(io.StringIO()):
+            expected = appends_then_rebinds(np.zeros(2), np.full(2, b), want)
+            result = jitted(np.zeros(2), np.full(2, b), got)
+        assert_equal_values((result, got), (expected, want), f"b={b}")
+    report = pijit.explain(jitted, np.zeros(2), np.ones(2), [])
+    assert report.graph_count == 2 and report.graph_break_count == 2
+    assert "add" in report.ops_per_graph[1]

@@ -59,17 +59,19 @@ def build_transformed(func, capture, graph_fn, out_index: dict, resume_code_for,
         graph = _run_graph(graph_fn, capture.input_sources, len(out_index), lineno,
                            splice=bp is None, restart_code=code if restart else None)
     emitter = Emitter(out_index, lineno)
-    # The stores come after everything else is rebuilt (reloaded from sources as it was
-    # before them), in the order the emitter builds values.
+    # What the stores use is loaded first (from sources as they were before the stores and
+    # before locals are rebound); the stores come after everything else is rebuilt.
+    loads, stores, store_temps = emit_stores(emitter, capture.stores, lineno)
     if bp is None:
-        rest = emitter.emit(capture.ret) + emit_stores(emitter, capture.stores, lineno) + \
+        rest = loads + emitter.emit(capture.ret) + stores + \
             [Instr("RETURN_VALUE", lineno=lineno)]
     else:
-        rest = [i for value in bp.stack for i in emitter.emit(value)]
+        rest = loads + [i for value in bp.stack for i in emitter.emit(value)]
         for name, value in {**bp.locals, **bp.dead}.items():
             rest += emitter.emit(value) + [Instr("STORE_FAST", name, lineno=lineno)]
-        rest += emit_stores(emitter, capture.stores, lineno)
-        rest += _forget_temporaries(code, len(out_index) if graph else 0, emitter, lineno)
+        rest += stores
+        rest += _forget_temporaries(code, len(out_index) if graph else 0, emitter, lineno,
+                                    store_temps)
         rest += _residual(capture.instructions, bp, code, resume_code_for, body_code_for)
     replay = Replay(code, capture, lambda c: tracebacks.register(c, code, True))
     instrs = frames.protect(prologue(code, code.co_firstlineno), graph, rest, replay,
@@ -82,11 +84,12 @@ def build_transformed(func, capture, graph_fn, out_index: dict, resume_code_for,
     return fn
 
 
-def _forget_temporaries(code, n_out, emitter, lineno) -> list:
+def _forget_temporaries(code, n_out, emitter, lineno, store_temps) -> list:
     """Delete the names the user's code does not have (graph outputs, rebuilt containers,
-    a resume function's stack parameters) before the residual code runs, so its frame holds
-    the user's locals only, as plain Python's does."""
-    names = [OUT_NAME.format(i) for i in range(n_out)] + list(emitter.built.values())
+    the stores' temporaries, a resume function's stack parameters) before the residual code
+    runs, so its frame holds the user's locals only, as plain Python's does."""
+    names = [OUT_NAME.format(i) for i in range(n_out)] + list(emitter.built.values()) + \
+        list(store_temps)
     names += [name for name in code.co_varnames[:arg_slot_count(code)] if is_internal(name)]
     return [Instr("DELETE_FAST", name, lineno=lineno) for name in names]
 

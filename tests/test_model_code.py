@@ -197,3 +197,46 @@ def test_layers_updating_their_own_state():
     net = Sequential(Dense(16, 8, 0), RunningMean(8), ReLU(), Dense(8, 8, 1), RunningMean(8))
     report = assert_same(run_flat, net, X, graphs=1, breaks=0)
     assert any(" is not " in g for g in report.guards), report.guards
+
+
+# -- inlined properties and super() follow their classes (mutants stores_*) --------------------
+def test_property_guard_follows_the_class():
+    class Layer:
+        def __init__(self):
+            self.w = np.arange(3.0)
+
+        @property
+        def scaled(self):
+            return self.w * 2.0
+
+    def f(layer, x):
+        return x + layer.scaled
+    g = pijit.jit(f)
+    pijit.reset(g)
+    layer, x = Layer(), np.ones(3)
+    assert_equal_values(g(layer, x), f(layer, x))
+    Layer.scaled = property(lambda self: self.w - 1.0)      # the inlined getter is stale
+    assert_equal_values(g(layer, x), f(layer, x))
+    reasons = pijit.stats(g)["recompile_reasons"]
+    assert any("layer.__class__.scaled:" in r for r in reasons), reasons
+
+
+def test_super_call_guard_follows_the_base_class():
+    class Base:
+        def construct(self, x):
+            return x * 2.0
+
+    class Child(Base):
+        def construct(self, x):
+            return super().construct(x) + 1.0
+
+    def f(layer, x):
+        return layer.construct(x)
+    g = pijit.jit(f)
+    pijit.reset(g)
+    layer, x = Child(), np.arange(3.0)
+    assert_equal_values(g(layer, x), f(layer, x))
+    Base.construct = lambda self, x: x - 5.0          # the function super() inlined is stale
+    assert_equal_values(g(layer, x), f(layer, x))
+    reasons = pijit.stats(g)["recompile_reasons"]
+    assert any("__mro__[1].construct:" in r for r in reasons), reasons

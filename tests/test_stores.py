@@ -375,3 +375,46 @@ def test_a_store_takes_the_value_before_its_local_is_rebound():
     report = pijit.explain(jitted, np.zeros(2), np.ones(2), [])
     assert report.graph_count == 2 and report.graph_break_count == 2
     assert "add" in report.ops_per_graph[1]
+
+
+# -- aliasing checked at capture and guarded at run time (mutants stores_*) --------------------
+def dict_store_then_read_other(d1, d2, x):
+    d1["a"] = 5.0
+    return x * d2["a"]
+
+
+def test_dict_read_after_an_item_store_into_another():
+    # one dict passed twice: reading d2 must see the item stored through d1 (the store is
+    # deferred, so capture breaks rather than read the dict as it was)
+    d = {"a": 1.0}
+    for args in ((d, d), ({"a": 1.0}, {"a": 2.0})):
+        report = assert_same(dict_store_then_read_other, *args, X, graphs=1, breaks=1)
+        assert "may be one stored into" in report.break_reasons[0]["reason"], report
+
+
+def test_entry_for_two_objects_is_not_used_for_one_passed_twice():
+    # the entry compiled for two objects reads b.steps (0, guarded) as it was before the
+    # store into a; one fresh object passed twice must read the stored 5 instead
+    f = pijit.jit(reads_other)
+    pijit.reset(f)
+    assert_equal_values(f(State(), State(), X), reads_other(State(), State(), X))
+    one, plain_one = State(), State()
+    assert_equal_values(f(one, one, X), reads_other(plain_one, plain_one, X))
+    assert one.steps == plain_one.steps == 5
+    assert pijit.code_info(f)["compile_count"] == 2
+
+
+def store_raise_store(s, x, idx):
+    s.steps += 1
+    y = x[idx]                          # may raise, between two stores
+    s.avg = y * 2
+    return y
+
+
+def test_store_before_a_node_that_may_raise_then_another_store():
+    # the first store runs where it stands (the graph's indexing raises after it), not
+    # only the last store is checked for a later node that may raise
+    for idx in (IDX_BAD, np.array([0, 1])):
+        report = assert_same(store_raise_store, State(), X, idx, graphs=1, breaks=1)
+        assert "'steps' before an operation that may raise" in \
+            report.break_reasons[0]["reason"], report

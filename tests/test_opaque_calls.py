@@ -665,3 +665,60 @@ def test_a_call_whose_rule_finds_it_raises_breaks_before_it():
         assert str(got.value) == str(plain.value)
     (brk,) = explain_report(_sum_on_a_missing_axis.__code__).break_reasons
     assert "sum would raise AxisError" in brk["reason"]
+
+
+# -- gaps found by the planted faults (tests/mutants/calls_*.toml) ---------------------------
+
+def real_if_close_kind(z):
+    w = np.real_if_close(z)                          # float64 or complex128, by the data
+    return w.dtype.kind, w * 2.0
+
+
+def test_a_result_of_another_dtype_and_the_same_shape_runs_plain():
+    """np.real_if_close gives float64 for complex values with no imaginary part, complex128
+    otherwise, of one shape: the node checks the dtype (read as a constant after it), not
+    only the shape."""
+    for level in ("O0", "O1"):
+        jitted = pijit.jit(real_if_close_kind, jit_config={"jit_level": level})
+        pijit.reset(jitted)
+        for z in (np.array([1.0 + 0j, 2.0]), np.array([1.0 + 1j, 2.0])) * 2:
+            assert_equal_values(jitted(z), real_if_close_kind(z))
+        report = explain_report(jitted.fn.__code__)
+        assert report.graph_count == 1 and report.graph_break_count == 0, report
+        assert report.opaque_calls == [["real_if_close"]]
+
+
+def fft_out_positional(x, o):
+    np.fft.fft(x, None, -1, None, o)        # out is fft's fifth parameter
+    first = o.real * 1.0
+    np.fft.fft(x * 2.0, None, -1, None, o)
+    return first + o.real
+
+
+@pytest.mark.parametrize("jit_kwargs", LEVELS, ids=["O0", "O1"])
+def test_out_passed_positionally_is_a_write_and_breaks(jit_kwargs):
+    # as a pure node, the read of o between the calls could move across the second one
+    report = assert_same(fft_out_positional, np.arange(8.0), np.zeros(8, complex), graphs=2,
+                         breaks=2, jit_kwargs=jit_kwargs)
+    assert all("out=" in b["reason"] for b in report.break_reasons), report
+
+
+def halved(a):
+    return a * 0.5 + 1.0
+
+
+def uses_constexpr_on_an_array(x):
+    return x + halved(x)
+
+
+def test_pijit_constexpr_with_an_array_argument_breaks():
+    """An array argument is known only at run time: the call is not folded with the first
+    call's values."""
+    x = np.arange(4.0)
+    cfg = {"jit_config": {"pijit_constexpr": (halved,)}}
+    report = assert_same(uses_constexpr_on_an_array, x, graphs=1, breaks=1, jit_kwargs=cfg)
+    assert "values known only at run time" in report.break_reasons[0]["reason"]
+    jitted = pijit.jit(uses_constexpr_on_an_array, **cfg)
+    pijit.reset(jitted)
+    for arg in (x, np.ones(4)):
+        assert_equal_values(jitted(arg), uses_constexpr_on_an_array(arg))

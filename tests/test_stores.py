@@ -350,7 +350,6 @@ def test_inplace_training_step_is_one_graph():
     assert_same(MLP.step_inplace, MLP(), xs[0], ys[0], 0.05, graphs=1, breaks=0)
 
 
-
 def appends_then_rebinds(a, b, out):
     t0 = np.tanh(b)
     for u in [a, a]:

@@ -63,8 +63,7 @@ OPTIONS = (
            "Most iterations unrolled per loop (all loops nested in it included).", minimum=0),
     Option("loop_nodes", bool, True,
            "A `for` loop over range(...) whose bounds are known only at run time, or longer "
-           "than MAX_LOOP_UNROLLING, or that cannot be unrolled (e.g. its body writes into "
-           "arrays: stencils, row updates), becomes one loop node: the body is captured once "
+           "than MAX_LOOP_UNROLLING, or that cannot be unrolled, becomes one loop node: the body is captured once "
            "as a graph of its own and runs once per iteration inside the graph, with no guard "
            "on the trip count. Loops it cannot express (graph breaks or break/return in the "
            "body, a carried value whose type, dtype or shape changes, a loop variable used "

@@ -184,6 +184,17 @@ def level_tol(fn, args, level) -> tuple:
     return Abs(), bounds if several else bounds[0]
 
 
+def inputs_tol(fn, args, level) -> tuple:
+    """(tol, scale) comparing the arguments as fn(*args) jitted at `level` leaves them with
+    plain's: bits at O0 and O1; at O2 the bounds o2_spec.carry_inputs derives for the values
+    the function writes into them, one per argument."""
+    if level != "O2":
+        return EXACT, None
+    with warnings.catch_warnings(), np.errstate(all="ignore"), plain_python():
+        warnings.simplefilter("ignore")
+        return Abs(), o2_spec.carry_inputs(fn, *clone(tuple(args)))
+
+
 def layout(a: np.ndarray) -> tuple:
     """The strides that matter: those of axes longer than 1 (none when the array is empty)."""
     if a.size == 0:
@@ -301,10 +312,11 @@ def alias_pattern(result, args):
 
 
 def assert_same_outcome(got: Outcome, want: Outcome, got_args, want_args, where: str,
-                        tol=EXACT, scale=None):
+                        tol=EXACT, scale=None, inputs=(EXACT, None)):
     """got (jitted) against want (plain): printed output, warnings (category, message and
     count, in order), the exception (type and message) or the result (assert_equal_values)
-    and its aliasing, then the arguments as the calls left them."""
+    and its aliasing, then the arguments as the calls left them (inputs: their (tol,
+    scale), see inputs_tol)."""
     assert got.out == want.out, f"{where}: printed output differs:\n{got.out!r}\n{want.out!r}"
     assert got.warnings == want.warnings, \
         f"{where}: warnings {got.warnings} != plain {want.warnings}"
@@ -317,7 +329,7 @@ def assert_same_outcome(got: Outcome, want: Outcome, got_args, want_args, where:
         assert_equal_values(got.result, want.result, f"{where}: result", tol, scale)
         assert alias_pattern(got.result, got_args) == alias_pattern(want.result, want_args), \
             f"{where}: aliasing of results (with inputs, with each other) differs"
-    assert_equal_values(got_args, want_args, f"{where}: mutated inputs")
+    assert_equal_values(got_args, want_args, f"{where}: mutated inputs", *inputs)
 
 
 def assert_same(fn, *args, graphs=1, breaks=0, ops=None, jit_kwargs=None, kwargs=None,
@@ -331,6 +343,9 @@ def assert_same(fn, *args, graphs=1, breaks=0, ops=None, jit_kwargs=None, kwargs
     kwargs = kwargs or {}
     level = ((jit_kwargs or {}).get("jit_config") or {}).get("jit_level", "O1")
     tol, scale = level_tol(lambda *a: fn(*a, **kwargs), args, level)
+    # (arrays passed by keyword are compared bit for bit: carry_inputs bounds positional ones)
+    in_tol, in_scale = inputs_tol(lambda *a: fn(*a, **kwargs), args, level) \
+        if not kwargs else (EXACT, None)
     plain_args = clone((args, kwargs))
     want = run_plain(fn, *plain_args)
     jitted = pijit.jit(fn, **(jit_kwargs or {}))
@@ -340,7 +355,7 @@ def assert_same(fn, *args, graphs=1, breaks=0, ops=None, jit_kwargs=None, kwargs
         got = run_observed(jitted, *jit_args)
         assert_same_outcome(got, want, (list(jit_args[0]), jit_args[1]),
                             (list(plain_args[0]), plain_args[1]), f"call {call + 1}", tol,
-                            scale)
+                            scale, (in_tol, None if in_scale is None else (in_scale, None)))
     code = jitted.fn.__code__
     report = explain_report(code)
     assert graphs is None or report.graph_count == graphs, \

@@ -125,8 +125,9 @@ CASES = [
     ("mlp", mlp, lambda: [(_f32(4, 8), _f32(8, 16, seed=1), _f32(16, seed=2),
                            _f32(16, 4, seed=3), _f32(4, seed=4))], {}, True),
     ("recurrence", recurrence, lambda: [(_f64(32),)], {}, True),
-    ("row_updates", row_updates, lambda: [(_f64(5, 4), 5)], {}, False),
-    ("stencil", stencil, lambda: [(_f64(16),)], {}, False),
+    # loop nodes (short loops that write unroll by default)
+    ("row_updates", row_updates, lambda: [(_f64(5, 4), 5)], {"loop_unrolling": False}, False),
+    ("stencil", stencil, lambda: [(_f64(16),)], {"loop_unrolling": False}, False),
     ("graph_break", graph_break, lambda: [(_f64(8), np.abs(_f64(8, seed=1)))], {}, True),
     ("data_branch", data_branch, lambda: [(np.abs(_f64(8)),), (-np.abs(_f64(8)),)], {}, True),
     ("changing", changing, lambda: [(_f64(10),), (_f64(12),), (_f64(14),)], {}, True),

@@ -171,11 +171,51 @@ def carry(fn, *args) -> list:
     its own O2 bound to the errors its inputs carry, to first order. Elements where an op
     cannot bound its result (a comparison whose inputs may be either side of each other, a
     cast of an inexact float to int) get inf. A leaf that is not an array gets None."""
-    wrapped = [Bounded(a, 0.0) if isinstance(a, np.ndarray) and a.dtype.kind in "fbiu"
-               else a for a in args]
-    out = fn(*wrapped)
+    out = fn(*_wrap(args))
     leaves = list(out) if isinstance(out, (tuple, list)) else [out]
     return [leaf.err if isinstance(leaf, Bounded) else None for leaf in leaves]
+
+
+def carry_inputs(fn, *args) -> list:
+    """The bounds (for Abs) of the arguments as fn(*args) leaves them at O2, one per
+    argument (None for one that is not an array): writes into an argument, or into a view
+    of it, carry the written values' bounds into it. fn may raise: the writes before count."""
+    wrapped = _wrap(args)
+    try:
+        fn(*wrapped)
+    except Exception:       # noqa: BLE001 - the writes made before the exception remain
+        pass
+    return [w.err if isinstance(w, Bounded) else
+            np.zeros(w.shape) if isinstance(w, np.ndarray) else None for w in wrapped]
+
+
+def _wrap(args) -> list:
+    """Each array argument as a Bounded of error 0; arguments over one buffer (the same
+    array twice, a view of another) get views of one error buffer, so a write through one
+    shows in the others' errors as in their values."""
+    wrapped, buffers = [], []       # buffers: (array, its errors), C-contiguous owners
+    for a in args:
+        if not (isinstance(a, np.ndarray) and a.dtype.kind in "fbiu"):
+            wrapped.append(a)
+            continue
+        owner = next(((b, e) for b, e in buffers if np.shares_memory(a, b)), None)
+        if owner is None:
+            base = a
+            while isinstance(base.base, np.ndarray):
+                base = base.base
+            if base.flags.c_contiguous and base.dtype == a.dtype:
+                owner = (base, np.zeros(base.shape, np.float64))
+                buffers.append(owner)
+        if owner is None:
+            wrapped.append(Bounded(a, 0.0))
+            continue
+        base, err = owner
+        size = a.itemsize
+        start = (a.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // size
+        view = np.lib.stride_tricks.as_strided(
+            err.reshape(-1)[start:], a.shape, tuple(s // size * 8 for s in a.strides))
+        wrapped.append(Bounded(a, view))
+    return wrapped
 
 
 def _ulp(v: np.ndarray) -> np.ndarray:
@@ -259,13 +299,20 @@ class Bounded(np.lib.mixins.NDArrayOperatorsMixin):
         return Bounded(np.asarray(self.v)[key], self.err[key])
 
     def __setitem__(self, key, value):
-        key = _part(key, "v")
+        bounded_key, key = key, _part(key, "v")
         v, e = (value.v, value.err) if isinstance(value, Bounded) else (value, 0.0)
         self.v[key] = v
         e = np.asarray(e)
         while e.ndim > self.err[key].ndim and e.shape[0] == 1:
             e = e[0]        # setitem drops a value's leading unit axes (a bool array takes
         self.err[key] = e   # a (1,) into one element, a float64 array would refuse it)
+        if _moved(bounded_key):
+            # O2's key may select other elements: those a boolean mask may select, and
+            # for any other key every element, promise nothing
+            if isinstance(bounded_key, Bounded) and bounded_key.dtype.kind == "b":
+                self.err[np.asarray(bounded_key.v) | (bounded_key.err > 0)] = np.inf
+            else:
+                self.err[...] = np.inf
 
     def astype(self, dtype, *args, **kwargs):
         out = np.asarray(self.v).astype(dtype, *args, **kwargs)

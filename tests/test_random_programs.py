@@ -6,11 +6,13 @@ The generator keeps the real value of every temporary while it builds a program 
 each new statement with NumPy on the drawn inputs), so it only picks axes, reshapes, indices
 and broadcast partners that are valid, and knows each value's dtype. Inputs include every
 integer width with values at their limits (NumPy warns when its scalar math overflows
-them). Besides expressions, a program writes: in place (`t += u`), into items and slices of
-its own arrays (`t[1:] = u`, a graph break), and in loops over elements (`t[i] = t[i] * 2
-+ 1`, `s = s + t[i]`); views of inputs and of temporaries alias, and now and then the second
-argument is the first or a reversed view of it (the second inputs, drawn to hit the cache,
-are buffers of their own). A statement whose plain evaluation raises is dropped, except
+them). Besides expressions, a program writes into its inputs, views of them and its own
+arrays: in place (`t += u`, `a //= 2`), by item assignment with any index (`t[1:] = u`,
+`a[a > 0] = 0`, `t[[0, 0, -1]] = u`), and in loops over elements (`t[i] = t[i] * 2 + 1`,
+`s = s + t[i]`), all in one graph with no break; views of inputs and of temporaries alias,
+and now and then the second argument is the first or a reversed view of it (a write into
+one shows in the other; the second inputs, drawn to hit the cache, are buffers of their
+own). A statement whose plain evaluation raises is dropped, except
 that now and then it is kept as the program's last statement: then the jitted function must
 raise the same exception, with the same message.
 """
@@ -27,8 +29,9 @@ from hypothesis.extra import numpy as hnp
 
 import pijit
 
-from differential import (alias_pattern, assert_equal_values, assert_same, assert_same_outcome,
-                          clone, level_tol, run_captured, run_observed, run_plain)
+from differential import (assert_equal_values, assert_same, assert_same_outcome, clone,
+                          inputs_tol, level_tol, run_observed, run_plain)
+from o2_spec import EXACT
 from pijit.explain import report as explain_report
 
 DTYPES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
@@ -44,7 +47,7 @@ UNARY_UFUNCS = ("np.exp", "np.log", "np.sqrt", "np.abs", "np.sin", "np.cos", "np
 BINARY_FUNCS = ("np.maximum", "np.minimum", "np.add", "np.multiply", "np.subtract",
                 "np.true_divide", "np.logical_and", "np.arctan2", "np.hypot")
 REDUCTIONS = ("sum", "mean", "max", "min", "prod")
-INPLACE_OPS = ("+", "-", "*")
+INPLACE_OPS = ("+", "-", "*", "/", "//", "**", "&", "|", "^")
 PY_CONSTANTS = (0, 1, 2, 3, -1, -2, 0.5, 2.0, -1.5, 1e-3, True, False)
 
 
@@ -281,16 +284,39 @@ def error_statement(draw, pool):
     return f"np.sum({x}, axis={np.ndim(v)})"                          # AxisError
 
 
-# -- programs -----------------------------------------------------------------------------------
-def _owned(pool, names, target) -> bool:
-    """An array the function made itself (not an input, nor a view of one): writing into an
-    input is a side effect pijit breaks the graph for, which the straight-line tests do
-    not count on."""
+@st.composite
+def write_statement(draw, pool):
+    """(line, what it reads, target) of a write into an array of the pool: an in-place operator
+    (`x += y`), or an item assignment by slices, ints, None, `...`, a boolean mask or an
+    integer array with repeated indices (`x[[0, 0, -1]] = y`: the last write wins). The
+    target counts as read only through its index, so a written temporary stays live."""
+    targets = [n for n, v in pool.items() if type(v) is np.ndarray]
+    target = draw(st.sampled_from(targets))
     tv = pool[target]
-    return (type(tv) is np.ndarray and tv.flags.owndata and tv.ndim >= 1 and tv.size > 0
-            and not any(np.shares_memory(tv, pool[n]) for n in names))
+    y, yv = draw(operand(pool))
+    if draw(st.booleans()):
+        op = draw(st.sampled_from(INPLACE_OPS))
+        return f"{target} {op}= {y}", y, target
+    shape = tv.shape
+    choice = draw(st.integers(0, 4))
+    if not shape or choice == 0:
+        index = draw(st.sampled_from(["...", "()"] if not shape else ["...", ":"]))
+    elif choice == 1:
+        index = f"{target} > 0" if tv.dtype.kind != "b" else target
+        if np.ndim(yv) > 1:
+            y = f"{y}.ravel()[:1]"          # one value for each selected item
+    elif choice == 2:
+        index = f"[0, 0, {draw(st.integers(-shape[0], max(shape[0] - 1, 0)))}]"
+    else:
+        n = draw(st.integers(1, len(shape)))
+        items = [_slice_item(draw, d) for d in shape[:n]]
+        if draw(st.integers(0, 3)) == 0:
+            items = ["..."] + items[1:]
+        index = ", ".join(items)
+    return f"{target}[{index}] = {y}", f"{index} {y}", target
 
 
+# -- programs -----------------------------------------------------------------------------------
 def _quiet_exec(src, pool) -> bool:
     """Run a statement on the pool (its values follow the program); False if it raises."""
     try:
@@ -308,13 +334,16 @@ def _quiet_exec(src, pool) -> bool:
 def programs(draw):
     """(source, input arrays, raises, other inputs, writes): `prog(a[, b[, c]])`.
 
-    Statements are `tN = <expression>`, and sometimes, on a temporary the function owns,
-    `tN += <operand>` (in place), `tN[k] = <operand>` (item or slice assignment: `writes`
-    counts them) or a loop over its elements (`tN[i] = tN[i] * 2 + 1`, or `tM = tN[0]`
-    then `tM = tM + tN[i]`); views taken earlier must see the writes."""
+    Statements are `tN = <expression>`, and sometimes a write (write_statement: in place,
+    `x += y`, or an item assignment, `x[k] = y`, with any index; `writes` counts them) into
+    an input, a view of one or a temporary, or a loop over the elements of one of those
+    (`x[i] = x[i] * 2 + 1`, or `tM = x[0]` then `tM = tM + x[i]`): views taken earlier must
+    see the writes, and the caller's arrays must end as plain Python leaves them. The pool
+    keeps the inputs' aliasing (a write into `a` shows in a `b` that is `a` or a view of
+    it), so later statements are drawn on the values the program really has."""
     args = draw(inputs())
     names = INPUT_NAMES[:len(args)]
-    pool = {n: a.copy() for n, a in zip(names, args)}
+    pool = dict(zip(names, clone(list(args))))
     body = []            # (lines, source text the lines read)
     temps = []
     written = []         # temporaries written into (returned, so the writes are seen)
@@ -333,44 +362,31 @@ def programs(draw):
 
     while len(body) < steps and attempts < 4 * steps:
         attempts += 1
-        kind_ = draw(st.integers(0, 11)) if temps else 11
-        if writes and kind_ != 1:
-            # after an item write (a break) the arrays are the resume function's inputs:
-            # writing into them in place breaks too, so only item writes and expressions
-            kind_ = max(kind_, 3)
-        if kind_ <= 2:
-            target = draw(st.sampled_from(temps))
-            if not _owned(pool, names, target):
-                continue
+        kind_ = draw(st.integers(0, 11))
+        if kind_ <= 1:                                # a write
+            src, y, target = draw(write_statement(pool))
+        elif kind_ == 2:                              # a loop over the elements
+            target = draw(st.sampled_from(list(pool)))
             tv = pool[target]
-            if kind_ == 0:                            # in place
-                op = draw(st.sampled_from(INPLACE_OPS))
-                y, _ = draw(operand(pool))
-                src = f"{target} {op}= {y}"
-            elif kind_ == 1:                          # an item or a slice of the first axis
-                n = tv.shape[0]
-                key = draw(st.sampled_from([str(draw(st.integers(-n, n - 1))),
-                                            f"{draw(st.integers(0, n))}:", "::2", ":"]))
-                y, _ = draw(operand(pool))
-                src = f"{target}[{key}] = {y}"
-            else:                                     # a loop over the elements
-                if tv.shape[0] > 16:
-                    continue
-                # (t[i] * 2 + 1 keeps t's dtype, so the loop is one loop node: not for bool)
-                if tv.dtype.kind in "iuf" and draw(st.booleans()):
-                    src = (f"for i in range({target}.shape[0]):\n"
-                           f"        {target}[i] = {target}[i] * 2 + 1")
-                    y = target
-                else:
-                    acc = define(f"{target}[0]", quiet_eval(f"{target}[0]", pool))
-                    src = (f"for i in range(1, {target}.shape[0]):\n"
-                           f"        {acc} = {acc} + {target}[i]")
-                    y, target = acc, acc
+            if type(tv) is not np.ndarray or tv.ndim == 0 or not 0 < tv.shape[0] <= 16:
+                continue
+            # (x[i] * 2 + 1 keeps x's dtype, so the loop is one loop node: not for bool)
+            if tv.dtype.kind in "iuf" and draw(st.booleans()):
+                src = (f"for i in range({target}.shape[0]):\n"
+                       f"        {target}[i] = {target}[i] * 2 + 1")
+                y = target
+            else:
+                acc = define(f"{target}[0]", quiet_eval(f"{target}[0]", pool))
+                src = (f"for i in range(1, {target}.shape[0]):\n"
+                       f"        {acc} = {acc} + {target}[i]")
+                y, target = acc, acc
+        if kind_ <= 2:
             if not _quiet_exec(src, pool):
                 continue
             body.append((f"    {src}", y))
-            written.append(target)
-            writes += kind_ == 1
+            if target in temps:
+                written.append(target)
+            writes += kind_ <= 1
             continue
         expr = draw(statement(pool))
         try:
@@ -440,12 +456,11 @@ def describe(args) -> str:
     return "\n".join(lines)
 
 
-def check_program(src, args, raises, args2=None, level="O0", writes=0):
+def check_program(src, args, raises, args2=None, level="O0"):
     """The program plain and jitted at `level` (assert_same_outcome: values by the level's
     comparison, warnings, exceptions with their messages, aliasing, written inputs), and how
-    it ran: each item or slice assignment of the program is one graph break, everything else
-    one graph; a program that raises breaks where its raising op would run, naming NumPy's
-    exception."""
+    it ran: one graph with no break, writes into arrays included; a program that raises
+    breaks where its raising op would run, naming NumPy's exception."""
     fn = build(src)
     config = {"jit_config": {"jit_level": level}}
     plain_args = clone(list(args))
@@ -454,13 +469,15 @@ def check_program(src, args, raises, args2=None, level="O0", writes=0):
     assert raises == (want.exc is not None), f"the generator expected raises={raises}, " \
                                              f"plain Python gave {want.exc!r}{where}"
     if want.exc is not None:
+        inputs = inputs_tol(fn, args, level)
         jitted = pijit.jit(fn, **config)
         pijit.reset(jitted)
         for call in range(2):
             got_args = clone(list(args))
             got = run_observed(jitted, got_args, {})
             try:
-                assert_same_outcome(got, want, got_args, plain_args, f"call {call + 1}")
+                assert_same_outcome(got, want, got_args, plain_args, f"call {call + 1}",
+                                    inputs=inputs)
             except AssertionError as e:
                 raise AssertionError(f"{e}{where}") from None
         report = explain_report(fn.__code__)
@@ -469,18 +486,16 @@ def check_program(src, args, raises, args2=None, level="O0", writes=0):
         if any(f"would raise {name}" in b["reason"] for b in report.break_reasons):
             # known at capture (shapes, axes, constants): a break before the op, which
             # then raises as plain Python
-            assert report.graph_break_count == writes + 1, f"{report}{where}"
+            assert report.graph_break_count == 1, f"{report}{where}"
             return "raised at a break"
         # known at run time only (the data): the graph raises it, at the program's line
-        assert report.graph_break_count == writes, f"{report}{where}"
+        assert report.graph_break_count == 0, f"{report}{where}"
         frame = traceback.extract_tb(got.exc.__traceback__)[-1]
         assert frame.filename == "<generated>" and 1 < frame.lineno < src.count("\n"), \
             f"raised at {frame.filename}:{frame.lineno}{where}"
         return "raised in a graph"
     try:
-        report = assert_same(fn, *args, graphs=None if writes else 1, breaks=writes,
-                             jit_kwargs=config)
-        assert 1 <= report.graph_count <= writes + 1, report
+        assert_same(fn, *args, graphs=1, breaks=0, jit_kwargs=config)
         if args2 is not None:
             check_other_values(fn, args2, config)
     except AssertionError as e:
@@ -502,8 +517,10 @@ def check_other_values(fn, args2, config):
     assert after["compile_count"] == before["compile_count"], \
         f"new values recompiled: {after['recompile_reasons']}"
     assert after["cache_hits"] > before["cache_hits"]
-    tol, scale = level_tol(fn, args2, config["jit_config"]["jit_level"])
-    assert_same_outcome(got, want, got_args, plain_args, "second inputs", tol, scale)
+    level = config["jit_config"]["jit_level"]
+    tol, scale = level_tol(fn, args2, level) if want.exc is None else (EXACT, None)
+    assert_same_outcome(got, want, got_args, plain_args, "second inputs", tol, scale,
+                        inputs_tol(fn, args2, level))
 
 
 @settings(max_examples=300, deadline=None,
@@ -541,9 +558,9 @@ def _straight_line_test(program, level):
     note(src)
     note(describe(args))
     note("second inputs:\n" + describe(args2))
-    event(check_program(src, args, raises, args2, level, writes))
+    event(check_program(src, args, raises, args2, level))
     event(f"{src.count(chr(10)) - 2} statements")
-    event(f"{writes} item writes")
+    event(f"{writes} writes")
 
 
 # -- regressions and spot checks of the generator itself -----------------------------------------

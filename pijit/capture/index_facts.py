@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pijit.capture import numpy_rules
 from pijit.capture.values import ConstValue, GraphValue, SliceValue, TupleValue, infer_arg
+from pijit.graph.ir import Meta
 
 
 @dataclass
@@ -103,3 +105,18 @@ def _const_int(value):
     if isinstance(value, ConstValue) and type(value.value) is int:
         return value.value
     return None
+
+
+def index_key(cap, target: Meta, key):
+    """The key as getitem's rule sees it. A slice by a loop index (`d[:, k:k+1]`) is given
+    at the index's first value once its length is proved the same for every index
+    (see above); other graph-valued slice bounds make the rule refuse."""
+    ends = cap.facts.ends(key)
+    if ends is not None:
+        getitem = numpy_rules.lookup_operator("getitem")
+        try:
+            if getitem.infer((target, ends[0]), {}) == getitem.infer((target, ends[1]), {}):
+                return ends[0]
+        except Exception:       # noqa: BLE001 - not proved: the rule reports on the key itself
+            pass
+    return infer_arg(key)

@@ -385,6 +385,18 @@ def einsum_shape(subscripts: str, shapes) -> tuple:
 # ---------------------------------------------------------------------------------------------
 # Indexing
 
+# A slice with a bound known only at run time (`x[i:]`, `A[k, :k]`, i and k graph ints):
+# its length is a dynamic dim (None), which later ops check at run time like any other.
+SYMBOLIC_SLICE = "symbolic slice"
+
+
+def _symbolic_slice(s: slice) -> str:
+    for part in (s.start, s.stop, s.step):
+        if type(part) is Meta and (part.is_array or part.dtype.kind not in "iu"):
+            raise Unsupported(f"slice bound of type {part}")
+    return SYMBOLIC_SLICE
+
+
 def _slice_len(dim, s: slice, axis: int):
     for part in (s.start, s.stop, s.step):
         if part is not None and not isinstance(part, (int, np.integer)):
@@ -406,7 +418,8 @@ def _check_bound(value, dim, axis):
 
 
 def index_meta(x: Meta, idx) -> Meta:
-    """x[idx] with basic and integer-array (advanced) indexing; boolean masks are Unsupported."""
+    """x[idx] with basic and advanced indexing (integer arrays, boolean masks: their count of
+    selected items is a dynamic dim; slices by graph ints have a dynamic length)."""
     if x.dtype.kind not in PROBE_KINDS:
         raise Unsupported(f"indexing values of dtype {x.dtype}")
     if not x.is_array:
@@ -421,11 +434,15 @@ def index_meta(x: Meta, idx) -> Meta:
         elif it is Ellipsis:
             kinds.append(("ellipsis", None))
         elif type(it) is slice:
-            require_const(it, "slice bound")
-            kinds.append(("slice", it))
+            kinds.append(("slice", _symbolic_slice(it) if metas_in(it) else it))
         elif type(it) is Meta:
+            if it.dtype.kind == "b" and it.ndim:
+                # a mask: its nonzero() index arrays, of a length known only at run time
+                kinds += [("adv", ((None,), None))] * it.ndim
+                kinds[-it.ndim] = kinds[-it.ndim] + ("mask", it.shape)
+                continue
             if it.dtype.kind == "b":
-                raise Unsupported("boolean mask indexing has a data-dependent shape")
+                raise Unsupported("indexing with a boolean scalar")
             if it.dtype.kind not in "iu":
                 raise IndexError("only integers, slices, None, Ellipsis and integer or boolean"
                                  " arrays are valid indices")
@@ -489,7 +506,7 @@ def index_meta(x: Meta, idx) -> Meta:
             continue
         size = x.shape[dim]
         if kind == "slice":
-            out.append(_slice_len(size, k[1], dim))
+            out.append(None if k[1] is SYMBOLIC_SLICE else _slice_len(size, k[1], dim))
         elif kind == "int":
             if k[1] is not None:
                 _check_bound(k[1], size, dim)
@@ -497,7 +514,7 @@ def index_meta(x: Meta, idx) -> Meta:
             const = k[1][1]
             if len(k) > 2:  # first axis of a constant mask: its shape must match
                 for j, m in enumerate(k[3]):
-                    if x.shape[dim + j] is not None and x.shape[dim + j] != m:
+                    if None not in (x.shape[dim + j], m) and x.shape[dim + j] != m:
                         raise IndexError("boolean index did not match indexed array")
             if const is not None and const.size and size is not None:
                 _check_bound(int(const.min()), size, dim)
@@ -554,3 +571,30 @@ def view_probe(fn, args, kwargs):
         else:
             raise Unsupported("result dim depends on a dynamic dim's value")
     return Meta(np.ndarray, a.dtype, tuple(dims))
+
+
+def out_target(fn, kwargs):
+    """The Meta of a ufunc's `out=` array (`out=a` or `out=(a,)`), None without one; raises
+    Unsupported for forms capture does not follow."""
+    out = kwargs.get("out")
+    if out is None:
+        return None
+    if not isinstance(fn, np.ufunc) or fn.nout != 1:
+        raise Unsupported("out= of a function that is not a one-output ufunc")
+    if type(out) is tuple and len(out) == 1:
+        out = out[0]
+    if type(out) is not Meta or not out.is_array:
+        raise Unsupported("out= is not an array of the graph")
+    return out
+
+
+def out_meta(result: Meta, out: Meta) -> Meta:
+    """The value of `ufunc(..., out=out)`: out itself, when it holds the result exactly
+    (same shape and dtype; other casts and broadcasts are left to plain Python)."""
+    if result.shape != out.shape or None in out.shape:
+        raise Unsupported(f"out= of shape {out.shape} for a result of shape "
+                                      f"{result.shape}")
+    if result.dtype != out.dtype:
+        raise Unsupported(f"out= of dtype {out.dtype} for a {result.dtype} result")
+    return out
+

@@ -20,9 +20,9 @@ from pijit.graph.purity import register_writes_nothing
 from pijit.capture.meta_rules import (
     Unsupported, as_shape, atleast_shape, broadcast, concat_shape, dot_shape, einsum_shape,
     index_meta, inner_shape, matmul_shape, matvec_shape, merge_dims, metas_in, normalize_axes,
-    normalize_axis, outer_shape, probe, reduce_shape, require_const, reshape_shape,
-    result_meta, shape_of, size_of, small_const, stand_in, tensordot_shape, vdot_shape,
-    vecdot_shape, vecmat_shape, view_probe,
+    normalize_axis, out_meta, out_target, outer_shape, probe, reduce_shape, require_const,
+    reshape_shape, result_meta, shape_of, size_of, small_const, stand_in, tensordot_shape,
+    vdot_shape, vecdot_shape, vecmat_shape, view_probe,
 )
 
 __all__ = ["Unsupported", "OpRule", "lookup_call", "lookup_method", "lookup_attr",
@@ -73,14 +73,24 @@ def _is_py_int(x) -> bool:
 
 
 def elementwise(fn, n_operands, operand_kwargs=()):
-    """Ufunc-like: result shape is the broadcast of the operands; type/dtype from a probe."""
+    """Ufunc-like: result shape is the broadcast of the operands; type/dtype from a probe.
+    A ufunc's `out=` array (a write into it) is the result itself."""
     def infer(args, kwargs):
+        out = out_target(fn, kwargs)
+        if out is not None:
+            kwargs = {k: v for k, v in kwargs.items() if k != "out"}
         _no_out(kwargs)
         operands = list(args[:n_operands]) + [kwargs[k] for k in operand_kwargs if k in kwargs]
         value = probe(fn, args, kwargs)     # NumPy resolves the types before broadcasting
         shape = broadcast(*[shape_of(o) for o in operands if o is not None])
-        return result_meta(value, shape)
+        meta = result_meta(value, shape)
+        return meta if out is None else out_meta(meta, out)
     return infer
+
+
+def _writes_out(args, kwargs) -> bool:
+    """A ufunc call with out= returns that array."""
+    return kwargs.get("out") is not None
 
 
 def python_pow(fn):
@@ -624,7 +634,7 @@ def _build_call_table() -> dict:
     # would import them, 150 ms of `import pijit`.
     for obj in list(vars(np).values()):
         if isinstance(obj, np.ufunc) and obj.signature is None and obj not in table:
-            add(obj, obj.__name__, elementwise(obj, obj.nin))
+            add(obj, obj.__name__, elementwise(obj, obj.nin), aliases=_writes_out)
     for name in REDUCTIONS:
         add(getattr(np, name), name, reduction(getattr(np, name), name))
     add(np.where, "where", where_infer)

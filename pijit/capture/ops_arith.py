@@ -1,17 +1,16 @@
 """Handlers for operators: BINARY_OP, COMPARE_OP, IS_OP, CONTAINS_OP and the unary ops.
 
 Operators on constants are evaluated at capture time (Python semantics); operators on graph
-values become nodes through the op table. In-place operators on arrays are captured only for
-arrays the graph itself created (an update of an input is a side effect the caller sees).
+values become nodes through the op table. In-place operators on arrays are writes
+(capture/writes.py).
 """
 from __future__ import annotations
 
 import operator
 
-import numpy as np
 from bytecode import BinaryOp, Compare
 
-from pijit.capture import numpy_rules
+from pijit.capture import numpy_rules, writes
 from pijit.capture.evaluate import NotKnown, capture_values
 from pijit.capture.graph_break import Reason
 from pijit.capture.registry import handler
@@ -30,12 +29,6 @@ BINARY = {
     "LSHIFT": ("lshift", operator.lshift), "RSHIFT": ("rshift", operator.rshift),
     "AND": ("and", operator.and_), "OR": ("or", operator.or_), "XOR": ("xor", operator.xor),
 }
-INPLACE = {
-    "add": operator.iadd, "sub": operator.isub, "mul": operator.imul,
-    "truediv": operator.itruediv, "floordiv": operator.ifloordiv, "mod": operator.imod,
-    "pow": operator.ipow, "matmul": operator.imatmul, "lshift": operator.ilshift,
-    "rshift": operator.irshift, "and": operator.iand, "or": operator.ior, "xor": operator.ixor,
-}
 COMPARE = {
     "LT": ("lt", operator.lt), "LE": ("le", operator.le), "EQ": ("eq", operator.eq),
     "NE": ("ne", operator.ne), "GT": ("gt", operator.gt), "GE": ("ge", operator.ge),
@@ -53,7 +46,7 @@ def BINARY_OP(cap, instr):
     inplace = member.startswith("INPLACE_")
     name, fn = BINARY[member.removeprefix("INPLACE_")]
     if inplace and isinstance(left, GraphValue) and left.meta.is_array:
-        cap.push(_inplace(cap, name, left, right))
+        cap.push(writes.inplace(cap, name, left, right))
     else:
         cap.push(apply_operator(cap, name, fn, (left, right)))
 
@@ -185,27 +178,3 @@ def same_object(cap, left, right) -> bool:
     if isinstance(right, ConstValue) and right.value is None and isinstance(left, kinds):
         return False
     cap.unsupported(Reason.UNSUPPORTED_OP, "`is` between values known only at run time")
-
-
-def _inplace(cap, name, left: GraphValue, right):
-    """`a += b` on an array: captured for arrays the graph created, as an in-place node; in
-    a loop node's body, for any array (the loop node is then an effect kept in order)."""
-    if not left.fresh and not cap.bodies:
-        cap.unsupported(Reason.SIDE_EFFECT,
-                        f"in-place {name} on an array the caller can see (input or view)")
-    rule = numpy_rules.lookup_operator(name)
-    result = cap.add_op(rule, (left, right), {})      # infers dtype/shape, raises if invalid
-    if result.meta.shape != left.meta.shape:
-        cap.unsupported(Reason.UNSUPPORTED_OP, f"in-place {name} would broadcast the target")
-    if not _can_cast_same_kind(result.meta.dtype, left.meta.dtype):
-        cap.unsupported(Reason.UNSUPPORTED_OP,
-                        f"in-place {name} cannot cast {result.meta.dtype} to {left.meta.dtype}")
-    # Replace the out-of-place node just recorded by the in-place one.
-    node = cap.graph.nodes.pop()
-    ref = cap.graph.add_node("i" + name, INPLACE[name], node.args, dict(node.kwargs),
-                             left.meta, node.lineno)
-    return GraphValue(ref, left.meta, fresh=left.fresh)
-
-
-def _can_cast_same_kind(src, dst) -> bool:
-    return bool(np.can_cast(src, dst, casting="same_kind"))

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import operator
 
-import numpy as np
-
-from pijit.capture import numpy_rules
+from pijit.capture import numpy_rules, writes
 from pijit.capture.graph_break import GraphBreak, Reason
-from pijit.capture.meta_rules import broadcast
+from pijit.capture.index_facts import index_key
 from pijit.capture.ops_arith import apply_operator, fold
 from pijit.capture.opaque import index_helper, mask_index
 from pijit.capture.registry import handler
 from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, SliceValue,
-                                  TupleValue, describe, infer_arg, node_arg)
+                                  TupleValue, describe)
 from pijit.capture.wrap import ObjectValue
-from pijit.graph.ir import Meta
 
 
 def make_tuple(items) -> TupleValue | ConstValue:
@@ -181,43 +178,23 @@ def subscript(cap, container, key):
     cap.unsupported(Reason.UNSUPPORTED_VALUE, f"subscript of a {describe(container)}")
 
 
-def index_key(cap, target: Meta, key):
-    """The key as getitem's rule sees it. A slice by a loop index (`d[:, k:k+1]`) is given
-    at the index's first value once its length is proved the same for every index
-    (capture/index_facts.py); other graph-valued slice bounds make the rule refuse."""
-    ends = cap.facts.ends(key)
-    if ends is not None:
-        getitem = numpy_rules.lookup_operator("getitem")
-        try:
-            if getitem.infer((target, ends[0]), {}) == getitem.infer((target, ends[1]), {}):
-                return ends[0]
-        except Exception:       # noqa: BLE001 - not proved: the rule reports on the key itself
-            pass
-    return infer_arg(key)
-
-
 @handler("STORE_SUBSCR")
 def STORE_SUBSCR(cap, instr):
-    """`a[key] = value`: captured only in a loop node's body, as a setitem node that writes
-    into the array (elsewhere a write into an array is a side effect left to plain Python);
-    into a dict read from a source, as a store replayed after the graph."""
+    """`a[key] = value`: into an array, a write node (capture/writes.py); into a dict read
+    from a source, a store replayed after the graph (capture/side_effects.py)."""
     if isinstance(cap.stack[-2], DictValue):
         key, target, value = cap.pop(), cap.pop(), cap.pop()
         store_dict_item(cap, target, key, value)
         return
-    if not cap.bodies:
-        cap.unsupported(Reason.UNSUPPORTED_OPCODE, instr.name)
     key, target, value = cap.pop(), cap.pop(), cap.pop()
-    store_item(cap, target, key, value)
+    writes.store_item(cap, target, key, value)
 
 
 @handler("STORE_SLICE")
 def STORE_SLICE(cap, instr):
     """3.12+: container[start:stop] = value without BUILD_SLICE (as STORE_SUBSCR)."""
-    if not cap.bodies:
-        cap.unsupported(Reason.UNSUPPORTED_OPCODE, instr.name)
     stop, start, target, value = cap.pop(), cap.pop(), cap.pop(), cap.pop()
-    store_item(cap, target, make_slice(cap, [start, stop]), value)
+    writes.store_item(cap, target, make_slice(cap, [start, stop]), value)
 
 
 def store_dict_item(cap, target, key, value):
@@ -231,40 +208,6 @@ def store_dict_item(cap, target, key, value):
         cap.unsupported(Reason.SIDE_EFFECT, "item store into a dict another dict read may be")
     effects.store_item(cap, target, key.value, value)
     target.items[key.value] = value
-
-
-def store_item(cap, target, key, value):
-    if not isinstance(target, GraphValue) or not target.meta.is_array:
-        cap.unsupported(Reason.SIDE_EFFECT, f"item assignment into a {describe(target)}")
-    if isinstance(value, ConstValue) and type(value.value) in (bool, int, float, complex):
-        vmeta = Meta.of(value.value)
-    elif isinstance(value, GraphValue):
-        vmeta = value.meta
-    else:
-        cap.unsupported(Reason.UNSUPPORTED_VALUE, f"assigning a {describe(value)} into an array")
-    getitem = numpy_rules.lookup_operator("getitem")
-    try:
-        view = getitem.infer((target.meta, index_key(cap, target.meta, key)), {})
-        if not view.is_array:
-            view = Meta(np.ndarray, view.dtype, ())
-        shape = vmeta.shape
-        while len(shape) > view.ndim and shape[0] == 1:
-            shape = shape[1:]          # NumPy drops leading 1s of the value
-        if broadcast(view.shape, shape) != view.shape:
-            raise ValueError("the value does not broadcast to the target's shape")
-    except numpy_rules.Unsupported as e:
-        cap.unsupported(Reason.UNSUPPORTED_OP, f"item assignment: {e}")
-    except GraphBreak:
-        raise
-    except Exception as e:          # the real assignment would raise: plain Python raises it
-        cap.unsupported(Reason.UNSUPPORTED_OP,
-                        f"item assignment would raise {type(e).__name__}: {e}")
-    if not np.can_cast(vmeta.dtype, target.meta.dtype, casting="same_kind"):
-        cap.unsupported(Reason.UNSUPPORTED_OP,
-                        f"item assignment casts {vmeta.dtype} to {target.meta.dtype}")
-    cap.graph.add_node("setitem", operator.setitem,
-                       (target.ref, node_arg(key), node_arg(value)), {},
-                       Meta(type(None), np.dtype(object), ()), cap.lineno)
 
 
 @handler("UNPACK_SEQUENCE")

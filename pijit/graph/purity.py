@@ -120,8 +120,9 @@ def is_loop(node) -> bool:
 
 def mutates(node) -> bool:
     """True when the node writes into an array: in-place operators, item assignment
-    (`a[k] = v`, a loop body's setitem node), and loop nodes whose body does either."""
-    if id(node.fn) in _INPLACE or node.fn is operator.setitem:
+    (`a[k] = v`), ufuncs with out=, and loop nodes whose body does any of them."""
+    if id(node.fn) in _INPLACE or node.fn is operator.setitem or \
+            any(k == "out" for k, _ in node.kwargs):
         return True
     if getattr(node.fn, "writes_arrays", False):      # a loop nest (pijit.loopnest)
         return True

@@ -11,7 +11,9 @@ shaped to suit pijit. A `Workload` gives:
   reports bytes-that-must-move / measured bandwidth beside the times,
 - `numexpr`: the same computation as a numexpr expression, where one is expressible,
 - `jax`: True when the function body runs unchanged with `np` bound to `jax.numpy`
-  (the jax port is that rebinding: written once, checked like every other variant).
+  (the jax port is that rebinding: written once, checked like every other variant),
+- `writes_inputs`: the function writes into its inputs (idempotently: the timing loop calls
+  it many times on the same arrays).
 """
 from __future__ import annotations
 
@@ -34,6 +36,9 @@ class Workload:
     numexpr: str | None = None         # expression over the parameter names
     jax: bool = False
     tags: tuple = field(default_factory=tuple)
+    # The function writes into its inputs, the same way at every call: after any number of
+    # calls they equal the reference's inputs after one (checked instead of "unchanged").
+    writes_inputs: bool = False
 
     def inputs(self, scale: str, seed: int = 0) -> list:
         return self.make(self.sizes[scale], np.random.default_rng(seed))
@@ -91,6 +96,23 @@ def loop_long(x):
 
 def stencil(u):
     return 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]) - u[1:-1, 1:-1]
+
+
+# -- writes into arrays: item assignment and in-place updates in the graph ------------------
+def rank2_update(A, u1, v1, u2, v2, y):
+    A += np.outer(u1, v1) + np.outer(u2, v2)
+    x = A.T @ y
+    return x, A @ x
+
+
+def stencil_write(u, out):
+    out[1:-1, 1:-1] = 0.25 * (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:])
+    return out
+
+
+def masked_clamp(x):
+    x[x < 0] = 0
+    return np.sqrt(x) * 2.0 + 1.0
 
 
 _DEVNULL = open(os.devnull, "w")
@@ -457,6 +479,18 @@ def _make_changing(size, rng):
     return [(_rand(rng, (base * (i + 1),), np.float64, -1, 1),) for i in range(count)]
 
 
+def _make_rank2(size, rng):
+    """The second term is minus the first (u2 = -u1, v2 = v1), so every call adds exact zeros
+    and A stays as it was over the timing loop's many calls."""
+    u1, v1 = _rand(rng, (size,), np.float64, -1, 1), _rand(rng, (size,), np.float64, -1, 1)
+    return [(_rand(rng, (size, size), np.float64, -1, 1), u1, v1, -u1, v1,
+             _rand(rng, (size,), np.float64, -1, 1))]
+
+
+def _make_stencil_write(size, rng):
+    return [(_rand(rng, size), np.zeros(size))]
+
+
 def _make_tiny(size, rng):
     return [(_rand(rng, (size,)), _rand(rng, (size,)))]
 
@@ -658,6 +692,17 @@ WORKLOADS = [
     W("layer_stack", layer_stack, _make_layer_stack,
       {"tiny": (4, 8, 4), "quick": (256, 512, 64), "full": (1024, 1024, 256)},
       "Sequential of Dense/ReLU layer objects called as layer(x), float32"),
+    W("rank2_update", rank2_update, _make_rank2, {"tiny": 16, "quick": 2000, "full": 4000},
+      "in-place rank-2 update A += outer(u1,v1) + outer(u2,v2), then two GEMVs on A",
+      writes_inputs=True),
+    W("stencil_write", stencil_write, _make_stencil_write,
+      {"tiny": (16, 16), "quick": (2048, 2048), "full": (4096, 4096)},
+      "5-point stencil written into the interior of an input array", memory_bound=True,
+      writes_inputs=True),
+    W("masked_clamp", masked_clamp, _arrays(1, np.float64, -1, 1),
+      {"tiny": 1000, "quick": 4_000_000, "full": 10_000_000},
+      "x[x < 0] = 0 into the input, then sqrt(x)*2+1", memory_bound=True,
+      writes_inputs=True),
 ]
 
 WORKLOADS += [

@@ -1,10 +1,10 @@
 """The fused C backend (O1/O2): Graph -> CompiledGraph whose fused groups run as C kernels.
 
-passes (dce, simplify, cse) -> fusion groups (pijit.graph.fuse) -> C source of all groups of
-the graph (render.py) -> one compiled module (build.py), disk-cached (diskcache.py) -> a
-rewritten graph where each group is one call of its kernel, compiled by the NumPy backend into
-straight-line Python (so every node that is not fused runs exactly as in the NumPy backend,
-with the user's line numbers).
+passes (np.outer as a broadcast product, dce, simplify, cse) -> fusion groups
+(pijit.graph.fuse) -> C source of all groups of the graph (render.py) -> one compiled module
+(build.py), disk-cached (diskcache.py) -> a rewritten graph where each group is one call of
+its kernel, compiled by the NumPy backend into straight-line Python (so every node that is
+not fused runs exactly as in the NumPy backend, with the user's line numbers).
 
 Anything not handled falls back to NumPy: unfusable nodes individually, the whole graph when
 the build fails (logged on `pijit.kernels`, never an error for the user).
@@ -26,6 +26,7 @@ from pijit.graph.dce import dce
 from pijit.graph.simplify import simplify
 from pijit.graph.fuse import INEXACT, NUMPY_ONLY, FusionGroup, find_groups, schedule
 from pijit.graph.ir import Graph, Meta, Node, Ref
+from pijit.graph.outer import expand_outer
 from pijit.graph.verify import GraphInvariantError, after
 
 log = logging.getLogger("pijit.kernels")
@@ -35,7 +36,8 @@ _TUPLE_META = Meta(tuple, np.dtype(object), ())
 
 def optimize(graph: Graph) -> Graph:
     """The graph passes run before fusion (each result verified in tests)."""
-    for name, graph_pass in (("dce", dce), ("simplify", simplify), ("cse", cse), ("dce", dce)):
+    for name, graph_pass in (("outer", expand_outer), ("dce", dce), ("simplify", simplify),
+                             ("cse", cse), ("dce", dce)):
         graph = after(name, graph_pass(graph))
     return graph
 

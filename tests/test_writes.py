@@ -330,3 +330,62 @@ def test_write_nodes_in_the_graph():
         return None
     rep = assert_same(f, np.arange(4.0), np.ones(4))
     assert rep.ops_per_graph == [["getitem", "setitem", "isub"]]
+
+
+# -- writes and stores replayed after the graph (capture/side_effects.py) --------------------
+class Counter:
+    def __init__(self):
+        self.steps = 0
+        self.last = None
+
+
+def store_then_write(c, a, b):
+    c.steps += 1            # a store before a write: the write may raise (read-only a)
+    a += b
+    return a
+
+
+def write_then_store(c, a, b):
+    a[1:] = b[:-1]
+    c.last = a              # replayed after the graph: the same array, written
+    c.steps += 1
+    return a.sum()
+
+
+def write_store_raise(c, a):
+    a *= 2.0
+    c.steps += 1
+    raise KeyError("after a write and a store")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_stores_and_writes_keep_their_order(level):
+    kw = jit_kwargs(level)
+    # the store waits for no write that may raise: it runs where it stands (a break)
+    rep = assert_same(store_then_write, Counter(), np.arange(3.0), np.ones(3), jit_kwargs=kw,
+                      graphs=1, breaks=1)
+    assert "before an operation that may raise" in rep.break_reasons[0]["reason"]
+    assert_same(write_then_store, Counter(), np.arange(4.0), np.ones(4), jit_kwargs=kw,
+                graphs=1, breaks=0, ops=["setitem"])
+    # the write and the store (after the graph), then the raise: plain bytecode after a break
+    assert_same(write_store_raise, Counter(), np.arange(3.0), jit_kwargs=kw, graphs=1,
+                breaks=2)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_store_then_write_into_a_read_only_array(level):
+    """A write that raises on the call's read-only array: the store before it is made, as
+    plain Python makes it, and the write's ValueError is NumPy's."""
+    jitted = pijit.jit(store_then_write, **jit_kwargs(level))
+    pijit.reset(jitted)
+    for writeable in (True, True, False, True):
+        outcomes = []
+        for fn in (store_then_write, jitted):
+            c, a = Counter(), np.arange(3.0)
+            a.flags.writeable = writeable
+            outcomes.append((run_captured(fn, (c, a, np.ones(3)), {}), c.steps, a))
+        (r_plain, e_plain, _), steps_plain, a_plain = outcomes[0]
+        (r_jit, e_jit, _), steps_jit, a_jit = outcomes[1]
+        assert type(e_jit) is type(e_plain) and str(e_jit) == str(e_plain)
+        assert steps_jit == steps_plain == 1
+        assert_equal_values(a_jit, a_plain)

@@ -168,4 +168,6 @@ def may_raise(node, graph) -> bool:
     if id(node.fn) in _SHAPE_CHECKED:
         return node.fn is operator.getitem and any(
             r for a in node.args[1:] for r in arg_refs(a))     # indices from graph data
-    return not (is_pure(node) or is_inplace(node))
+    # (a write into an array, in place or by item, raises on a read-only one: the caller's
+    # arrays, views of them and np.broadcast_to's results may be)
+    return not is_pure(node)

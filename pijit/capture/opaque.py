@@ -10,7 +10,6 @@ as before.
 """
 from __future__ import annotations
 
-import operator
 import types
 
 import numpy as np
@@ -79,15 +78,6 @@ def opaque_call(cap, target, args: list, kwargs: dict, kind: str, name: str | No
 # NumPy's index helpers: objects whose subscript builds arrays (np.mgrid[0:n, 0:m], np.r_[a, b]).
 INDEX_HELPERS = {id(np.mgrid): "mgrid", id(np.ogrid): "ogrid", id(np.r_): "r_",
                  id(np.c_): "c_"}
-
-
-def mask_index(cap, container, key):
-    """`a[mask]` (a boolean array key) as an opaque getitem node with dynamic dims, or None
-    for another key."""
-    if not (isinstance(key, GraphValue) and key.meta.is_array and key.meta.dtype.kind == "b"):
-        return None
-    return opaque_call(cap, operator.getitem, [container, key], {}, "pure",
-                       name="getitem[mask]", data_dependent=True)
 
 
 def index_helper(cap, container, key):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import operator
 
 from pijit.capture import numpy_rules, writes
-from pijit.capture.graph_break import GraphBreak, Reason
+from pijit.capture.graph_break import Reason
 from pijit.capture.index_facts import index_key
 from pijit.capture.ops_arith import apply_operator, fold
-from pijit.capture.opaque import index_helper, mask_index
+from pijit.capture.opaque import index_helper
 from pijit.capture.registry import handler
 from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, SliceValue,
                                   TupleValue, describe)
@@ -148,15 +148,8 @@ def BINARY_SLICE(cap, instr):
 
 def subscript(cap, container, key):
     if isinstance(container, GraphValue):
-        try:
-            return cap.add_op(numpy_rules.lookup_operator("getitem"), (container, key), {},
-                              infer_args=(container.meta, index_key(cap, container.meta, key)))
-        except GraphBreak as e:
-            masked = mask_index(cap, container, key) if e.reason is Reason.UNSUPPORTED_OP \
-                else None
-            if masked is None:
-                raise
-            return masked
+        return cap.add_op(numpy_rules.lookup_operator("getitem"), (container, key), {},
+                          infer_args=(container.meta, index_key(cap, container.meta, key)))
     if isinstance(container, ObjectValue):
         helper = index_helper(cap, container, key)
         if helper is not None:

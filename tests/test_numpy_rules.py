@@ -441,7 +441,6 @@ def test_ufunc_out_is_the_result():
     add = R.lookup_call(np.add)
     assert add.infer((A23, A23), {"out": A23}) == A23
     assert add.infer((A23, 1.0), {"out": (A23,)}) == A23
-    assert add.may_alias((A23, A23), {"out": A23}) and not add.may_alias((A23, A23), {})
     for out in (Meta.array((2, 3), np.float32), Meta.array((3, 3), np.float64)):
         with pytest.raises(Unsupported):       # a cast or a broadcast into out: plain Python
             add.infer((A23, A23), {"out": out})
@@ -479,15 +478,6 @@ def test_static_attrs():
     m = Meta.array((2, 3), np.int32)
     assert [R.static_attr(m, n) for n in ("shape", "ndim", "size", "itemsize", "nbytes")] == \
         [(2, 3), 2, 6, 4, 24]
-
-
-def test_views_are_marked():
-    for rule in (R.lookup_operator("getitem"), R.lookup_call(np.reshape),
-                 R.lookup_call(np.transpose), R.lookup_attr(A23, "T"),
-                 R.lookup_call(np.asarray), R.lookup_method(A23, "ravel")):
-        assert rule.aliases, rule.name
-    for rule in (R.lookup_call(np.exp), R.lookup_call(np.array), R.lookup_method(A23, "copy")):
-        assert not rule.may_alias((A23,), {}), rule.name
 
 
 # ---------------------------------------------------------------------------------------------

@@ -196,12 +196,11 @@ class FrameCapture:
         if isinstance(metas, tuple):
             # A tuple result (np.divmod, ...) is one node; items are read with getitem nodes.
             return TupleValue([self._tuple_item(ref, i, m) for i, m in enumerate(metas)])
-        fresh = not rule.may_alias(args, kwargs)
-        return GraphValue(ref, metas, fresh=fresh)
+        return GraphValue(ref, metas)
 
     def _tuple_item(self, ref: Ref, i: int, meta) -> GraphValue:
         item = self.graph.add_node("tuple_item", operator.getitem, (ref, i), {}, meta, self.lineno)
-        return GraphValue(item, meta, fresh=True)
+        return GraphValue(item, meta)
 
     # -- the walk ----------------------------------------------------------------------
     def run(self) -> CaptureResult:

@@ -185,23 +185,15 @@ class LoopCapture:
         cap = self.cap
         entries = {name: self._entry(name) for name in self.carried}
         lifted = set()      # constant entries the body changes: walked as graph values
-        shared = set()      # fresh entries the body may replace by arrays the caller sees
         while True:
-            walked = self._walk(entries, lifted, shared)
+            walked = self._walk(entries, lifted)
             changed = self._changed_constants(entries, walked.outs, lifted)
-            if changed:
-                if lifted:  # lifting is done once, for every changed constant at a time
-                    self._fail(Reason.LOOP, f"{', '.join(sorted(changed))} changes in the "
-                                            "loop body")
-                lifted = changed
-                continue
-            # Freshness is part of the fixed point: a carried array walked as fresh must
-            # come out fresh, else walk again with it not fresh (at most once per name).
-            unfresh = {name for name, p in walked.placeholders.items()
-                       if p.fresh and not getattr(walked.outs[name], "fresh", False)}
-            if not unfresh:
+            if not changed:
                 break
-            shared |= unfresh
+            if lifted:      # lifting is done once, for every changed constant at a time
+                self._fail(Reason.LOOP, f"{', '.join(sorted(changed))} changes in the "
+                                        "loop body")
+            lifted = changed
         self._emit(entries, walked)
         return cap.instrs[self._for_iter()].arg
 
@@ -220,7 +212,7 @@ class LoopCapture:
             return _UNBOUND
         return value
 
-    def _walk(self, entries: dict, lifted: set, shared: set) -> _Pass:
+    def _walk(self, entries: dict, lifted: set) -> _Pass:
         """Walk the body once from the state at the loop head; cut its nodes."""
         cap = self.cap
         graph = cap.graph
@@ -231,8 +223,7 @@ class LoopCapture:
             entry = entries[name]
             if isinstance(entry, GraphValue) or name in lifted:
                 meta = entry.meta if isinstance(entry, GraphValue) else Meta.of(entry.value)
-                fresh = getattr(entry, "fresh", False) and name not in shared
-                placeholders[name] = GraphValue(graph.add_placeholder(meta), meta, fresh=fresh)
+                placeholders[name] = GraphValue(graph.add_placeholder(meta), meta)
         index = GraphValue(graph.add_placeholder(INDEX_META), INDEX_META)
         if self.trip:                           # a constant range: slices by the index
             cap.facts.add_index(index, range(*(b.value for b in self.bounds)))
@@ -315,11 +306,7 @@ class LoopCapture:
         for k, name in enumerate(carried + last):
             item = graph.add_node("tuple_item", operator.getitem, (ref, k), {}, metas[k],
                                   cap.lineno)
-            # Carried: fresh if walked as fresh (then its entry is, and so is its result, by
-            # induction over the iterations). Last values: fresh if the pass made them so.
-            holder = walked.placeholders.get(name)
-            fresh = holder.fresh if holder is not None else walked.outs[name].fresh
-            cap.store(name, GraphValue(item, metas[k], fresh=fresh))
+            cap.store(name, GraphValue(item, metas[k]))
         cap.locals.update(constants)
 
     def _cut(self, walked: _Pass, carried: list, outputs: list):

@@ -32,16 +32,10 @@ __all__ = ["Unsupported", "OpRule", "lookup_call", "lookup_method", "lookup_attr
 @dataclass(frozen=True)
 class OpRule:
     """name: short op name; fn: what the backend calls with the real values (same argument
-    structure as the user's call); infer(args, kwargs) -> Meta | tuple[Meta, ...];
-    aliases: the result may share memory with the first array argument (views); a callable
-    aliases(args, kwargs) -> bool decides per call."""
+    structure as the user's call); infer(args, kwargs) -> Meta | tuple[Meta, ...]."""
     name: str
     fn: Callable
     infer: Callable
-    aliases: bool | Callable = False
-
-    def may_alias(self, args, kwargs) -> bool:
-        return self.aliases(args, kwargs) if callable(self.aliases) else self.aliases
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,11 +80,6 @@ def elementwise(fn, n_operands, operand_kwargs=()):
         meta = result_meta(value, shape)
         return meta if out is None else out_meta(meta, out)
     return infer
-
-
-def _writes_out(args, kwargs) -> bool:
-    """A ufunc call with out= returns that array."""
-    return kwargs.get("out") is not None
 
 
 def python_pow(fn):
@@ -584,7 +573,7 @@ def _operator_rule(name: str) -> OpRule:
     if name == "matmul":
         return OpRule("matmul", operator.matmul, matmul_infer(operator.matmul))
     if name == "getitem":
-        return OpRule("getitem", operator.getitem, getitem_infer, aliases=True)
+        return OpRule("getitem", operator.getitem, getitem_infer)
     if name == "pow":
         return OpRule("pow", operator.pow, python_pow(operator.pow))
     if name in _UNARY:
@@ -596,45 +585,43 @@ def _operator_rule(name: str) -> OpRule:
 OPERATOR_RULES = {n: _operator_rule(n)
                   for n in list(_OPERATORS) + list(_UNARY) + ["matmul", "getitem"]}
 
-# Array methods: name -> (rule maker taking the method callable, aliases)
+# Array methods: name -> rule maker taking the method callable
 _METHOD_MAKERS = {
-    **{n: ((lambda n: lambda f: reduction(f, n))(n), False)
+    **{n: (lambda n: lambda f: reduction(f, n))(n)
        for n in ("sum", "prod", "mean", "std", "var", "max", "min", "argmax", "argmin", "any",
                  "all", "cumsum", "cumprod")},
-    "reshape": (lambda f: reshape_infer(f, method=True), True),
-    "transpose": (view, True),
-    "swapaxes": (view, True),
-    "squeeze": (lambda f: view(f, squeeze_like=True), True),
-    "diagonal": (static_only_view, True),
-    # astype copies unless asked not to (copy=False may return self).
-    "astype": (lambda f: same_shape(f),
-               lambda args, kwargs: len(args) > 5 or kwargs.get("copy", True) is not True),
-    "copy": (same_shape, False),
-    "ravel": (flatten_infer, True),
-    "flatten": (flatten_infer, False),
-    "clip": (lambda f: elementwise(f, 3, ("min", "max")), False),
-    "round": (lambda f: elementwise(f, 1), False),
-    "conj": (lambda f: elementwise(f, 1), False),
-    "conjugate": (lambda f: elementwise(f, 1), False),
-    "dot": (lambda f: contraction(f, dot_shape), False),
-    "repeat": (repeat_infer, False),
-    "trace": (trace_infer, False),
-    "argsort": (sort_infer, False),
-    "nonzero": (lambda f: data_dependent("nonzero"), False),
+    "reshape": lambda f: reshape_infer(f, method=True),
+    "transpose": view,
+    "swapaxes": view,
+    "squeeze": lambda f: view(f, squeeze_like=True),
+    "diagonal": static_only_view,
+    "astype": same_shape,
+    "copy": same_shape,
+    "ravel": flatten_infer,
+    "flatten": flatten_infer,
+    "clip": lambda f: elementwise(f, 3, ("min", "max")),
+    "round": lambda f: elementwise(f, 1),
+    "conj": lambda f: elementwise(f, 1),
+    "conjugate": lambda f: elementwise(f, 1),
+    "dot": lambda f: contraction(f, dot_shape),
+    "repeat": repeat_infer,
+    "trace": trace_infer,
+    "argsort": sort_infer,
+    "nonzero": lambda f: data_dependent("nonzero"),
 }
 
 
 def _build_call_table() -> dict:
     table: dict = {}
 
-    def add(fn, name, infer, aliases=False):
-        table[fn] = OpRule(name, fn, infer, aliases)
+    def add(fn, name, infer):
+        table[fn] = OpRule(name, fn, infer)
 
     # vars(np), not dir(np) + getattr: getattr of NumPy's lazy submodules (f2py, testing)
     # would import them, 150 ms of `import pijit`.
     for obj in list(vars(np).values()):
         if isinstance(obj, np.ufunc) and obj.signature is None and obj not in table:
-            add(obj, obj.__name__, elementwise(obj, obj.nin), aliases=_writes_out)
+            add(obj, obj.__name__, elementwise(obj, obj.nin))
     for name in REDUCTIONS:
         add(getattr(np, name), name, reduction(getattr(np, name), name))
     add(np.where, "where", where_infer)
@@ -651,12 +638,12 @@ def _build_call_table() -> dict:
     for fn in (np.transpose, np.swapaxes, np.moveaxis, np.expand_dims,
                np.real, np.imag, np.flip, np.flipud, np.fliplr, np.rot90, np.atleast_1d,
                np.atleast_2d, np.atleast_3d, np.matrix_transpose):
-        add(fn, fn.__name__, view(fn), aliases=True)
-    add(np.broadcast_to, "broadcast_to", broadcast_to_infer, aliases=True)
-    add(np.squeeze, "squeeze", view(np.squeeze, squeeze_like=True), aliases=True)
-    add(np.diagonal, "diagonal", static_only_view(np.diagonal), aliases=True)
-    add(np.reshape, "reshape", reshape_infer(np.reshape, method=False), aliases=True)
-    add(np.ravel, "ravel", flatten_infer(np.ravel), aliases=True)
+        add(fn, fn.__name__, view(fn))
+    add(np.broadcast_to, "broadcast_to", broadcast_to_infer)
+    add(np.squeeze, "squeeze", view(np.squeeze, squeeze_like=True))
+    add(np.diagonal, "diagonal", static_only_view(np.diagonal))
+    add(np.reshape, "reshape", reshape_infer(np.reshape, method=False))
+    add(np.ravel, "ravel", flatten_infer(np.ravel))
     add(np.copy, "copy", same_shape(np.copy))
     add(np.sort, "sort", sort_infer(np.sort))
     add(np.argsort, "argsort", sort_infer(np.argsort))
@@ -690,10 +677,10 @@ def _build_call_table() -> dict:
         add(fn, fn.__name__, value_shaped(fn, fn.__name__))
     add(np.linspace, "linspace", linspace_infer(np.linspace))
     add(np.array, "array", array_infer(np.array, True))
-    add(np.asarray, "asarray", array_infer(np.asarray, None), aliases=True)
-    add(np.asanyarray, "asanyarray", array_infer(np.asanyarray, None), aliases=True)
+    add(np.asarray, "asarray", array_infer(np.asarray, None))
+    add(np.asanyarray, "asanyarray", array_infer(np.asanyarray, None))
     add(np.ascontiguousarray, "ascontiguousarray",
-        array_infer(np.ascontiguousarray, None), aliases=True)
+        array_infer(np.ascontiguousarray, None))
     for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
               np.uint64, np.float16, np.float32, np.float64, np.longdouble, np.complex64,
               np.complex128):
@@ -741,8 +728,7 @@ def lookup_method(meta: Meta, name: str) -> OpRule | None:
         fn = getattr(meta.pytype, name, None)
         if fn is None:
             return None
-        maker, aliases = _METHOD_MAKERS[name]
-        _METHOD_CACHE[key] = OpRule(name, fn, maker(fn), aliases)
+        _METHOD_CACHE[key] = OpRule(name, fn, _METHOD_MAKERS[name](fn))
     return _METHOD_CACHE[key]
 
 
@@ -751,7 +737,7 @@ def lookup_attr(meta: Meta, name: str) -> OpRule | None:
     fn = _ATTRS.get(name)
     if fn is None or not hasattr(stand_in(meta), name):
         return None
-    return OpRule(name, fn, lambda args, kwargs: view_probe(fn, args, kwargs), aliases=True)
+    return OpRule(name, fn, lambda args, kwargs: view_probe(fn, args, kwargs))
 
 
 def lookup_operator(name: str) -> OpRule:

@@ -10,7 +10,6 @@ as before.
 """
 from __future__ import annotations
 
-import types
 
 import numpy as np
 
@@ -68,11 +67,10 @@ def opaque_call(cap, target, args: list, kwargs: dict, kind: str, name: str | No
         items = []
         for i, meta in enumerate(expected):
             item = cap._tuple_item(ref, i, meta)
-            item.fresh = False
             values.remember(item.ref, result[i])
             items.append(item)
         return TupleValue(items, cls=None if type(result) is tuple else type(result))
-    return GraphValue(ref, expected, fresh=False)
+    return GraphValue(ref, expected)
 
 
 # NumPy's index helpers: objects whose subscript builds arrays (np.mgrid[0:n, 0:m], np.r_[a, b]).

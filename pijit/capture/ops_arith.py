@@ -111,7 +111,7 @@ def int_power(cap, base, exponent):
     meta = Meta.of(1 if nonneg else 1.0)
     ref = cap.graph.add_node("pow", operator.pow, (node_arg(base), node_arg(exponent)), {},
                              meta, cap.lineno)
-    return GraphValue(ref, meta, fresh=True)
+    return GraphValue(ref, meta)
 
 
 def apply_operator(cap, name, fn, operands):

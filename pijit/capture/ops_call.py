@@ -193,7 +193,7 @@ def _constexpr_call(cap, target, args, kwargs):
     if type(result) is np.ndarray and result.dtype.kind in "biufc":
         kept = result.copy(order="K")         # np.array copies it again at each call
         ref = cap.graph.add_node(name, np.array, (kept,), {}, Meta.of(kept), cap.lineno)
-        return GraphValue(ref, Meta.of(kept), fresh=True)
+        return GraphValue(ref, Meta.of(kept))
     return fold(cap, lambda: result, ())
 
 
@@ -334,7 +334,7 @@ def _fold_call(cap, target, name, args, kwargs):
         op = rule.name if rule is not None else name
         ref = cap.graph.add_node(op, target, tuple(const_args), const_kwargs,
                                  Meta.of(result), cap.lineno)
-        return GraphValue(ref, Meta.of(result), fresh=True)
+        return GraphValue(ref, Meta.of(result))
     if isinstance(result, types.GeneratorType):
         cap.unsupported(Reason.UNSUPPORTED_VALUE, f"{name} gives an iterator")
     return fold(cap, lambda: result, ())

@@ -39,14 +39,9 @@ class ConstValue(Value):
 
 @dataclass(eq=False)
 class GraphValue(Value):
-    """An array or scalar computed in the graph.
-
-    fresh: the object is created by the graph and aliases nothing the caller can see,
-    so an in-place update of it is invisible outside the graph.
-    """
+    """An array or scalar computed in the graph."""
     ref: Ref
     meta: Meta
-    fresh: bool = False
 
 
 @dataclass(eq=False)

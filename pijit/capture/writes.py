@@ -128,7 +128,7 @@ def _check_mask_store(target: Meta, mask: Meta, vmeta: Meta):
 
 def inplace(cap, name, left: GraphValue, right):
     """`left <op>= right` on an array: an in-place operator node, whose value is `left`
-    itself (same freshness: it is the same object)."""
+    itself (the same object)."""
     rule = numpy_rules.lookup_operator(name)
     result = cap.add_op(rule, (left, right), {})      # infers dtype/shape, raises if invalid
     if result.meta.shape != left.meta.shape:
@@ -140,4 +140,4 @@ def inplace(cap, name, left: GraphValue, right):
     node = cap.graph.nodes.pop()
     ref = cap.graph.add_node("i" + name, INPLACE[name], node.args, dict(node.kwargs),
                              left.meta, node.lineno)
-    return GraphValue(ref, left.meta, fresh=left.fresh)
+    return GraphValue(ref, left.meta)

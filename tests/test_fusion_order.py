@@ -121,24 +121,24 @@ def _two_writes(a):
     return x + y + z
 
 
-# (fn, args, ops the graphs must include, graphs, breaks): item and slice assignment outside a
-# loop, writes through a view and `out=` break the graph today (the write runs as plain
-# bytecode between two graphs); in-place operators on the function's own arrays and a loop
-# node's writes are in the graph.
-CASES = [(_matmul_inplace, (A[:, :8], W), ["matmul", "imatmul"], 1, 0),
-         (_item_assignment, (A,), ["mul", "sub"], 3, 2),
-         (_slice_assignment_overlapping, (A,), ["add", "mul"], 2, 1),
-         (_write_through_a_view, (A,), ["mul", "add"], 2, 1),
-         (_ufunc_out, (A,), ["mul", "sub"], 2, 1),
-         (_loop_node_writes, (A, 4), ["loop"], 1, 0),
-         (_write_then_reduce, (A,), ["isub", "sum", "max"], 1, 0),
-         (_two_writes, (A,), ["iadd", "imul"], 1, 0)]
+# (fn, args, ops the graphs must include, jit options): every write is a node of the one graph
+# (capture/writes.py); the loop runs as a loop node with unrolling off (a short loop whose
+# body writes is unrolled otherwise).
+CASES = [(_matmul_inplace, (A[:, :8], W), ["matmul", "imatmul"], {}),
+         (_item_assignment, (A,), ["mul", "sub", "setitem"], {}),
+         (_slice_assignment_overlapping, (A,), ["add", "mul", "setitem"], {}),
+         (_write_through_a_view, (A,), ["mul", "add", "iadd"], {}),
+         (_ufunc_out, (A,), ["mul", "sub", "add"], {}),
+         (_loop_node_writes, (A, 4), ["loop"], {"loop_unrolling": False}),
+         (_write_then_reduce, (A,), ["isub", "sum", "max"], {}),
+         (_two_writes, (A,), ["iadd", "imul"], {})]
 
 
 @pytest.mark.parametrize("level", LEVELS)
-@pytest.mark.parametrize("fn,args,ops,graphs,breaks", CASES, ids=[c[0].__name__ for c in CASES])
-def test_writes_between_reads(fn, args, ops, graphs, breaks, level):
-    assert_same(fn, *args, jit_kwargs=_jit(level), ops=ops, graphs=graphs, breaks=breaks)
+@pytest.mark.parametrize("fn,args,ops,options", CASES, ids=[c[0].__name__ for c in CASES])
+def test_writes_between_reads(fn, args, ops, options, level):
+    jit_kwargs = {"jit_config": {"jit_level": level, **options}}
+    assert_same(fn, *args, jit_kwargs=jit_kwargs, ops=ops, graphs=1, breaks=0)
 
 
 def _alias_then_write(i):

@@ -55,6 +55,11 @@ def bad_bound(x, i):
     return x[i:].sum()
 
 
+def slice_lengths(x, i):
+    head, tail = x[:i], x[i + 1:]
+    return head.shape[0], len(tail) * 1.5, np.zeros(tail.shape) + len(head)
+
+
 @pytest.mark.parametrize("level", LEVELS)
 def test_triangular_solves_are_loop_nodes(level):
     rng = np.random.default_rng(0)
@@ -86,6 +91,17 @@ def test_symbolic_int_arguments(level):
         assert_same(symbolic_bounds, x, i, j, jit_kwargs=kw)
     # a bound that is not an int: a break, and plain Python raises its TypeError
     assert_same(bad_bound, x, 2.5, jit_kwargs=kw, graphs=0, breaks=1)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_lengths_of_symbolic_slices_are_read_at_run_time(level):
+    """A slice's length (shape, len, size) is a dynamic dim read when the graph runs: one
+    entry serves every bound."""
+    kw = jit_kwargs(level, specialize_scalar=False)
+    x = np.arange(8.0)
+    for i in (3, 0, 7, -2, 12):
+        rep = assert_same(slice_lengths, x, i, jit_kwargs=kw)
+    assert rep.graph_count == 1 and rep.graph_break_count == 0
 
 
 def static_value_into_dynamic_slice(x, i):

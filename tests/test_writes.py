@@ -322,6 +322,22 @@ def test_write_then_break_exception_view(level):
                 breaks=1)
 
 
+def same_expression_around_writes(a, k):
+    x = a * 1.0
+    t = np.maximum(x, 2.0) + k          # (maximum never warns: cse may share it)
+    x[0] = 100.0
+    u = np.maximum(x, 2.0) + k          # not t: cse must not share it across the write
+    x[1:3] = u[:2]
+    w = np.maximum(x, 2.0) + k
+    return t, u, w
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_equal_expressions_across_item_writes(level):
+    assert_same(same_expression_around_writes, np.arange(5.0), 0.5,
+                jit_kwargs=jit_kwargs(level), ops=["setitem"])
+
+
 def test_write_nodes_in_the_graph():
     """How writes appear: setitem and in-place nodes, kept by DCE although unused."""
     def f(a, b):

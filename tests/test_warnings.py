@@ -72,3 +72,19 @@ CASES = [(_scalar_add, (U8,), ["getitem", "add"]),
 @pytest.mark.parametrize("fn,args,ops", CASES, ids=[c[0].__name__ for c in CASES])
 def test_warnings_are_numpys(fn, args, ops, level):
     assert_same(fn, *args, ops=ops, jit_kwargs={"jit_config": {"jit_level": level}})
+
+
+def _floor_divide_then_log(a, b):
+    t0 = -b
+    t1 = 0 // t0
+    t2 = 0 + a
+    t5 = np.log(t0)
+    return t1, t2, t5
+
+
+@pytest.mark.xfail(strict=True, reason="fusion puts log in the group of neg, which runs before "
+                   "the floor_divide NumPy runs: the log's warning comes first (found by "
+                   "test_random_program_fused on 3.12; a fix that closes groups at array work "
+                   "NumPy runs that may warn changed np.arctan2's bits in test_fused_matrix)")
+def test_warnings_keep_their_order_across_an_op_numpy_runs():
+    assert_same(_floor_divide_then_log, np.array(False), np.zeros((3, 4), np.float32))

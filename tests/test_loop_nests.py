@@ -5,7 +5,6 @@ ran the nest in Python cannot pass as compiled."""
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -279,15 +278,7 @@ def np_int_overflow(a):
 @pytest.mark.parametrize("level", LEVELS)
 def test_numpy_int_overflow_wraps_and_warns(level):
     a = np.full(12, 100, dtype=np.int32)
-    with warnings.catch_warnings(record=True) as plain_w:
-        warnings.simplefilter("always")
-        expected = np_int_overflow(a.copy())
-    jitted = pijit.jit(np_int_overflow, jit_config={"jit_level": level})
-    with warnings.catch_warnings(record=True) as jit_w:
-        warnings.simplefilter("always")
-        got = jitted(a.copy())
-    assert type(got) is type(expected) and got == expected
-    assert [str(w.message) for w in jit_w] == [str(w.message) for w in plain_w]
+    same(np_int_overflow, a, level=level, graphs=None, breaks=None)   # values and warnings
     assert pijit.explain(np_int_overflow, a.copy()).ops_per_graph == [["getitem", "loop_nest",
                                                                        "tuple_item"]]
 
@@ -456,16 +447,7 @@ def numpy_float_overflow(a):
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_numpy_float_overflow_warns_at_the_same_op(level):
-    a = np.full(40, 1e30)
-    with warnings.catch_warnings(record=True) as plain_w:
-        warnings.simplefilter("always")
-        expected = numpy_float_overflow(a.copy())
-    jitted = pijit.jit(numpy_float_overflow, jit_config={"jit_level": level})
-    with warnings.catch_warnings(record=True) as jit_w:
-        warnings.simplefilter("always")
-        got = jitted(a.copy())
-    assert type(got) is type(expected) and got == expected
-    assert [str(w.message) for w in jit_w] == [str(w.message) for w in plain_w]
+    same(numpy_float_overflow, np.full(40, 1e30), level=level, graphs=None, breaks=None)
 
 
 @pytest.mark.parametrize("level", LEVELS)

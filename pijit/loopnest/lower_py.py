@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 
+from pijit.bytecode_gen.reconstruct import INTERNAL_PREFIX
 from pijit.loopnest.ir import Const, Nest
 
 _BINOP = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
@@ -143,8 +144,6 @@ def compile_run(nest: Nest, name: str, filename: str):
     return namespace[name], text
 
 
-_INTERNAL = "__pijit_"
-
 
 class _UserNames(ast.NodeTransformer):
     """Variables of the IR -> names in the run function: a user local `l_x` or array `a_x` is
@@ -164,7 +163,7 @@ class _UserNames(ast.NodeTransformer):
     def _name(self, name: str) -> str:
         if name.startswith("_f_"):
             return name
-        return self.names.get(name) or _INTERNAL + name
+        return self.names.get(name) or INTERNAL_PREFIX + name
 
     def visit_Name(self, node):
         node.id = self._name(node.id)

@@ -1133,6 +1133,14 @@ class GroupKernel:
         for i in self.arrays:
             L.append(f"    npy_intp st{i}[{ndi}];")
             L.append(f"    pj_strides(a{i}, shape, {ndi}, st{i});")
+        # NumPy's SIMD loops (SVML arctan2, ...) run only over positive strides; over an
+        # operand walked backwards NumPy calls libm, whose last bit may differ. The kernel
+        # hands NumPy's loop rows in memory order, so such operands go to NumPy.
+        backwards = [f"st{i}[d] < 0" for i in self.numpy_loop_inputs()]
+        if backwards:
+            L += [f"    for (int d = 0; d < {ndi}; d++)",
+                  f"        if ({' || '.join(backwards)})",
+                  "            return pj_fallback(gk, args, nargs);"]
         if self.proto is not None:
             L += self.keep_order()
         if self.grp.exact and any(
@@ -1183,6 +1191,13 @@ class GroupKernel:
         return bool(self.grp.reductions) and any(
             sum(d is None or d > 1 for d in self.graph.meta(r).shape) >= 2
             for r in self.grp.outputs)
+
+    def numpy_loop_inputs(self) -> list:
+        """Positions of the array inputs a node computed by NumPy's loop reads directly (in
+        plain NumPy, with their own strides; members are fresh arrays there, walked forwards)."""
+        return sorted({self.index[r.index] for n in self.grp.nodes if n.out in self.grp.numpy_loops
+                       for r in node_refs(n) if r.index in self.index
+                       and self.kinds[self.index[r.index]] in ("full", "other")})
 
     def keep_order(self) -> list:
         """Iterate in the memory order of the full-shape inputs, as NumPy's ufuncs do, so

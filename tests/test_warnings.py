@@ -82,9 +82,5 @@ def _floor_divide_then_log(a, b):
     return t1, t2, t5
 
 
-@pytest.mark.xfail(strict=True, reason="fusion puts log in the group of neg, which runs before "
-                   "the floor_divide NumPy runs: the log's warning comes first (found by "
-                   "test_random_program_fused on 3.12; a fix that closes groups at array work "
-                   "NumPy runs that may warn changed np.arctan2's bits in test_fused_matrix)")
 def test_warnings_keep_their_order_across_an_op_numpy_runs():
     assert_same(_floor_divide_then_log, np.array(False), np.zeros((3, 4), np.float32))

@@ -11,7 +11,9 @@ materialized; a value used outside becomes a group output. Merging is refused wh
 create a cycle through nodes outside the group, and a node that may write into an array
 (in-place operators, item assignment, anything not known to write nothing: see
 purity.writes_nothing) closes every open group, so reads never move across writes; views,
-indexing and matmul in between do not.
+indexing and matmul in between do not. So does a node NumPy runs that may warn (purity.may_warn):
+a group that began before it runs before it, and a member joining that group later would give
+its warnings before that node's, not after them as NumPy does.
 """
 from __future__ import annotations
 
@@ -24,8 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pijit.graph.ir import Graph, Meta, Ref
-from pijit.graph.purity import writes_nothing
 from pijit.graph.ir import node_refs
+from pijit.graph.purity import may_warn, writes_nothing
 
 FLOAT = (np.dtype(np.float32), np.dtype(np.float64))
 INTEGER = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64,
@@ -536,6 +538,14 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
             return set()
         return cands
 
+    def left_to_numpy(node, refs):
+        """The node runs in NumPy, outside every group: close them all when it may write, or
+        when it may warn (Python's own scalar math gives no NumPy warning)."""
+        if not writes_nothing(node) or may_warn(graph, node) and (
+                isinstance(node.fn, np.ufunc) or any(not graph.meta(r).is_pyscalar for r in refs)):
+            closed.update(find(g) for g in groups)
+        deps[node.out] = deps_of(refs)
+
     unused = unused_values(graph)
     for node in graph.nodes:
         op = elementwise_op(graph, node, exact, numpy_loops)
@@ -546,9 +556,7 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
         if op is None and red is None and row_expand(graph, node) and refs[0].index in row_values:
             op = "expand"       # a row value read as keepdims: a row node (or nothing)
         if op is None and red is None:
-            if not writes_nothing(node):    # a write: nothing may move across it
-                closed.update(find(g) for g in groups)
-            deps[node.out] = deps_of(refs)
+            left_to_numpy(node, refs)
             continue
         row = False
         if red is not None:     # a reduction joins the group of its (full) operand
@@ -578,7 +586,7 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
             row = bool(cands)
             shape = groups[next(iter(cands))].shape if row else node.meta.shape
             if not row and op == "expand":      # its row value's group is closed
-                deps[node.out] = deps_of(refs)
+                left_to_numpy(node, refs)
                 continue
             if not row:
                 cands = full_candidates(refs, shape)
@@ -586,7 +594,7 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
             row, shape = False, node.meta.shape         # a full node of a group of its own
             cands = full_candidates(refs, shape)
         if row and red is None and uses_numpy_loop(graph, node, op, exact):
-            deps[node.out] = deps_of(refs)
+            left_to_numpy(node, refs)
             continue        # NumPy's loops run over full rows only
         outside = [r for r in refs if r.index not in member_of
                    or find(member_of[r.index]) not in cands]
@@ -596,7 +604,7 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
         if cands and closure(ext) & cands:
             # Merging would need a cycle: start a new group instead.
             if row:
-                deps[node.out] = deps_of(refs)
+                left_to_numpy(node, refs)
                 continue
             cands = set()
             ext = deps_of(refs)

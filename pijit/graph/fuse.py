@@ -10,10 +10,10 @@ Inputs broadcast to the iteration shape. Values used only inside the group are n
 materialized; a value used outside becomes a group output. Merging is refused when it would
 create a cycle through nodes outside the group, and a node that may write into an array
 (in-place operators, item assignment, anything not known to write nothing: see
-purity.writes_nothing) closes every open group, so reads never move across writes; views,
-indexing and matmul in between do not. So does a node NumPy runs that may warn (purity.may_warn):
-a group that began before it runs before it, and a member joining that group later would give
-its warnings before that node's, not after them as NumPy does.
+purity.writes_nothing) closes every open group, so reads never move across writes; views and
+indexing in between do not. So does a node NumPy runs that may warn (purity.may_warn: a matmul,
+a floor_divide): a member joining a group across it would give its warnings on the wrong side of
+that node's (a group that began before it runs before it; one that reads its result, after).
 """
 from __future__ import annotations
 

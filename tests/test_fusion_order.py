@@ -97,6 +97,13 @@ def _ufunc_out(a):
     return t + x
 
 
+def _quiet_ufunc_out(a):
+    x = a * 2.0
+    t = x - 3.0
+    np.maximum(x, 0.5, out=x)       # a write that cannot warn: only the write rule closes
+    return t + x
+
+
 def _loop_node_writes(a, n):
     x = a * 2.0
     t = x + 1.0
@@ -129,6 +136,7 @@ CASES = [(_matmul_inplace, (A[:, :8], W), ["matmul", "imatmul"], {}),
          (_slice_assignment_overlapping, (A,), ["add", "mul", "setitem"], {}),
          (_write_through_a_view, (A,), ["mul", "add", "iadd"], {}),
          (_ufunc_out, (A,), ["mul", "sub", "add"], {}),
+         (_quiet_ufunc_out, (A,), ["mul", "sub", "maximum", "add"], {}),
          (_loop_node_writes, (A, 4), ["loop"], {"loop_unrolling": False}),
          (_write_then_reduce, (A,), ["isub", "sum", "max"], {}),
          (_two_writes, (A,), ["iadd", "imul"], {})]

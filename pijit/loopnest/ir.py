@@ -72,6 +72,12 @@ class Block:
     term: tuple = ("exit",)
 
 
+def successors(term) -> tuple:
+    """A terminator's target blocks, the one to fall through to first (a loop's body, a
+    branch's true side)."""
+    return {"jump": term[1:], "branch": term[2:], "foriter": term[3:]}.get(term[0], ())
+
+
 @dataclass
 class Nest:
     """A loop nest: blocks (0 is the entry), variable types, the arrays it reads and writes
@@ -116,10 +122,7 @@ class Nest:
                 for o in self.outputs:
                     use(o)
             uses[b.id], defs[b.id] = u, d
-        succ = {b.id: [t for t in (b.term[1:] if b.term[0] == "jump" else
-                                   b.term[2:] if b.term[0] == "branch" else
-                                   b.term[3:] if b.term[0] == "foriter" else ())]
-                for b in self.blocks}
+        succ = {b.id: successors(b.term) for b in self.blocks}
         live = {b.id: set() for b in self.blocks}
         changed = True
         while changed:

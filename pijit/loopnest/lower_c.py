@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from pijit.loopnest import types as T
-from pijit.loopnest.ir import Const, Nest
+from pijit.loopnest.ir import Const, Nest, successors
 
 _C = {"bool": ("npy_bool", "Bool"), "int8": ("npy_int8", "Byte"),
       "int16": ("npy_int16", "Short"), "int32": ("npy_int32", "Int"),
@@ -111,12 +111,6 @@ static inline int pj_ipow(int64_t a, int64_t b, int64_t *out)
 """
 
 
-def _successors(term) -> tuple:
-    """A terminator's targets, the one to fall through to first (a loop's body, a branch's
-    true side)."""
-    return {"jump": term[1:], "branch": term[2:], "foriter": term[3:]}.get(term[0], ())
-
-
 def _threaded(nest: Nest) -> dict:
     """Block id -> where a jump to it really goes, past blocks that only jump on (the IR of
     3.12 and 3.13 has one more for END_FOR than 3.11's)."""
@@ -151,19 +145,19 @@ def _layout(nest: Nest) -> list:
         seen.add(k)
         stack.append((k, True))
         # pushed last = visited first = placed last: the preferred successor comes first
-        for s in _successors(by_id[k].term):
+        for s in successors(by_id[k].term):
             stack.append((target.get(s, s), False))
     return post[::-1]
 
 
-def _declaration_order(nest: Nest) -> list:
-    """The variables in the order the laid-out blocks first use them (gcc numbers its
+def _declaration_order(nest: Nest, blocks: list) -> list:
+    """The variables in the order the laid-out `blocks` first use them (gcc numbers its
     declarations in order: sorted by name, the declarations of one nest came in another order
     on each Python version, whose capture numbers temporaries differently)."""
     first = {}
     for v in nest.inputs:
         first.setdefault(v, len(first))
-    for b in _layout(nest):
+    for b in blocks:
         for op in b.ops:
             for x in (*op.args, op.dst):
                 if isinstance(x, str) and x in nest.types:
@@ -493,7 +487,8 @@ class NestKernel:
             L.append(f"    char *d_{arr};")
             for j in range(ndim):
                 L.append(f"    npy_intp n_{arr}_{j}, s_{arr}_{j};")
-        for var in _declaration_order(nest):
+        blocks = _layout(nest)
+        for var in _declaration_order(nest, blocks):
             L.append(f"    {ctype(nest.types[var][0])} v_{var} = 0;")
             if len(nest.types[var]) > 1:
                 L.append(f"    unsigned char g_{var} = 0;")
@@ -514,7 +509,7 @@ class NestKernel:
         for k, var in enumerate(nest.inputs, start=len(nest.arrays)):
             L += ["    " + s for s in self.unbox(var, f"args[{k}]")]
         target = _threaded(nest)
-        for b in _layout(nest):
+        for b in blocks:
             L.append(f"b{b.id}:")
             for k, op in enumerate(b.ops):
                 text = self.op(op, b.id)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 
 from pijit.bytecode_gen.reconstruct import INTERNAL_PREFIX
-from pijit.loopnest.ir import Const, Nest
+from pijit.loopnest.ir import Const, Nest, successors
 
 _BINOP = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
           "pow": "**", "lshift": "<<", "rshift": ">>", "and": "&", "or": "|", "xor": "^"}
@@ -68,7 +68,7 @@ def source(nest: Nest, name: str) -> tuple:
     (measured: 2.6-3.3x plain Python with one dispatch per block, see lower_py's tests)."""
     preds = {b.id: 0 for b in nest.blocks}
     for b in nest.blocks:
-        for t in _successors(b.term):
+        for t in successors(b.term):
             preds[t] += 1
     by_id = {b.id: b for b in nest.blocks}
     lines = [f"def {name}(_b, {', '.join(signature(nest))}):", "    while True:"]
@@ -102,10 +102,6 @@ def source(nest: Nest, name: str) -> tuple:
 
     dispatch(sorted(nest.blocks, key=lambda b: b.id), "        ")
     return "\n".join(lines) + "\n", where
-
-
-def _successors(term) -> tuple:
-    return {"jump": term[1:], "branch": term[2:], "foriter": term[3:]}.get(term[0], ())
 
 
 def _term_lines(nest: Nest, t) -> list:
@@ -142,7 +138,6 @@ def compile_run(nest: Nest, name: str, filename: str):
     namespace["_f_bool"] = bool
     exec(compile(tree, filename, "exec"), namespace)
     return namespace[name], text
-
 
 
 class _UserNames(ast.NodeTransformer):

@@ -40,6 +40,10 @@ def parser():
                    help="tiny inputs and short budgets (for tests: checks run, timings mean "
                         "little)")
     p.add_argument("--no-bandwidth", action="store_true", help="skip the bandwidth probe")
+    p.add_argument("--no-pin-allocator", action="store_true",
+                   help="leave glibc malloc's mmap/trim thresholds dynamic (by default they "
+                        "are pinned, so a workload's time does not depend on what ran before "
+                        "it; see benchmarks/allocator.py)")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
@@ -100,6 +104,7 @@ def main(argv=None):
     results = runner.run_suite(chosen, suite=args.suite, tiny=args.tiny, backends=backends,
                                repeat=args.repeat, threads=args.threads,
                                bandwidth=not args.no_bandwidth,
+                               pin_allocator=not args.no_pin_allocator,
                                progress=None if args.no_progress else _progress())
     print(report.table(results))
     if args.json:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 from benchmarks.peers import PEERS
 from benchmarks.runner import OWN
@@ -107,6 +108,11 @@ def notes(results):
                f"OPENBLAS_CORETYPE={env['openblas_env'].get('OPENBLAS_CORETYPE')}, "
                f"pijit {env['pijit_commit']} jit_level {env['pijit_jit_level']}, "
                f"loadavg {env['loadavg_start']}")
+    alloc = env.get("allocator") or {}
+    out.append("malloc thresholds pinned (mmap %d MiB, trim %d MiB)" % (
+        alloc["mmap_threshold"] >> 20, alloc["trim_threshold"] >> 20) if alloc.get("pinned")
+        else f"malloc thresholds not pinned: {alloc.get('reason', 'unknown')}; times may "
+             f"depend on the order workloads ran in")
     cfg = results["config"]
     out.append(f"suite {cfg['suite']}{' (tiny sizes)' if cfg['tiny'] else ''}, "
                f"wall time {results['wall_time_s']:.1f} s; speedup = numpy median / pijit "
@@ -136,8 +142,10 @@ def markdown(results) -> str:
     reasons = []
     for w in results["workloads"]:
         pj = w["variants"].get("pijit") or {}
-        for r in pj.get("break_reasons") or []:
-            reasons.append(f"- `{w['name']}`: {r['reason']} (line {r['lineno']})")
+        seen = Counter((r["reason"], r["lineno"]) for r in pj.get("break_reasons") or [])
+        for (reason, lineno), n in seen.items():      # first-seen order; repeats counted
+            times = f", {n} times" if n > 1 else ""
+            reasons.append(f"- `{w['name']}`: {reason} (line {lineno}{times})")
     if reasons:
         lines += ["", "## pijit graph breaks and fallbacks", ""] + reasons
     return "\n".join(lines) + "\n"

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import allocator as allocator_mod
 from benchmarks import bandwidth as bandwidth_mod
 from benchmarks import peers as peers_mod
 from benchmarks.check import compare, nbytes
@@ -388,11 +389,13 @@ def _warm_pijit():
 
 
 def run_suite(workloads, *, suite="quick", tiny=False, backends=ALL_BACKENDS, repeat=None,
-              threads=1, bandwidth=True, progress=None):
+              threads=1, bandwidth=True, progress=None, pin_allocator=True):
     from benchmarks import bandwidth as bw_mod
     scale = "tiny" if tiny else suite
     budget_s, target_s, bw_n = SCALE_SETTINGS[scale]
     backends = ["numpy"] + [b for b in backends if b != "numpy"]   # the baseline always runs
+    allocator = (allocator_mod.pin() if pin_allocator
+                 else {"pinned": False, "reason": "not asked to (--no-pin-allocator)"})
     t0 = time.perf_counter()
     results = {"schema_version": SCHEMA_VERSION,
                "config": {"suite": suite, "tiny": tiny, "scale": scale, "backends": backends,
@@ -405,6 +408,7 @@ def run_suite(workloads, *, suite="quick", tiny=False, backends=ALL_BACKENDS, re
     if "pijit" in backends:
         _warm_pijit()
     results["env"]["blas"] = _blas_info()                 # after numpy has loaded its BLAS
+    results["env"]["allocator"] = allocator
     items = progress(workloads) if progress else workloads
     for w in items:
         if hasattr(items, "set_postfix_str"):

@@ -23,7 +23,7 @@ TOP_FIELDS = {"schema_version", "config", "env", "peers", "bandwidth", "workload
               "wall_time_s"}
 ENV_FIELDS = {"python", "platform", "numpy", "cpu_model", "cpu_count", "threads",
               "pijit_commit", "pijit_jit_level", "loadavg_start", "loadavg_end", "thread_env",
-              "openblas_env", "blas"}
+              "openblas_env", "blas", "allocator"}
 WORKLOAD_FIELDS = {"name", "description", "size", "memory_bound", "bytes_moved", "floor_s",
                    "variants"}
 VARIANT_FIELDS = {"status", "error", "check", "first_call_s", "steady", "calls_per_sample",
@@ -106,6 +106,33 @@ def test_table_and_markdown(tiny_run):
     for w in res["workloads"]:
         assert w["name"] in proc.stdout and w["name"] in md
     assert "speedup" in proc.stdout and "| workload |" in md
+
+
+def test_allocator_is_pinned_for_the_whole_run(tiny_run):
+    """Without the pin, a workload's time depended on what ran before it (benchmarks/
+    allocator.py); on glibc the run says it pinned, elsewhere why it did not."""
+    import platform
+    _, res, _ = tiny_run
+    alloc = res["env"]["allocator"]
+    if platform.libc_ver()[0] == "glibc":
+        assert alloc == {"pinned": True, "mmap_threshold": 32 << 20,
+                         "trim_threshold": 64 << 20}
+    else:
+        assert alloc["pinned"] is False and alloc["reason"]
+
+
+def test_repeated_break_reasons_are_counted_not_repeated(tiny_run):
+    from benchmarks import report
+    _, res, _ = tiny_run
+    res = json.loads(json.dumps(res))
+    rec = res["workloads"][0]["variants"]["pijit"]
+    rec["break_reasons"] = [{"reason": "call to print", "lineno": 7}] * 3 + [
+        {"reason": "call to open", "lineno": 5}]
+    md = report.markdown(res)
+    name = res["workloads"][0]["name"]
+    assert md.count(f"`{name}`: call to print") == 1
+    assert f"`{name}`: call to print (line 7, 3 times)" in md
+    assert f"`{name}`: call to open (line 5)" in md
 
 
 def test_graph_counts_come_from_explain(tiny_run):

@@ -430,6 +430,9 @@ def test_recursive_calls_inline_to_the_depth_limit():
     report = assert_same(calls_recursive, X, graphs=2, breaks=2,
                          jit_kwargs={"jit_config": {"MAX_INLINE_DEPTH": 2}})
     assert all("MAX_INLINE_DEPTH=2" in b["reason"] for b in report.break_reasons)
+    # the recursion's repeated frame is said once, with its count
+    first = report.break_reasons[0]["reason"]
+    assert first.count("(inlined") == 1 and "helper_deep (inlined, 2 levels deep)" in first
 
 
 def test_methods_inline_with_self_guards():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import itertools
 import sysconfig
 import types
 from dataclasses import dataclass
@@ -100,10 +101,11 @@ def _run(cap, child, func, callee):
     try:
         child.run()
     except GraphBreak as inner:
-        detail = inner.detail or inner.reason.value
-        e = GraphBreak(Reason.UNSUPPORTED_CALL,
-                       f"{func.__qualname__} (inlined) breaks at "
-                       f"{func.__code__.co_filename}:{inner.lineno}: {detail}")
+        where = (func.__qualname__, func.__code__.co_filename, inner.lineno)
+        path = [where] + getattr(inner, "inline_path", [])
+        cause = getattr(inner, "inline_cause", None) or inner.detail or inner.reason.value
+        e = GraphBreak(Reason.UNSUPPORTED_CALL, _inline_break_detail(path, cause))
+        e.inline_path, e.inline_cause = path, cause
         e.callee = callee
         raise e from None
     if not cap.bodies:
@@ -113,6 +115,19 @@ def _run(cap, child, func, callee):
                                       child.bindings, child.ret))
     _at_call_line(cap, first)
     return child.ret
+
+
+def _inline_break_detail(path, cause):
+    """'f (inlined) breaks at file:line: g (inlined) breaks at ...: cause', with a recursion's
+    repeats of one frame said once with their count, so a break 8 calls deep in a recursive
+    function reads as one line, not eight copies of the same prefix."""
+    parts = []
+    for where, group in itertools.groupby(path):
+        n = len(list(group))
+        name, filename, lineno = where
+        deep = f", {n} levels deep" if n > 1 else ""
+        parts.append(f"{name} (inlined{deep}) breaks at {filename}:{lineno}: ")
+    return "".join(parts) + cause
 
 
 def _at_call_line(cap, first):

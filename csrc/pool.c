@@ -1,23 +1,28 @@
 /* pool.c -- a NumPy memory handler that keeps big freed buffers for reuse.
  *
- * Why: glibc serves a block of 32 MiB or more with a fresh mmap and unmaps it on free, so every
- * big array a kernel returns is page-faulted in again (measured here: writing a fresh 80 MB
- * array takes 17 ms, a reused one 9 ms). A fused kernel's output dies and is reallocated at
- * the same size on every call of a loop; this handler keeps such blocks after they die and
- * hands them to the next big output of the same size class. Kernels install the handler only
- * around the allocation of their own big outputs (PyDataMem_SetHandler), so the arrays a user
- * makes never see it; an array remembers its handler, so its free and realloc come back here.
+ * Why: glibc serves a block above its mmap threshold with a fresh mmap and unmaps it on free,
+ * so every big array a kernel returns is page-faulted in again (measured here: writing a
+ * fresh 80 MB array takes 17 ms, a reused one 9 ms). The threshold starts at 128 KiB and
+ * rises (to 32 MiB at most) only after such a block is freed, so whether an output of a few
+ * MiB is fresh memory on each call depends on what the process did before. A fused kernel's
+ * output dies and is reallocated at the same size on every call of a loop; this handler keeps
+ * such blocks after they die and hands them to the next big output of the same size class.
+ * Kernels install the handler only around the allocation of their own outputs of 4 MiB or
+ * more (PyDataMem_SetHandler), so the arrays a user makes never see it; an array remembers
+ * its handler, so its free and realloc come back here.
  *
  * Blocks are allocated and finally released through NumPy's default handler (which asks the
  * kernel for huge pages), with a 64-byte header recording the size class: NumPy's realloc
  * passes no old size. The pool holds at most `pool_limit` bytes (set_pool_limit; 0 disables
  * keeping anything) and gives it all back on release_pool() (pijit.reset()).
  *
- * Kernels also allocate outputs of 4 MiB or more here (not kept below 32 MiB), for this: the
- * data of a big block starts on a huge-page boundary (the block is a huge page longer), so
+ * The data of a block starts on a huge-page boundary (the block is a huge page longer), so
  * all of it can be backed by huge pages. NumPy's own 16 MiB array starts anywhere in a huge
  * page, and its two partial huge pages take 4 KiB pages: measured here, ~490 page faults per
- * fresh 16 MiB output and 0.3-0.5 ms, against 8 faults when aligned.
+ * fresh 16 MiB output and 0.3-0.5 ms, against 8 faults when aligned. Blocks below 32 MiB
+ * were once not kept, on the theory that glibc's heap reuses them; but the huge page added
+ * makes a 30.5 MiB output (4M float64) a 32.5 MiB request, mmapped and faulted in on every
+ * call even at glibc's highest threshold: poly_eval on 4M float64 took 4.7 ms, 2.4 ms kept.
  */
 #include "pijit.h"
 
@@ -27,8 +32,7 @@
 
 #define POOL_HEADER 64                  /* keeps NumPy's 16-byte (and cache-line) alignment */
 #define POOL_CLASS ((size_t)2 << 20)    /* size classes: multiples of a huge page */
-#define POOL_KEEP_MIN ((size_t)32 << 20) /* kept blocks: the kernels' big outputs */
-#define POOL_ALIGN_MIN ((size_t)4 << 20) /* blocks whose data starts on a huge page */
+#define POOL_BIG ((size_t)4 << 20)      /* kept, huge-page aligned: the kernels' outputs */
 #define POOL_SLOTS 64
 
 typedef struct {
@@ -50,7 +54,7 @@ static Py_ssize_t pool_hits, pool_misses;
 static size_t
 pool_class(size_t size)
 {
-    size_t unit = size >= POOL_KEEP_MIN ? POOL_CLASS : POOL_HEADER;
+    size_t unit = size >= POOL_BIG ? POOL_CLASS : POOL_HEADER;
     return (size + unit - 1) / unit * unit;
 }
 
@@ -70,7 +74,7 @@ pool_base_free(void *raw, size_t size)
 static size_t
 block_bytes(size_t cls)
 {
-    return cls + POOL_HEADER + (cls >= POOL_ALIGN_MIN ? POOL_CLASS : 0);
+    return cls + POOL_HEADER + (cls >= POOL_BIG ? POOL_CLASS : 0);
 }
 
 /* A new block of class cls (its data follows the header), or NULL. */
@@ -81,7 +85,7 @@ block_new(size_t cls)
     if (raw == NULL)
         return NULL;
     char *data = raw + POOL_HEADER;
-    if (cls >= POOL_ALIGN_MIN)
+    if (cls >= POOL_BIG)
         data = (char *)(((uintptr_t)data + POOL_CLASS - 1) & ~(uintptr_t)(POOL_CLASS - 1));
     PoolHeader *h = (PoolHeader *)(data - POOL_HEADER);
     h->size = cls;
@@ -154,7 +158,7 @@ pool_malloc(void *ctx, size_t size)
 {
     (void)ctx;
     size_t cls = pool_class(size ? size : 1);
-    PoolHeader *h = cls >= POOL_KEEP_MIN ? pool_take(cls) : NULL;
+    PoolHeader *h = cls >= POOL_BIG ? pool_take(cls) : NULL;
     if (h == NULL && (h = block_new(cls)) == NULL)
         return NULL;
     return (char *)h + POOL_HEADER;
@@ -179,7 +183,7 @@ pool_free(void *ctx, void *ptr, size_t size)
     if (ptr == NULL)
         return;
     PoolHeader *h = (PoolHeader *)((char *)ptr - POOL_HEADER);
-    if (h->size < POOL_KEEP_MIN)
+    if (h->size < POOL_BIG)
         block_free(h);
     else
         pool_keep(h);

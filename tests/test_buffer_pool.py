@@ -1,4 +1,4 @@
-"""The kernels' buffer pool (csrc/pool.c): big fused outputs (>= 32 MiB) are allocated through
+"""The kernels' buffer pool (csrc/pool.c): big fused outputs (>= 4 MiB) are allocated through
 pijit's NumPy memory handler, which keeps dead blocks and hands them to the next output of
 the same size class. The arrays must behave exactly like NumPy's own (owning their data,
 resizable), nothing else may be allocated from the pool, kept memory stays under the limit,
@@ -18,7 +18,7 @@ from numpy._core.multiarray import get_handler_name as handler_name
 import pijit
 from pijit import eval_frame
 
-BIG = 5_000_000             # 40 MB of float64: above the pool's 32 MiB threshold
+BIG = 5_000_000             # 40 MB of float64: above the pool's 4 MiB threshold
 MB = 1 << 20
 
 
@@ -60,27 +60,35 @@ def test_big_outputs_come_from_the_pool_and_reuse_dead_blocks(fresh_pool):
     np.testing.assert_array_equal(r, scale(a + 1.0))
 
 
-def test_outputs_of_4_to_32_mib_start_on_a_huge_page_and_are_not_kept(fresh_pool):
-    """So that huge pages can back all of them (NumPy's start anywhere in one); below the
-    32 MiB threshold they go back to NumPy's allocator when they die."""
+def test_outputs_of_4_mib_and_more_start_on_a_huge_page_and_are_kept(fresh_pool):
+    """So that huge pages can back all of them (NumPy's start anywhere in one), and so that
+    the next call does not fault them in again: glibc maps a block above its mmap threshold
+    afresh on every call, and a 30.5 MiB output plus its alignment is above the highest."""
     def halve(a):               # (its own code: other tests' shapes stay out of its cache)
         return a * 0.5 - 1.0
-    for n in (MB // 2, 2 * MB + 3, 3 * MB + 5):                 # 4, 16, 24 MB of float64
+    for n in (MB // 2, 2 * MB + 3, 4_000_000):          # 4, 16 and 30.5 MiB of float64
         f = pijit.jit(halve)
         pijit.reset(f)              # (a new shape would recompile with a symbolic length)
         a = np.arange(n, dtype=np.float64)
-        r = f(a)
         assert pijit.explain(f, a).graph_count == 1
+        eval_frame.release_pool()                   # (what explain's call left)
+        r = f(a)
         np.testing.assert_array_equal(r, halve(a))
         assert handler_name(r) == "pijit_buffer_pool"
         assert r.flags.owndata and r.base is None
         assert address(r) % (2 * MB) == 0
+        first = address(r)
+        del r
+        gc.collect()
+        assert eval_frame.pool_stats()["blocks"] == 1
+        r = f(a + 1.0)                                          # the kept block again
+        assert address(r) == first and eval_frame.pool_stats()["blocks"] == 0
         r.resize(n + MB // 8, refcheck=False)                   # moves to another block
-        np.testing.assert_array_equal(r[:n], halve(a))
+        np.testing.assert_array_equal(r[:n], halve(a + 1.0))
         assert address(r) % (2 * MB) == 0 and not r[n:].any()
         del r
         gc.collect()
-        assert eval_frame.pool_stats()["blocks"] == 0
+        eval_frame.release_pool()
     pijit.reset(f)
     small = np.ones(MB // 2 - 8)                                # under 4 MiB
     assert handler_name(f(small)) != "pijit_buffer_pool"

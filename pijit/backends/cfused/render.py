@@ -3,7 +3,7 @@
 Each group becomes a CPython function `g<k>(*inputs)` (METH_FASTCALL) returning its outputs
 (one object, or a tuple when there are several). It reads data pointers, shapes and strides
 from the ndarray objects, broadcasts at run time, allocates outputs through NumPy (huge pages
-for big arrays; 32 MiB and up from the buffer pool, csrc/pool.c) and runs one loop nest: an
+for big arrays; 4 MiB and up from the buffer pool, csrc/pool.c) and runs one loop nest: an
 odometer over the outer axes; per row, one loop per stage of the group (a row reduction
 finishes in one stage and is read as a per-row constant by the next, so softmax reads its row
 three times from cache, not from memory); a full value a later stage needs again is kept in a
@@ -146,8 +146,8 @@ static PJ_COLD int pj_underflow_reported(void)
 }
 
 /* pijit's buffer pool (a NumPy memory handler, csrc/pool.c; set from Python): outputs of 4 MiB
-   or more are allocated from it, on huge-page boundaries; those of 32 MiB or more, which glibc
-   would map afresh and fault in on every call, reuse the pages of outputs that died. */
+   or more are allocated from it, on huge-page boundaries, and reuse the pages of outputs that
+   died (glibc would map many of them afresh and fault them in on every call). */
 PJ_SHARED PyObject *pj_pool;
 #define PJ_POOL_MIN ((npy_intp)4 << 20)
 

@@ -22,6 +22,11 @@ def parser():
     p.add_argument("--suite", choices=("quick", "full"), default="quick",
                    help="quick (default, about a minute) or full (the issue's big sizes)")
     p.add_argument("--only", metavar="NAME,...", help="run only these workloads")
+    p.add_argument("--sizes", nargs="?", const="", metavar="N,...",
+                   help="instead of the suite, a size sweep: chain, row_softmax and "
+                        "sum_squares (float64; --only picks among them) at each of these "
+                        "element counts (default 1e2,1e3,...,1e7); --plot draws speedup "
+                        "against size")
     p.add_argument("--backends", metavar="B,...", default=",".join(BACKENDS),
                    help="variants to run, from: %(default)s (numpy, the baseline, always runs; "
                         "peers that are not installed are reported as such)")
@@ -86,8 +91,9 @@ def _progress():
 def main(argv=None):
     args = parser().parse_args(argv)
     _set_thread_env(args)
-    from benchmarks import report, runner, workloads       # imports NumPy: after the env
-    chosen = workloads.select(args.only)
+    from benchmarks import report, runner, sweep, workloads    # NumPy: after the env
+    sizes = None if args.sizes is None else sweep.parse_sizes(args.sizes)
+    chosen = workloads.select(args.only) if sizes is None else sweep.workloads(sizes, args.only)
     if args.list:
         for w in chosen:
             print(f"{w.name:20s} {w.description}")
@@ -106,6 +112,7 @@ def main(argv=None):
                                bandwidth=not args.no_bandwidth,
                                pin_allocator=not args.no_pin_allocator,
                                progress=None if args.no_progress else _progress())
+    results["config"]["sizes"] = sizes
     print(report.table(results))
     if args.json:
         report.write_json(results, args.json)

@@ -61,12 +61,20 @@ def _check(w):
     return "FAIL " + ",".join(bad) if bad else "ok"
 
 
+def _over_floor(w, rec) -> str:
+    """How far the variant's median is above the memory-bandwidth floor (1.00x: at it)."""
+    st = (rec or {}).get("steady")
+    if not st or not w.get("floor_s"):
+        return "-"
+    return f"{st['median_s'] / w['floor_s']:.2f}x"
+
+
 def rows(results):
     others = [p for p in ("pijit_O2",) + PEERS if any(
         w["variants"].get(p, {}).get("status") not in (None, "not installed")
         for w in results["workloads"])]
     head = ["workload", "size", "numpy", "pijit", "speedup [IQR]", "1st call cold/warm", "graphs/brk",
-            "peak MB np/pj", "floor", "check"] + [f"{p} x" for p in others]
+            "peak MB np/pj", "floor", "pijit/floor", "check"] + [f"{p} x" for p in others]
     body = []
     for w in results["workloads"]:
         v = w["variants"]
@@ -76,7 +84,8 @@ def rows(results):
         body.append([w["name"], w["size"], _steady(np_), _steady(pj), _speedup(pj),
                      (f"{fmt_time(pj.get('first_call_cold_s'))}/"
                       f"{fmt_time(pj.get('first_call_warm_disk_s'))}") if pj else "-", graphs,
-                     f"{_mb(np_)}/{_mb(pj)}", fmt_time(w.get("floor_s")), _check(w)]
+                     f"{_mb(np_)}/{_mb(pj)}", fmt_time(w.get("floor_s")), _over_floor(w, pj),
+                     _check(w)]
                     + [_speedup(v.get(p), with_spread=False) for p in others])
     return head, body
 
@@ -164,9 +173,11 @@ def plot(results, path):
     except ImportError:
         raise SystemExit("--plot needs matplotlib (pip install matplotlib, or pijit's "
                          "'bench' extra)") from None
-    names = [w["name"] for w in results["workloads"]]
     backends = [b for b in results["config"]["backends"] if b != "numpy" and any(
         w["variants"].get(b, {}).get("speedup") for w in results["workloads"])]
+    if results["config"].get("sizes"):
+        return _plot_sweep(results, backends, plt, path)
+    names = [w["name"] for w in results["workloads"]]
     fig, ax = plt.subplots(figsize=(8, 0.35 * len(names) * max(1, len(backends)) + 1.5))
     height = 0.8 / max(1, len(backends))
     for i, b in enumerate(backends):
@@ -187,5 +198,29 @@ def plot(results, path):
     ax.invert_yaxis()
     ax.set_xlabel("speedup vs plain NumPy (median, IQR bars; log scale; >1 is faster)")
     ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def _plot_sweep(results, backends, plt, path):
+    """Speedup against size, one panel per sweep workload, one line per variant."""
+    from benchmarks import sweep
+    bases = list(sweep.series(results, backends[0])) if backends else []
+    fig, axes = plt.subplots(1, max(1, len(bases)), figsize=(4.5 * max(1, len(bases)), 4),
+                             squeeze=False)
+    for ax, base in zip(axes[0], bases):
+        for b in backends:
+            pts = sweep.series(results, b).get(base, [])
+            if not pts:
+                continue
+            n, med, q1, q3 = zip(*pts)
+            ax.plot(n, med, marker="o", label=b)
+            ax.fill_between(n, q1, q3, alpha=0.2)
+        ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_title(base)
+        ax.set_xlabel("elements")
+        ax.set_ylabel("speedup vs plain NumPy (median, IQR band)")
+        ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)

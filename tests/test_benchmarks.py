@@ -178,3 +178,37 @@ def test_floor_of_a_reduction_is_read_bound():
     bw = {"bytes_per_s": 20e9, "read_bytes_per_s": 10e9}
     assert floor_s(bw, 80_000_000, 8) == pytest.approx(8e-3)             # sum: read-only
     assert floor_s(bw, 80_000_000, 80_000_000) == pytest.approx(8e-3)    # copy-like
+
+
+def test_size_sweep_runs_each_size_as_a_checked_workload(tmp_path):
+    """`--sizes`: one workload per (sweep workload, size), each checked against NumPy like
+    the suite's, the sizes in the JSON's config."""
+    out = tmp_path / "s.json"
+    cmd = [sys.executable, "-m", "benchmarks", "--sizes", "100,3e3", "--only", "chain,sum_squares",
+           "--tiny", "--repeat", "1", "--no-progress", "--no-bandwidth", "--json", str(out)]
+    timeout = 1800 if "libasan" in os.environ.get("LD_PRELOAD", "") else 600
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    res = json.loads(out.read_text())
+    assert res["config"]["sizes"] == [100, 3000]
+    assert [w["name"] for w in res["workloads"]] == [
+        "chain@100", "chain@3000", "sum_squares@100", "sum_squares@3000"]
+    for w in res["workloads"]:
+        for backend in ("numpy", "pijit"):
+            assert w["variants"][backend]["check"]["ok"] is True, (w["name"], backend)
+    assert w["size"] == "3000 f64"
+    from benchmarks import sweep
+    points = sweep.series(res)
+    assert [n for n, *_ in points["chain"]] == [100, 3000]
+
+
+@pytest.mark.parametrize("text, message", [("1e3,x", "'x' is not a number"),
+                                           ("0", "not a positive whole number"),
+                                           ("2.5", "not a positive whole number")])
+def test_bad_sweep_sizes_are_named(text, message):
+    from benchmarks import sweep
+    with pytest.raises(SystemExit, match=message):
+        sweep.parse_sizes(text)
+    assert sweep.parse_sizes("") == list(sweep.DEFAULT_SIZES)
+    with pytest.raises(SystemExit, match="unknown sweep workload"):
+        sweep.workloads([100], "chain,softmax")

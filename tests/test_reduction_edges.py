@@ -1,0 +1,69 @@
+"""Fused reductions over arrays made of edge values only: NaN with zeros or with non-zeros,
+signed zeros in either order, infinities of both signs, a NaN at the start, inside a later
+block, at the end.
+
+The fused matrix (test_fused_matrix) draws its reduction data from random values with edge
+values mixed in, so an array whose answer turns on NaN alone (np.all of NaN and ones is
+True: NaN is not zero) or on a signed zero alone was never met: a kernel that took NaN for
+false passed it. Each pattern runs at lengths inside one block, across blocks and past a
+summation chunk, compared bit for bit with NumPy, and the reduction must be captured.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.differential import assert_same
+
+NAN, INF = np.nan, np.inf
+
+PATTERNS = {
+    "nan_ones": [NAN, 1.0],
+    "nan_zeros": [NAN, 0.0],
+    "ones_then_nan": [1.0, 1.0, 1.0, NAN],
+    "zeros": [0.0],
+    "negative_zeros": [-0.0],
+    "zero_then_negative_zero": [0.0, -0.0],
+    "negative_zero_then_zero": [-0.0, 0.0],
+    "infinities": [INF, -INF],
+    "negative_infinity_and_ones": [-INF, 1.0, 1.0],
+    "negative_nan": [-NAN, 2.0],
+}
+LENGTHS = [1, 7, 300, 5000]
+
+REDUCTIONS = {
+    "all": lambda x: np.all(x * 1.0),
+    "any": lambda x: np.any(x * 1.0),
+    "max": lambda x: np.max(x * 1.0),
+    "min": lambda x: np.min(x * 1.0),
+    "argmax": lambda x: np.argmax(x * 1.0),
+    "argmin": lambda x: np.argmin(x * 1.0),
+    "sum": lambda x: np.sum(x * 1.0),
+    "mean": lambda x: np.mean(x * 1.0),
+    "row_all": lambda x: np.all((x * 1.0).reshape(-1, 1) + x[:1], axis=1),
+}
+
+
+def data(pattern, n, dtype):
+    a = np.resize(np.array(PATTERNS[pattern], dtype=np.float64), n).astype(dtype)
+    return a
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("pattern", list(PATTERNS))
+@pytest.mark.parametrize("op", list(REDUCTIONS))
+def test_reduction_of_edge_values_is_numpys(op, pattern, dtype):
+    fn = REDUCTIONS[op]
+    for n in LENGTHS:
+        x = data(pattern, n, dtype)
+        with np.errstate(all="ignore"):
+            assert_same(fn, x, ops=[op.removeprefix("row_")], graphs=1, breaks=0)
+
+
+def test_a_nan_deep_in_a_later_block_is_found():
+    """argmax/argmin return the first NaN's index, max/min NaN, wherever the NaN sits."""
+    for pos in (0, 127, 128, 2047, 2048, 4999):
+        x = np.ones(5000)
+        x[pos] = NAN
+        for op in ("argmax", "argmin", "max", "min", "any", "all"):
+            assert_same(REDUCTIONS[op], x, ops=[op])

@@ -1,6 +1,7 @@
-"""Random loop nests (hypothesis): for/while loops over array elements with branches,
-break/continue, nested triangular loops, Python int and float carried values; jitted ==
-plain (results, mutated arrays, exceptions) at O0 and O1, each captured as a loop_nest."""
+"""Random loop nests (hypothesis): for loops over range, array elements, enumerate and zip,
+while loops, with branches, break/continue, nested triangular loops and inner loops over
+elements, Python int and float carried values; jitted == plain (results, mutated arrays,
+exceptions) at O0 and O1, each captured as a loop_nest."""
 from __future__ import annotations
 
 import math
@@ -19,7 +20,7 @@ SETTINGS = dict(deadline=None, derandomize=True, database=None,
 
 @st.composite
 def float_expr(draw, depth=0):
-    leaves = ["a[i]", f"b[(i + {draw(st.integers(0, 5))}) % {M}]", "s",
+    leaves = ["a[i]", f"b[(i + {draw(st.integers(0, 5))}) % {M}]", "s", "x",
               repr(draw(st.sampled_from([0.5, -1.25, 2.0, 0.0, 3.0]))), "float(k)"]
     if depth >= 2 or draw(st.booleans()):
         return draw(st.sampled_from(leaves))
@@ -63,8 +64,10 @@ def statements(draw, indent, depth=0, in_loop=True):
                 out.append(f"{pad}else:")
                 out += draw(statements(indent + 4, depth + 1))
         elif kind == "inner":
-            out.append(f"{pad}for j in range(i):")
-            out.append(f"{pad}    s = s + a[j] * {draw(st.sampled_from([0.5, -2.0, 1.0]))}")
+            out.append(pad + draw(st.sampled_from(["for j in range(i):", "for z in b:",
+                                                   "for j, z in zip(range(i), b):"])))
+            out.append(f"{pad}    s = s + {draw(st.sampled_from(['a[j]', 'z']))} * "
+                       f"{draw(st.sampled_from([0.5, -2.0, 1.0]))}")
         elif kind == "while":
             out.append(f"{pad}w = 0")
             out.append(f"{pad}while w < {draw(st.integers(0, 4))} and a[w] < "
@@ -82,10 +85,13 @@ def statements(draw, indent, depth=0, in_loop=True):
 def programs(draw):
     body = draw(statements(8))
     start = draw(st.sampled_from(["", "1, "]))
-    lines = ["def f(a, b, out, n):", "    s = 0.0", "    k = 0",
-             f"    for i in range({start}n):",
+    head = draw(st.sampled_from([f"for i in range({start}n):", "for i, x in enumerate(a):",
+                                 f"for x, i in zip(a, range({start}n)):",
+                                 "for i, (x, y) in enumerate(zip(a, b), -1):"]))
+    lines = ["def f(a, b, out, n):", "    s = 0.0", "    k = 0", "    x = a[0]",
+             "    j = 0", "    z = b[0]", f"    {head}",
              "        s = s + a[i] * 0.5",      # s: a float or an np.float64 (one break)
-             *body, "    return s, k, out"]
+             *body, "    return s, k, x, out"]
     return "\n".join(lines) + "\n"
 
 

@@ -54,6 +54,8 @@ def _iterator_items(cap, target, args, kwargs) -> IteratorValue:
         start = kwargs.get("start", args[1] if len(args) > 1 else ConstValue(0))
         if not isinstance(start, ConstValue):
             cap.unsupported(Reason.UNSUPPORTED_CALL, "enumerate start known only at run time")
+        if not isinstance(start.value, int):    # enumerate raises TypeError: plain Python
+            cap.unsupported(Reason.UNSUPPORTED_CALL, "enumerate start that is not an int")
         items = iterate(cap, args[0]).items
         return IteratorValue([TupleValue([ConstValue(start.value + i), v])
                               for i, v in enumerate(items)])

@@ -12,7 +12,7 @@ import operator
 from functools import lru_cache
 
 import numpy as np
-from bytecode import Instr, Label
+from bytecode import Instr, Label, SetLineno
 
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.ops_load_store import DELETED, _global, load_local
@@ -55,8 +55,41 @@ def _outermost_starts(flow) -> dict:
         for loop in flow.loops:
             outer = flow.outermost_loop(loop.start)
             starts[_while_test(flow, outer)] = outer
+            first = _iterable_start(flow, outer)
+            if first is not None:
+                starts[first] = outer
         flow._nest_starts = {pos: Loop(pos, outer.end) for pos, outer in starts.items()}
     return flow._nest_starts
+
+
+def _iterable_start(flow, loop):
+    """Where a `for` loop's iterable starts when it is not a range (`a`, `enumerate(a)`,
+    `zip(a, range(n))`): the nest then takes the iterable's expression too, before capture
+    evaluates it (capture would unroll it, or break the graph at a call it cannot iterate).
+    None for a range, whose loop starts at its GET_ITER with the range on the stack, or an
+    expression with jumps. The expression is the instructions before GET_ITER that leave
+    one value more on the stack."""
+    instrs = flow.instrs
+    get_iter = instrs[loop.start]
+    if not isinstance(get_iter, Instr) or get_iter.name != "GET_ITER":
+        return None
+    net = 0
+    for pos in range(loop.start - 1, max(loop.start - 40, -1), -1):
+        item = instrs[pos]
+        if isinstance(item, SetLineno):
+            continue
+        if not isinstance(item, Instr) or item.has_jump():
+            return None
+        net += item.stack_effect(jump=False)
+        if net == 1:
+            if item.name == "LOAD_GLOBAL" and _global_name(item) == "range":
+                return None
+            return pos
+    return None
+
+
+def _global_name(instr) -> str:
+    return instr.arg[1] if isinstance(instr.arg, tuple) else instr.arg
 
 
 def _while_test(flow, loop) -> int:

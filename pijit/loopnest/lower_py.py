@@ -47,9 +47,9 @@ def _op_line(op) -> str:
     if op.kind == "call":
         return f"{op.dst} = _f_{op.op}({', '.join(a)})"
     if op.kind == "load":
-        return f"{op.dst} = {a[0]}[{', '.join(a[1:])}]"
+        return f"{op.dst} = {a[0]}{_index(op, a[1:])}"
     if op.kind == "store":
-        return f"{a[0]}[{', '.join(a[1:-1])}] = {a[-1]}"
+        return f"{a[0]}{_index(op, a[1:-1])} = {a[-1]}"
     if op.kind == "shape":
         return f"{op.dst} = {a[0]}.shape[{a[1]}]"
     if op.kind == "range":
@@ -57,6 +57,14 @@ def _op_line(op) -> str:
         return (f"_r = _f_range({', '.join(a)}); "
                 f"{it}_cur, {it}_stop, {it}_step = _r.start, _r.stop, _r.step")
     raise AssertionError(op.kind)
+
+
+def _index(op, idx) -> str:
+    """[i, j], or [i][j] for an element of a row (`row[j]` of `for row in A`), whose
+    IndexError names axis 0 as the user's `row[j]` does."""
+    if op.op == "row":
+        return f"[{idx[0]}][{', '.join(idx[1:])}]"
+    return f"[{', '.join(idx)}]"
 
 
 def source(nest: Nest, name: str) -> tuple:

@@ -1,13 +1,23 @@
 """Bytecode of one loop nest -> its typed IR (ir.Nest), or Unsupported.
 
-The instructions of the region [start, end] (a `for` loop from its GET_ITER, or a `while`
-loop from its head) are walked block by block with a simulated stack, on 3.11, 3.12 and 3.13
+The instructions of the region [start, end] (a `for` loop from its GET_ITER, or from its
+iterable's first instruction when that is not a range, or a `while` loop from its head) are
+walked block by block with a simulated stack, on 3.11, 3.12 and 3.13
 alike: the differences that matter (where a call's NULL sits, LOAD_ATTR's method bit, what an
 exhausted FOR_ITER leaves) come from pijit._compat.BYTECODE; jumps are read by their target
 and condition, whatever their name (3.11's FORWARD/BACKWARD forms included). Types are
 inferred flow-insensitively: a variable's type joins every value stored into it, and the
 walk repeats until no type changes (types.join fails when a carried value changes type in a
 way C cannot carry).
+
+Iterables: `range(...)`, a 1-D array (its elements), a 2-D array (its rows: a local bound to
+a row is an alias of the array and the row's index, read only as `row[j]`, `len(row)` or
+iterated), `enumerate(x[, start])` and `zip(x, y[, z])` of those. Each is set up at GET_ITER
+as range iterators (one per range or array, the leaves); its FOR_ITER is a chain of
+`foriter` terms, one per leaf in the order Python calls their `next`, so the first exhausted
+one leaves the loop as zip does, then the body loads the elements from the leaves' indices
+(a write into the array earlier in the loop is seen, as Python's array iterator reads
+`a[i]` at each step) and counts enumerate's index.
 """
 from __future__ import annotations
 
@@ -32,7 +42,8 @@ MATH1 = ("sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sin
          "tanh", "log2", "log10", "log1p", "expm1", "fabs")
 _CALLS = {builtins.abs: "abs", builtins.min: "min", builtins.max: "max", builtins.int: "int",
           builtins.float: "float", builtins.bool: "bool", builtins.len: "len",
-          builtins.range: "range", **{getattr(math, f): f for f in MATH1}}
+          builtins.range: "range", builtins.enumerate: "enumerate", builtins.zip: "zip",
+          **{getattr(math, f): f for f in MATH1}}
 _JUMPS = ("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP",
           "JUMP_NO_INTERRUPT")
 MAX_WALKS = 8
@@ -65,7 +76,7 @@ def recognise(instrs, start: int, end: int, entries: dict, range_args: list | No
         for k, t in enumerate(range_args):
             types[f"r{k}"] = (t,)
     for _ in range(MAX_WALKS):
-        walk = _Walk(instrs, start, end, entries, types, resolve)
+        walk = _Walk(instrs, start, end, entries, types, resolve, live_after)
         walk.run(range_args)
         if not walk.changed:
             break
@@ -74,6 +85,10 @@ def recognise(instrs, start: int, end: int, entries: dict, range_args: list | No
     exit_pos = walk.exit_pos
     if exit_pos is None:
         raise Unsupported("the loop never exits")
+    read_after = set(live_after(exit_pos))
+    for row in walk.aliases:
+        if row in read_after:
+            raise Unsupported(f"the row {row} is read after the loop")
     stored = {v[2:] for b in walk.blocks for op in b.ops if op.dst and op.dst.startswith("l_")
               for v in [op.dst]}
     outputs = sorted("l_" + n for n in stored & set(live_after(exit_pos)))
@@ -89,9 +104,9 @@ def recognise(instrs, start: int, end: int, entries: dict, range_args: list | No
 class _Walk:
     """One walk over the region: builds blocks; `changed` when a variable's type grew."""
 
-    def __init__(self, instrs, start, end, entries, types, resolve):
+    def __init__(self, instrs, start, end, entries, types, resolve, live):
         self.instrs, self.start, self.end = instrs, start, end
-        self.entries, self.types, self.resolve = entries, types, resolve
+        self.entries, self.types, self.resolve, self.live = entries, types, resolve, live
         self.label_pos = {item: p for p, item in enumerate(instrs) if isinstance(item, Label)}
         self.blocks = []
         self.at = {}                # position -> (block id, stack layout)
@@ -102,6 +117,7 @@ class _Walk:
         self.written = set()
         self.funcs = {}
         self.lineno = None
+        self.aliases = {}           # local -> ("row", array, index variable) it is bound to
 
     # -- types -------------------------------------------------------------------------
     def type(self, operand) -> tuple:
@@ -145,7 +161,7 @@ class _Walk:
                 self.define(var, self.type(item[1]))
                 block.ops.append(Op("copy", var, (item[1],), lineno=self.lineno))
                 layout.append(("v", var))
-            elif item[0] in ("iter", "null", "arr", "obj"):
+            elif item[0] in ("iter", "null", "arr", "obj"):     # an iter keeps its leaves
                 layout.append(item if item[0] != "obj" else ("obj", id(item[1]), item[1]))
             else:
                 raise Unsupported(f"a {item[0]} on the stack across a jump")
@@ -166,8 +182,12 @@ class _Walk:
                                                           range(len(range_args))])]
         self.block(self.start, entry, stack)
         while self.work:
-            pos, block, layout = self.work.pop(0)
-            self.block(pos, block, [x if x[0] != "obj" else ("obj", x[2]) for x in layout])
+            pos, block, layout, *nxt = self.work.pop(0)
+            stack = [x if x[0] != "obj" else ("obj", x[2]) for x in layout]
+            if nxt:                 # a loop body: the item FOR_ITER pushed comes first
+                block, item = self.next_item(block, nxt[0])
+                stack.append(item)
+            self.block(pos, block, stack)
 
     def emit(self, block: Block, op: Op) -> Block:
         """Append op; an op that may bail starts a block of its own."""
@@ -244,6 +264,9 @@ class _Walk:
             return None
         if name == "STORE_FAST":
             item = stack.pop()
+            if item[0] == "row":
+                self.alias(ins.arg, item)
+                return None
             if item[0] != "v":
                 raise Unsupported(f"storing a {item[0]} in {ins.arg}")
             if ins.arg in self.entries and self.entries[ins.arg].array is not None:
@@ -312,22 +335,28 @@ class _Walk:
                 block = self.shape(block, obj[1], index[1].value, pos, out)
                 stack.append(out[0])
                 return block
-            if obj[0] != "arr":
+            if obj[0] == "row":         # row[j] is A[i][j]
+                idx = (obj[2],) + self.indices(obj[1], index, 1)
+            elif obj[0] == "arr":
+                idx = self.indices(obj[1], index)
+            else:
                 raise Unsupported(f"subscript of a {obj[0]}")
-            idx = self.indices(obj[1], index)
             dst = f"t{pos}"
             dtype = self.entries[obj[1]].array[0]
             self.define(dst, (dtype,))
             stack.append(("v", dst))
-            return self.emit(block, Op("load", dst, ("a_" + obj[1],) + idx))
+            return self.emit(block, Op("load", dst, ("a_" + obj[1],) + idx,
+                                       "row" if obj[0] == "row" else ""))
         if name == "STORE_SUBSCR":
             index, obj, value = stack.pop(), stack.pop(), stack.pop()
-            if obj[0] != "arr" or value[0] != "v":
+            if obj[0] not in ("arr", "row") or value[0] != "v":
                 raise Unsupported(f"item assignment to a {obj[0]}")
-            idx = self.indices(obj[1], index)
+            idx = self.indices(obj[1], index) if obj[0] == "arr" else \
+                (obj[2],) + self.indices(obj[1], index, 1)
             self.check_store(obj[1], self.type(value[1]))
             self.written.add("a_" + obj[1])
-            return self.emit(block, Op("store", None, ("a_" + obj[1],) + idx + (value[1],)))
+            return self.emit(block, Op("store", None, ("a_" + obj[1],) + idx + (value[1],),
+                                       "row" if obj[0] == "row" else ""))
         if name == "BINARY_OP":
             b, a = stack.pop(), stack.pop()
             op = _BINARY.get(BinaryOp(ins.arg).name.removeprefix("INPLACE_"))
@@ -359,7 +388,10 @@ class _Walk:
         if name == "GET_ITER":
             rng = stack.pop()
             if rng[0] != "range":
-                raise Unsupported(f"iterating over a {rng[0]}")
+                leaves = []
+                block, desc = self.iterable(block, rng, pos, leaves)
+                stack.append(("iter", f"it{pos}", desc))
+                return block
             it = f"it{pos}"
             for part in ("cur", "stop", "step"):
                 self.define(f"{it}_{part}", (T.INT,))
@@ -371,6 +403,8 @@ class _Walk:
                 raise Unsupported("FOR_ITER over a non-range, or with values on the stack")
             exit_stack = stack + [("null",)] if facts.for_iter_exit else stack[:-1]
             exit_id = self.edge(block, self.target(ins), exit_stack)
+            if len(it) == 3:
+                return self.next_chain(block, it[2], pos, stack, exit_id)
             # the body: the next index is stored straight into its stack variable
             var = f"s{pos + 1}_{len(stack)}"
             self.define(var, (T.INT,))
@@ -410,6 +444,8 @@ class _Walk:
 
     # -- helpers ---------------------------------------------------------------------------
     def local(self, name):
+        if name in self.aliases:
+            return self.aliases[name]
         e = self.entries.get(name)
         if e is not None and e.array is not None:
             self.arrays_used.add(name)
@@ -433,9 +469,11 @@ class _Walk:
         out.append(("v", dst))
         return block
 
-    def indices(self, arr, index) -> tuple:
+    def indices(self, arr, index, taken: int = 0) -> tuple:
+        """The index operands of arr[index]; `taken`: leading dimensions already indexed
+        (1 for a row of a 2-D array)."""
         items = index[1] if index[0] == "tuple" else [index]
-        if len(items) != self.entries[arr].array[1]:
+        if len(items) != self.entries[arr].array[1] - taken:
             raise Unsupported("an index that is not one integer per dimension")
         idx = []
         for it in items:
@@ -443,6 +481,106 @@ class _Walk:
                 raise Unsupported("an index that is not an integer")
             idx.append(it[1])
         return tuple(idx)
+
+    # -- iterators -------------------------------------------------------------------------
+    def iterable(self, block, item, pos, leaves):
+        """Set up the iterator of `item` at GET_ITER: (block, its description). Each range
+        or array iterated gets a range iterator (a leaf, named in `leaves`); enumerate's
+        counter starts at its start."""
+        kind = item[0]
+        n = len(leaves)
+        if kind == "enumerate":
+            block, inner = self.iterable(block, item[1], pos, leaves)
+            count = f"c{pos}_{n}"
+            self.define(count, (T.INT,))
+            block = self.emit(block, Op("copy", count, (item[2],)))
+            return block, ("enum", count, inner)
+        if kind == "zip":
+            parts = []
+            for x in item[1]:
+                block, d = self.iterable(block, x, pos, leaves)
+                parts.append(d)
+            return block, ("zip", parts)
+        it = f"it{pos}_{n}"
+        leaves.append(it)
+        for part in ("cur", "stop", "step"):
+            self.define(f"{it}_{part}", (T.INT,))
+        if kind == "range":
+            return self.emit(block, Op("range", it, tuple(item[1]), "range")), ("range", it)
+        if kind == "arr" and self.entries[item[1]].array[1] in (1, 2) or kind == "row":
+            arr = item[1]
+            dim = int(kind == "row")
+            size = f"n{pos}_{n}"
+            self.define(size, (T.INT,))
+            block = self.emit(block, Op("shape", size, ("a_" + arr, Const(dim, T.INT))))
+            block = self.emit(block, Op("range", it, (Const(0, T.INT), size, Const(1, T.INT)),
+                                        "range"))
+            if kind == "row":                      # for x in row: A[i][k]
+                return block, ("elem", it, arr, item[2])
+            if self.entries[arr].array[1] == 2:    # for row in A
+                return block, ("rows", it, arr)
+            return block, ("elem", it, arr, None)
+        raise Unsupported(f"iterating over a {kind}")
+
+    def next_chain(self, block, desc, pos, stack, exit_id):
+        """FOR_ITER of an iterator set up by `iterable`: a foriter per leaf, each leaving
+        the loop when exhausted; the body (at pos + 1) starts with the item they make."""
+        layout = [x if x[0] != "obj" else ("obj", id(x[1]), x[1]) for x in stack]
+        if pos + 1 in self.at:
+            raise Unsupported("a jump into a for loop's first instruction")
+        for it in _leaves(desc):
+            var = f"{it}_k"
+            self.define(var, (T.INT,))
+            nxt = self.new_block()
+            block.term = ("foriter", it, var, nxt.id, exit_id)
+            block = nxt
+        self.at[pos + 1] = (block.id, layout + [("item",)])
+        self.work.append((pos + 1, block, layout, (desc, pos)))
+        return True
+
+    def next_item(self, block, what):
+        """(block, the stack item) of one step of an iterator: its elements loaded at the
+        leaves' indices, enumerate's counter read then advanced (an exact Python int: the
+        add hands over to Python past int64)."""
+        desc, pos = what
+        kind = desc[0]
+        if kind == "range":
+            return block, ("v", f"{desc[1]}_k")
+        if kind == "rows":
+            return block, ("row", desc[2], f"{desc[1]}_k", pos)
+        if kind == "elem":
+            it, arr, row = desc[1:]
+            dst = f"{it}_x"
+            self.define(dst, (self.entries[arr].array[0],))
+            idx = (f"{it}_k",) if row is None else (row, f"{it}_k")
+            block = self.emit(block, Op("load", dst, ("a_" + arr,) + idx,
+                                        "" if row is None else "row"))
+            return block, ("v", dst)
+        if kind == "zip":
+            items = []
+            for d in desc[1]:
+                block, x = self.next_item(block, (d, pos))
+                items.append(x)
+            return block, ("tuple", items)
+        count = desc[1]                         # enum
+        block, inner = self.next_item(block, (desc[2], pos))
+        value = f"{count}_v"
+        self.define(value, (T.INT,))
+        block = self.emit(block, Op("copy", value, (count,)))
+        _, domain = T.binop("add", T.INT, T.INT)
+        block = self.emit(block, Op("binop", count, (count, Const(1, T.INT)), "add", domain))
+        return block, ("tuple", [("v", value), inner])
+
+    def alias(self, name, item):
+        """`row` bound to a row of a 2-D array: an alias of (array, index), valid while the
+        loop's index is the row's, so the local must be bound by that loop only and never
+        read where the loop may not have bound it (before it, or after it exits)."""
+        stores = sum(1 for i in self.instrs[self.start:self.end + 1]
+                     if isinstance(i, Instr) and i.name in ("STORE_FAST", "DELETE_FAST")
+                     and i.arg == name)
+        if len(item) < 4 or name in self.entries or stores != 1 or name in self.live(item[3]):
+            raise Unsupported(f"{name} is a row bound elsewhere or read outside its loop")
+        self.aliases[name] = item[:3]
 
     def check_store(self, arr, vtype):
         dtype = self.entries[arr].array[0]
@@ -512,12 +650,26 @@ class _Walk:
             stack.append(("range", [x[1] for x in args]))
             return None
         if fname == "len":
-            if nargs != 1 or args[0][0] != "arr":
+            if nargs != 1 or args[0][0] not in ("arr", "row"):
                 raise Unsupported("len() of a non-array")
             out = []
-            block = self.shape(block, args[0][1], 0, pos, out)
+            block = self.shape(block, args[0][1], int(args[0][0] == "row"), pos, out)
             stack.append(out[0])
             return block
+        if fname == "enumerate":
+            if nargs == 1:
+                start = Const(0, T.INT)
+            elif nargs == 2 and args[1][0] == "v" and self.type(args[1][1]) == (T.INT,):
+                start = args[1][1]
+            else:
+                raise Unsupported("enumerate() of these arguments")
+            stack.append(("enumerate", args[0], start))
+            return None
+        if fname == "zip":
+            if not 2 <= nargs <= 3:
+                raise Unsupported(f"zip() of {nargs} iterables")
+            stack.append(("zip", args))
+            return None
         if any(x[0] != "v" for x in args):
             raise Unsupported(f"{fname}() of a non-scalar")
         operands = tuple(x[1] for x in args)
@@ -536,6 +688,15 @@ class _Walk:
             raise Unsupported(f"{fname}() of {nargs} arguments")
         return self.compute(block, stack, pos, "call", fname, lambda x: _call_rule(fname, x),
                             operands)
+
+
+def _leaves(desc) -> list:
+    """The range iterators of an iterator description, in the order their `next` runs."""
+    if desc[0] == "enum":
+        return _leaves(desc[2])
+    if desc[0] == "zip":
+        return [it for d in desc[1] for it in _leaves(d)]
+    return [desc[1]]
 
 
 def _call_rule(fname, t):

@@ -1,0 +1,337 @@
+"""Loop nests over iterables other than range (pijit/loopnest/recognise.py's iterators):
+`for x in a` over a 1-D array, `enumerate(x[, start])`, `zip(x, y[, z])` of arrays and
+ranges, and `for row in A` over a 2-D array read as row[j], at any nesting level. Each is
+compared with plain Python bit for bit (results, mutated arrays, exceptions, warnings) and
+captured as one graph with a loop_nest node; at O1 `resumes` proves the C kernel ran the
+nest (see test_loop_nests.py)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pijit
+from tests.differential import assert_same
+from tests.test_loop_nests import LEVELS, compiled, resumes, same  # noqa: F401 (a fixture)
+
+DTYPES = ["int8", "int32", "int64", "uint8", "float32", "float64", "bool"]
+
+
+def values(n, dtype):
+    if dtype == "bool":
+        return np.arange(n) % 3 == 1
+    return (np.arange(n) * 7 % 11).astype(dtype)
+
+
+# -- the forms, over every dtype -------------------------------------------------------------
+def each_element(a, out, x):
+    n = 0
+    for x in a:
+        out[n] = x
+        n += 1
+    return x, n, out            # x: the last element (a zero-trip loop leaves the argument)
+
+
+def each_enumerated(a, out, start, x):
+    i = -7
+    for i, x in enumerate(a, start):
+        out[i - start] = x
+    return i, x, out
+
+
+def each_enumerated_from_zero(a, out):
+    i = -1
+    for i, x in enumerate(a):
+        if x:
+            out[i] = x
+    return i, out
+
+
+def each_zipped(a, b, outa, outb, x, y):
+    n = m = 0
+    for x, y, k in zip(a, b, range(10, 0, -1)):
+        outa[n] = x
+        outb[n] = y
+        n += 1
+        m += k
+    return x, y, n, m, outa, outb
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("level", LEVELS)
+def test_each_form_over_every_dtype(dtype, level, resumes):
+    a = values(7, dtype)
+    b = values(5, "float32" if dtype != "float32" else "int8")
+    first = a.dtype.type(1)
+    compiled(each_element, a, np.zeros(7, dtype), first, level=level, resumes=resumes)
+    compiled(each_enumerated, a, np.zeros(7, dtype), 3, first, level=level, resumes=resumes)
+    compiled(each_enumerated_from_zero, a, np.zeros(7, dtype), level=level, resumes=resumes)
+    compiled(each_zipped, a, b, np.zeros(7, dtype), np.zeros(7, b.dtype), first,
+             b.dtype.type(0), level=level, resumes=resumes)
+
+
+def test_the_element_is_the_numpy_scalar_plain_iteration_yields():
+    for dtype in DTYPES:
+        a = values(3, dtype)
+        got = pijit.jit(each_element, jit_config={"adaptive": False})(
+            a, np.zeros(3, dtype), a.dtype.type(0))[0]
+        assert type(got) is type(next(iter(a))) and got == a[-1]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_zero_trips_leave_the_loop_variables(level, resumes):
+    empty = np.zeros(0, np.int32)
+    compiled(each_element, empty, np.zeros(0, np.int32), np.int32(5), level=level,
+             resumes=resumes)
+    compiled(each_enumerated, empty, np.zeros(0, np.int32), 2, np.int32(5), level=level,
+             resumes=resumes)
+    compiled(each_zipped, np.arange(4.0), np.zeros(0, np.float32), np.zeros(4),
+             np.zeros(4, np.float32), 1.5, np.float32(2), level=level, resumes=resumes,
+             breaks=1)            # x: the float 1.5 or an np.float64 after the loop
+
+
+def enumerated_range(n, out):
+    last = -1
+    for k, r in enumerate(range(3, n, 2), 1):
+        out[k] = r * 10 + k
+        last = k
+    return last, out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_enumerate_of_a_range(level, resumes):
+    compiled(enumerated_range, 12, np.zeros(6, np.int64), level=level, resumes=resumes)
+    compiled(enumerated_range, 3, np.zeros(6, np.int64), level=level, resumes=resumes)
+
+
+# -- break, continue, nesting ------------------------------------------------------------------
+def first_above(a, t):
+    found = -1
+    for i, x in enumerate(a):
+        if x < 0:
+            continue
+        if x > t:
+            found = i
+            break
+    return found
+
+
+def zipped_until(a, b, t):
+    s = 0.0
+    for x, y in zip(a, b):
+        if x == y:
+            continue
+        s += float(x) * float(y)
+        if s > t:
+            break
+    return s
+
+
+def elements_skipping(a):
+    n = 0
+    for x in a:
+        if x % 3 == 0:
+            continue
+        if x > 40:
+            break
+        n += int(x)
+    return n
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_break_and_continue(level, resumes):
+    a = np.array([0.5, -1.0, 0.25, 2.0, 3.0, -4.0])
+    compiled(first_above, a, 1.0, level=level, resumes=resumes)
+    compiled(first_above, a, 9.0, level=level, resumes=resumes)         # never breaks
+    compiled(zipped_until, a, a[::-1].copy(), 2.0, level=level, resumes=resumes)
+    compiled(zipped_until, a, a, 2.0, level=level, resumes=resumes)     # always continues
+    compiled(elements_skipping, np.arange(50, dtype=np.int16), level=level, resumes=resumes)
+
+
+def enumerate_in_range(a, out):
+    for r in range(out.shape[0]):
+        for k, x in enumerate(a, r):
+            out[r, k - r] = x * k
+    return out
+
+
+def zip_in_elements(a, b, c):
+    t = 0.0
+    for w in c:
+        for x, y in zip(a, b):
+            t += float(w) * float(x - y)
+    return t
+
+
+def rows_and_elements(A, w):
+    out = np.zeros(A.shape[0])
+    for i, row in enumerate(A):
+        t = 0.0
+        for x, v in zip(row, w):
+            t += float(x) * v
+        out[i] = t + len(row)
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_nesting(level, resumes):
+    compiled(enumerate_in_range, np.arange(5.0), np.zeros((4, 5)), level=level,
+             resumes=resumes)
+    compiled(zip_in_elements, np.arange(6.0), np.arange(6.0)[::-1].copy(),
+             np.array([1, -2, 3], np.int8), level=level, resumes=resumes)
+    compiled(rows_and_elements, np.arange(12.0).reshape(3, 4), np.array([0.5, -1.0, 2.0]),
+             level=level, resumes=resumes)
+
+
+# -- writes into the iterated array ----------------------------------------------------------
+def smear(a):
+    i = 0
+    for x in a:                 # reads a[i] at each step: it sees the write of the step before
+        if i + 1 < a.shape[0]:
+            a[i + 1] += x
+        i += 1
+    return a
+
+
+def smear_enumerated(a):
+    for i, x in enumerate(a):
+        if i + 1 < len(a):
+            a[i + 1] = a[i + 1] + x * 0.5
+    return a
+
+
+def zip_with_itself(a):
+    for x, y in zip(a, a):
+        a[-1] = x + y           # zip reads the last element after this write
+    return a
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_write_into_the_iterated_array_is_seen(level, resumes):
+    compiled(smear, np.arange(1, 9, dtype=np.int64), level=level, resumes=resumes)
+    compiled(smear_enumerated, np.linspace(0, 1, 9), level=level, resumes=resumes)
+    compiled(zip_with_itself, np.arange(5.0), level=level, resumes=resumes)
+
+
+# -- bail-outs mid-loop ------------------------------------------------------------------------
+def hash_elements(a):
+    h = 0
+    for x in a:
+        h = h * 1000003 + int(x)
+    return h
+
+
+def divide_enumerated(a, out, pivot):
+    for i, x in enumerate(a):
+        out[i] = 100 // (int(x) - pivot)
+    return out
+
+
+def zipped_hash(a, b):
+    h = 0
+    for x, k in zip(a, range(len(b))):
+        h = h * 1000003 + int(x) + int(b[k])
+    return h
+
+
+def counter_past_int64(a, start):
+    last = 0
+    for i, x in enumerate(a, start):
+        last = i - int(x)
+    return last
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_bail_outs_resume_at_the_right_iteration(level, resumes):
+    a = np.arange(40, dtype=np.uint8)
+    same(hash_elements, a, level=level)
+    assert hash_elements(a) > 2**200
+    same(zipped_hash, a, a[::-1].copy(), level=level)
+    same(counter_past_int64, np.arange(8, dtype=np.int32), 2**63 - 3, level=level)
+    assert counter_past_int64(np.arange(8, dtype=np.int32), 2**63 - 3) == 2**63 + 4 - 7
+    if level == "O1":
+        assert resumes and min(resumes) >= 0        # the kernel handed over mid-loop
+    same(divide_enumerated, np.arange(10, dtype=np.int32), np.zeros(10, np.int32), 5,
+         level=level)                               # ZeroDivisionError at i=5, out[:5] written
+
+
+# -- rows of a 2-D array ---------------------------------------------------------------------
+def scale_rows(A, out):
+    i = 0
+    for row in A:
+        t = 0.0
+        for j in range(len(row)):
+            row[j] = row[j] * 2
+            t += float(row[j])
+        out[i] = t
+        i += 1
+    return out, A
+
+
+def row_out_of_bounds(A):
+    k = 0
+    for row in A:
+        row[k + 1] = row[k] + 1.0       # IndexError at the middle row, naming axis 0
+        k += 1
+    return A
+
+
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float64"])
+@pytest.mark.parametrize("level", LEVELS)
+def test_rows(dtype, level, resumes):
+    A = np.arange(12).reshape(3, 4).astype(dtype)
+    compiled(scale_rows, A, np.zeros(3), level=level, resumes=resumes)
+    compiled(scale_rows, np.zeros((0, 4), dtype), np.zeros(0), level=level, resumes=resumes)
+    same(row_out_of_bounds, np.arange(15.0).reshape(5, 3), level=level)
+
+
+# -- what stays as before ----------------------------------------------------------------------
+def row_as_an_array(A):
+    t = 0.0
+    for row in A:
+        t += row.sum()
+    return t
+
+
+def row_after_the_loop(A):
+    row = A[0]
+    for row in A:
+        row[0] = 1.0
+    return row
+
+
+def strict_zip(a, b):
+    t = 0.0
+    for x, y in zip(a, b, strict=True):
+        t += float(x * y)
+    return t
+
+
+def over_a_list(xs, a):
+    for x in xs:
+        a[0] += x
+    return a
+
+
+def float_start(a):
+    t = 0
+    for i, x in enumerate(a, 1.5):
+        t += i
+    return t
+
+
+def three_d(a):
+    n = 0
+    for x in a:
+        n += 1
+    return n
+
+
+def test_what_a_nest_cannot_take_runs_as_before():
+    A = np.arange(6.0).reshape(2, 3)
+    for fn, args in ((row_as_an_array, (A,)), (row_after_the_loop, (A,)),
+                     (strict_zip, (np.arange(3.0), np.arange(4.0))),
+                     (over_a_list, ([1.0, 2.0], np.zeros(2))),
+                     (float_start, (np.arange(3.0),)),
+                     (three_d, (np.zeros((2, 2, 2)),))):
+        report = assert_same(fn, *args, graphs=None, breaks=None)
+        assert not any("loop_nest" in ops for ops in report.ops_per_graph), fn.__name__

@@ -1,8 +1,9 @@
 """Loop nests compiled to C: Python loops over array elements as one graph node.
 
 Stages, in the order data flows:
-    recognise.py  the bytecode of an outermost loop (for over range, while; nested, with
-                  break/continue and if/elif/else) -> ir.Nest, typed by types.py
+    recognise.py  the bytecode of an outermost loop (for over range, array elements or rows,
+                  enumerate and zip of those; while; nested, with break/continue and
+                  if/elif/else) -> ir.Nest, typed by types.py
     ir.py         a CFG of blocks over typed variables; ops that may bail start a block
     types.py      NumPy's (NEP 50) and Python's promotion rules, and each op's C domain
     lower_py.py   Nest -> a Python function run from any block (O0; the rest of the nest

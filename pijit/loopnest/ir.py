@@ -2,7 +2,10 @@
 
 Variables are named slots with one type each (types.vt): the nest's locals (`l_x`), the
 temporaries of one instruction (`t<pos>`), values on the stack at block boundaries (`s<depth>`)
-and range iterators (`it<pos>_cur/_stop/_step`). An op that may have to hand over to Python
+and range iterators (`it<pos>_cur/_stop/_step`); an iterator over arrays, enumerate or zip
+(recognise.py) has range iterators `it<pos>_<n>` (their index `_k`, the element loaded
+there `_x`, the array's length `n<pos>_<n>`) and enumerate's counter `c<pos>_<n>` (the
+value it yields `_v`). An op that may have to hand over to Python
 (overflow, an index out of bounds, a division by zero...: `Op.bails`) is always the first op
 of its block, so the variables at a bail are exactly those at a block's start, and Python
 resumes the nest there (lower_py.py).
@@ -30,7 +33,7 @@ class Op:
     kind: str
     dst: str | None
     args: tuple
-    op: str = ""            # operator or function name
+    op: str = ""            # operator or function name; "row" for a load/store of row[j]
     domain: tuple = ()
     lineno: int | None = None
     # {operand member types: result type}, for a result whose type has two members

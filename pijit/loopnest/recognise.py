@@ -76,7 +76,7 @@ def recognise(instrs, start: int, end: int, entries: dict, range_args: list | No
         for k, t in enumerate(range_args):
             types[f"r{k}"] = (t,)
     for _ in range(MAX_WALKS):
-        walk = _Walk(instrs, start, end, entries, types, resolve, live_after)
+        walk = _Walk(instrs, start, end, entries, types, resolve)
         walk.run(range_args)
         if not walk.changed:
             break
@@ -104,9 +104,9 @@ def recognise(instrs, start: int, end: int, entries: dict, range_args: list | No
 class _Walk:
     """One walk over the region: builds blocks; `changed` when a variable's type grew."""
 
-    def __init__(self, instrs, start, end, entries, types, resolve, live):
+    def __init__(self, instrs, start, end, entries, types, resolve):
         self.instrs, self.start, self.end = instrs, start, end
-        self.entries, self.types, self.resolve, self.live = entries, types, resolve, live
+        self.entries, self.types, self.resolve = entries, types, resolve
         self.label_pos = {item: p for p, item in enumerate(instrs) if isinstance(item, Label)}
         self.blocks = []
         self.at = {}                # position -> (block id, stack layout)
@@ -535,19 +535,18 @@ class _Walk:
             block.term = ("foriter", it, var, nxt.id, exit_id)
             block = nxt
         self.at[pos + 1] = (block.id, layout + [("item",)])
-        self.work.append((pos + 1, block, layout, (desc, pos)))
+        self.work.append((pos + 1, block, layout, desc))
         return True
 
-    def next_item(self, block, what):
+    def next_item(self, block, desc):
         """(block, the stack item) of one step of an iterator: its elements loaded at the
         leaves' indices, enumerate's counter read then advanced (an exact Python int: the
         add hands over to Python past int64)."""
-        desc, pos = what
         kind = desc[0]
         if kind == "range":
             return block, ("v", f"{desc[1]}_k")
         if kind == "rows":
-            return block, ("row", desc[2], f"{desc[1]}_k", pos)
+            return block, ("row", desc[2], f"{desc[1]}_k")
         if kind == "elem":
             it, arr, row = desc[1:]
             dst = f"{it}_x"
@@ -559,11 +558,11 @@ class _Walk:
         if kind == "zip":
             items = []
             for d in desc[1]:
-                block, x = self.next_item(block, (d, pos))
+                block, x = self.next_item(block, d)
                 items.append(x)
             return block, ("tuple", items)
         count = desc[1]                         # enum
-        block, inner = self.next_item(block, (desc[2], pos))
+        block, inner = self.next_item(block, desc[2])
         value = f"{count}_v"
         self.define(value, (T.INT,))
         block = self.emit(block, Op("copy", value, (count,)))
@@ -573,14 +572,16 @@ class _Walk:
 
     def alias(self, name, item):
         """`row` bound to a row of a 2-D array: an alias of (array, index), valid while the
-        loop's index is the row's, so the local must be bound by that loop only and never
-        read where the loop may not have bound it (before it, or after it exits)."""
+        loop's index is the row's, so the local must be bound by that loop only. A read
+        the loop may not have bound it for (before the loop, after zero trips) makes it
+        live at the nest's start, so an entry (rejected here) or unbound (capture.py
+        rejects the nest); a read after the nest is rejected by `recognise`."""
         stores = sum(1 for i in self.instrs[self.start:self.end + 1]
                      if isinstance(i, Instr) and i.name in ("STORE_FAST", "DELETE_FAST")
                      and i.arg == name)
-        if len(item) < 4 or name in self.entries or stores != 1 or name in self.live(item[3]):
-            raise Unsupported(f"{name} is a row bound elsewhere or read outside its loop")
-        self.aliases[name] = item[:3]
+        if name in self.entries or stores != 1:
+            raise Unsupported(f"{name} is a row and bound elsewhere too")
+        self.aliases[name] = item
 
     def check_store(self, arr, vtype):
         dtype = self.entries[arr].array[0]

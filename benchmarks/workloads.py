@@ -568,6 +568,20 @@ def running_max(a):
     return out
 
 
+def running_argmax(a):
+    vals = np.empty_like(a)
+    idx = np.empty(a.shape[0], dtype=np.int64)
+    best = a[0]
+    at = 0
+    for i, x in enumerate(a):
+        if x > best:
+            best = x
+            at = i
+        vals[i] = best
+        idx[i] = at
+    return vals, idx
+
+
 def iir_filter(x, b0, b1, a1):
     y = np.empty_like(x)
     prev_x = 0.0
@@ -759,6 +773,9 @@ WORKLOADS += [
     W("running_max", running_max, _arrays(1),
       {"tiny": 50, "quick": 200_000, "full": 2_000_000},
       "running maximum with a data-dependent branch", tags=(LOOPS,)),
+    W("running_argmax", running_argmax, _arrays(1),
+      {"tiny": 50, "quick": 200_000, "full": 2_000_000},
+      "running maximum and its index, over enumerate(a)", tags=(LOOPS,)),
     W("iir_filter", iir_filter, _make_iir, {"tiny": 50, "quick": 200_000, "full": 2_000_000},
       "first-order recursive (IIR) filter", tags=(LOOPS,)),
 ]

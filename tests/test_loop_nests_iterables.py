@@ -137,8 +137,20 @@ def elements_skipping(a):
     return n
 
 
+def stop_at_the_first_big(a, b, i, x, y):
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x + y > 5:
+            break
+    return i, x, y              # at the break, or after the last trip
+
+
 @pytest.mark.parametrize("level", LEVELS)
 def test_break_and_continue(level, resumes):
+    a, b = np.arange(6, dtype=np.int32), np.arange(0.0, 3.0, 0.5)
+    compiled(stop_at_the_first_big, a, b, -1, np.int32(-1), -1.5, level=level,
+             resumes=resumes, breaks=1)     # y: -1.5 or an np.float64
+    compiled(stop_at_the_first_big, a, -b, -1, np.int32(-1), np.float64(-1.5),
+             level=level, resumes=resumes)  # never breaks
     a = np.array([0.5, -1.0, 0.25, 2.0, 3.0, -4.0])
     compiled(first_above, a, 1.0, level=level, resumes=resumes)
     compiled(first_above, a, 9.0, level=level, resumes=resumes)         # never breaks

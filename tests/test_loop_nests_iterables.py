@@ -331,6 +331,14 @@ def float_start(a):
     return t
 
 
+def rebinds_the_array(a, b):
+    t = 0.0
+    for x in a:                 # the iterator keeps the first array
+        t += float(x)
+        a = b
+    return t, a
+
+
 def three_d(a):
     n = 0
     for x in a:
@@ -344,6 +352,7 @@ def test_what_a_nest_cannot_take_runs_as_before():
                      (strict_zip, (np.arange(3.0), np.arange(4.0))),
                      (over_a_list, ([1.0, 2.0], np.zeros(2))),
                      (float_start, (np.arange(3.0),)),
+                     (rebinds_the_array, (np.arange(3.0), np.zeros(5))),
                      (three_d, (np.zeros((2, 2, 2)),))):
         report = assert_same(fn, *args, graphs=None, breaks=None)
         assert not any("loop_nest" in ops for ops in report.ops_per_graph), fn.__name__

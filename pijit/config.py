@@ -72,10 +72,11 @@ OPTIONS = (
     Option("loop_nests", bool, True,
            "An outermost loop over array elements (for over range(...), over a 1-D array's "
            "elements, over a 2-D array's rows read as row[j], over enumerate(x[, int start]) "
-           "and zip of two or three of those; while; nested, with break/continue, if/elif/else, element reads and writes, scalar arithmetic, "
-           "min/max/abs, int/float/bool and math functions on numbers) becomes one loop-nest "
-           "node, compiled to C at O1/O2 with plain Python's results: where C cannot go on "
-           "exactly (a Python int leaving int64, an index out of bounds, a division by zero, "
+           "and zip of two or three of those; while; nested, with break/continue, "
+           "if/elif/else, element reads and writes, scalar arithmetic, min/max/abs, "
+           "int/float/bool and math functions on numbers) becomes one loop-nest node, "
+           "compiled to C at O1/O2 with plain Python's results: where C cannot go on exactly "
+           "(a Python int leaving int64, an index out of bounds, a division by zero, "
            "a non-finite float) the rest of the nest runs in Python from that point. Loops "
            "it cannot compile are captured as when False (print_after_all shows the nest's "
            "IR and C; PIJIT_LOG=graph_breaks says why a loop was not compiled)."),

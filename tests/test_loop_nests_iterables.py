@@ -266,6 +266,54 @@ def test_bail_outs_resume_at_the_right_iteration(level, resumes):
          level=level)                               # ZeroDivisionError at i=5, out[:5] written
 
 
+# -- arrays no local holds ------------------------------------------------------------------
+def max_of_the_rest(a):
+    m = a[0]
+    for x in a[1:]:
+        if x > m:
+            m = x
+    return m
+
+
+class Buffer:
+    def __init__(self, data):
+        self.data = data
+
+    def total(self, out):
+        k = 0
+        for x in self.data:
+            out[k] = x * 2
+            k += 1
+        return out
+
+
+def every_other_row(A):
+    t = 0
+    for row in A[::2]:
+        t += int(row[1])
+        row[0] = t              # a write through a view of A
+    return t, A
+
+
+def smear_a_view(a):
+    i = 1
+    for x in a[1:]:             # the view's iterator sees the write into a
+        if i + 1 < a.shape[0]:
+            a[i + 1] += x
+        i += 1
+    return a
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_an_array_no_local_holds(level, resumes):
+    compiled(max_of_the_rest, np.array([0.5, 2.0, -1.0, 3.5, 3.0]), level=level,
+             resumes=resumes)
+    compiled(Buffer(np.arange(5, dtype=np.int16)).total, np.zeros(5, np.int16), level=level,
+             resumes=resumes)
+    compiled(every_other_row, np.arange(14).reshape(7, 2), level=level, resumes=resumes)
+    compiled(smear_a_view, np.arange(1.0, 8.0), level=level, resumes=resumes)
+
+
 # -- rows of a 2-D array ---------------------------------------------------------------------
 def scale_rows(A, out):
     i = 0

@@ -14,6 +14,7 @@ from functools import lru_cache
 import numpy as np
 from bytecode import Instr, Label, SetLineno
 
+from pijit.bytecode_gen.reconstruct import INTERNAL_PREFIX
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.ops_load_store import DELETED, _global, load_local
 from pijit.capture.values import ConstValue, GraphValue, RangeValue, node_arg
@@ -27,6 +28,8 @@ from pijit.loopnest.types import Unsupported
 log = logging.getLogger("pijit.graph_breaks")
 
 _LOADS = ("LOAD_FAST", "LOAD_FAST_CHECK", "STORE_FAST")
+# The entry of the array a `for` loop iterates when no local holds it (not a user's name)
+ITERATED = INTERNAL_PREFIX + "iterated"
 
 
 def at(cap, pc: int):
@@ -37,6 +40,10 @@ def at(cap, pc: int):
     loop = _outermost_starts(cap.flow).get(pc)
     if loop is None:
         return None
+    first = cap.instrs[pc]
+    if isinstance(first, Instr) and first.location is not None and \
+            first.location.lineno is not None:
+        cap.lineno = first.location.lineno      # the loop's line (the walk sets it there too)
     try:
         return _capture(cap, loop)
     except Unsupported as e:
@@ -147,7 +154,7 @@ def _static(value):
 def _capture(cap, loop):
     instrs, flow = cap.instrs, cap.flow
     is_for = isinstance(instrs[loop.start], Instr) and instrs[loop.start].name == "GET_ITER"
-    bounds = None
+    bounds = iterated = None
     if is_for:
         top = cap.stack[-1] if cap.stack else None
         if isinstance(top, RangeValue):
@@ -155,8 +162,10 @@ def _capture(cap, loop):
         elif isinstance(top, ConstValue) and type(top.value) is range:
             r = top.value
             bounds = [ConstValue(r.start), ConstValue(r.stop), ConstValue(r.step)]
+        elif isinstance(top, GraphValue) and top.meta.is_array:
+            iterated = top      # an array no local holds: `for x in a[1:]`, `self.data`
         else:
-            raise Unsupported("a for loop over something other than a range")
+            raise Unsupported("a for loop over something other than a range or an array")
     names = {i.arg for i in instrs[loop.start:loop.end + 1]
              if isinstance(i, Instr) and i.name in _LOADS}
     entries, values, unread = {}, {}, []
@@ -181,6 +190,11 @@ def _capture(cap, loop):
         else:
             entries[name] = Entry(type=_static(value))
         values[name] = value
+    if iterated is not None:
+        if iterated.meta.dtype not in T.DTYPES:
+            raise Unsupported(f"an array of {iterated.meta.dtype}")
+        entries[ITERATED] = Entry(array=(iterated.meta.dtype, iterated.meta.ndim))
+        values[ITERATED] = iterated
     resolved = []
 
     def resolve(gname):
@@ -196,7 +210,8 @@ def _capture(cap, loop):
 
     range_types = [_static(b) for b in bounds] if bounds is not None else None
     nest, exit_pos = recognise(instrs, loop.start, loop.end, entries, range_types, resolve,
-                               lambda pos: flow.live_in[pos])
+                               lambda pos: flow.live_in[pos],
+                               ITERATED if iterated is not None else None)
     for gname in dict.fromkeys(resolved):       # guard what the nest assumed of globals
         _global(cap, gname)
     for name in unread:

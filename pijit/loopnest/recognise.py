@@ -1,8 +1,8 @@
 """Bytecode of one loop nest -> its typed IR (ir.Nest), or Unsupported.
 
-The instructions of the region [start, end] (a `for` loop from its GET_ITER, or from its
-iterable's first instruction when that is not a range, or a `while` loop from its head) are
-walked block by block with a simulated stack, on 3.11, 3.12 and 3.13
+The instructions of the region [start, end] (a `for` loop from its GET_ITER, with the range
+or array it iterates on the stack, or from its iterable's first instruction when that is
+not a range, or a `while` loop from its head) are walked block by block with a simulated stack, on 3.11, 3.12 and 3.13
 alike: the differences that matter (where a call's NULL sits, LOAD_ATTR's method bit, what an
 exhausted FOR_ITER leaves) come from pijit._compat.BYTECODE; jumps are read by their target
 and condition, whatever their name (3.11's FORWARD/BACKWARD forms included). Types are
@@ -59,12 +59,13 @@ class Entry:
 
 
 def recognise(instrs, start: int, end: int, entries: dict, range_args: list | None,
-              resolve, live_after) -> tuple:
+              resolve, live_after, iterated: str | None = None) -> tuple:
     """(Nest, exit position) of the loop at [start, end].
 
     entries: local name -> Entry, for the locals bound at the loop's start.
     range_args: the static types of the range's (start, stop, step) at a `for` loop's
     GET_ITER (inputs r0-r2), or None for a `while` loop.
+    iterated: the entry of the array on the stack at a `for` loop's GET_ITER, if any.
     resolve(name): the object a global name refers to (raises Unsupported).
     live_after(exit position): local names read after the loop.
     """
@@ -77,7 +78,7 @@ def recognise(instrs, start: int, end: int, entries: dict, range_args: list | No
             types[f"r{k}"] = (t,)
     for _ in range(MAX_WALKS):
         walk = _Walk(instrs, start, end, entries, types, resolve)
-        walk.run(range_args)
+        walk.run(range_args, iterated)
         if not walk.changed:
             break
     else:
@@ -175,11 +176,14 @@ class _Walk:
         self.work.append((pos, b, layout))
         return b.id
 
-    def run(self, range_args):
+    def run(self, range_args, iterated):
         entry = self.new_block()
         self.at[self.start] = (entry.id, [])
         stack = [] if range_args is None else [("range", [f"r{k}" for k in
                                                           range(len(range_args))])]
+        if iterated is not None:
+            self.arrays_used.add(iterated)
+            stack = [("arr", iterated)]
         self.block(self.start, entry, stack)
         while self.work:
             pos, block, layout, *nxt = self.work.pop(0)

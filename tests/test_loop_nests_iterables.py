@@ -266,6 +266,16 @@ def test_bail_outs_resume_at_the_right_iteration(level, resumes):
          level=level)                               # ZeroDivisionError at i=5, out[:5] written
 
 
+@pytest.mark.parametrize("level", LEVELS)
+def test_traceback_points_at_the_users_line(level):
+    jitted = pijit.jit(divide_enumerated, jit_config={"jit_level": level, "adaptive": False})
+    with pytest.raises(ZeroDivisionError) as info:
+        jitted(np.arange(10, dtype=np.int32), np.zeros(10, np.int32), 5)
+    last = info.traceback[-1]
+    assert last.path.name == "test_loop_nests_iterables.py"
+    assert last.statement.lines[0].strip() == "out[i] = 100 // (int(x) - pivot)"
+
+
 # -- arrays no local holds ------------------------------------------------------------------
 def max_of_the_rest(a):
     m = a[0]

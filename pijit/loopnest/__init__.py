@@ -8,6 +8,9 @@ Stages, in the order data flows:
     types.py      NumPy's (NEP 50) and Python's promotion rules, and each op's C domain
     lower_py.py   Nest -> a Python function run from any block (O0; the rest of the nest
                   after the kernel bails: exact Python semantics, exceptions and warnings)
+    bounds.py     the C kernel's loops versioned: accesses proven in range at a loop's
+                  entry skip their bounds checks (the Python form never sees the copies)
+    cse.py        loads and arithmetic the C kernel already holds on every path: copies
     lower_c.py    Nest -> C (gotos), built by backends/cfused's build and disk cache
     node.py       NestOp: the graph node's function
     capture.py    the capture hook: at an outermost loop's first instruction, try the nest

@@ -38,10 +38,14 @@ class Op:
     lineno: int | None = None
     # {operand member types: result type}, for a result whose type has two members
     results: dict = field(default_factory=dict)
+    # False: a load or store of the C kernel whose index bounds.py proved in range
+    checked: bool = True
 
     @property
     def bails(self) -> bool:
-        if self.kind in ("load", "store", "range"):
+        if self.kind == "load":
+            return self.checked
+        if self.kind in ("store", "range"):
             return True
         if self.kind not in ("binop", "unop", "cmp", "call"):
             return False
@@ -71,14 +75,15 @@ class Block:
     id: int
     ops: list = field(default_factory=list)
     # ("jump", b) | ("branch", cond, b_true, b_false) | ("foriter", it, var, b_body, b_exit)
-    # | ("exit",)
+    # | ("exit",) | ("version", checks, b_unchecked, b_checked) (bounds.py; C kernel only)
     term: tuple = ("exit",)
 
 
 def successors(term) -> tuple:
     """A terminator's target blocks, the one to fall through to first (a loop's body, a
-    branch's true side)."""
-    return {"jump": term[1:], "branch": term[2:], "foriter": term[3:]}.get(term[0], ())
+    branch's true side, a versioned loop's unchecked copy)."""
+    return {"jump": term[1:], "branch": term[2:], "foriter": term[3:],
+            "version": term[2:]}.get(term[0], ())
 
 
 @dataclass

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from pijit.loopnest import bounds, cse
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Const, Nest, successors
 
@@ -92,6 +93,30 @@ static inline int64_t pj_imod(int64_t a, int64_t b)
         m += b;
     return m;
 }
+/* x + c in [0, n) (bounds.py's checks at a versioned loop's entry) */
+static inline int pj_in_bounds(int64_t x, int64_t c, int64_t n)
+{
+    __int128 v = (__int128)x + c;
+    return v >= 0 && v < n;
+}
+/* every element the range iterator (cur, stop, step) has left, plus c, in [0, n); 0 when
+   its span overflows (the loop then runs checked). Step 1 and -1 need no division. */
+static inline int pj_range_in_bounds(int64_t cur, int64_t stop, int64_t step, int64_t c,
+                                     int64_t n)
+{
+    int64_t last, span;
+    if (step > 0 ? cur >= stop : cur <= stop)
+        return 1;
+    if (step == 1)
+        last = stop - 1;
+    else if (step == -1)
+        last = stop + 1;
+    else if (__builtin_sub_overflow(stop, cur, &span))
+        return 0;
+    else
+        last = cur + (span - (step > 0 ? 1 : -1)) / step * step;
+    return pj_in_bounds(cur, c, n) && pj_in_bounds(last, c, n);
+}
 /* a ** b for 0 <= b; 0 on overflow (the caller bails) */
 static inline int pj_ipow(int64_t a, int64_t b, int64_t *out)
 {
@@ -111,12 +136,12 @@ static inline int pj_ipow(int64_t a, int64_t b, int64_t *out)
 """
 
 
-def _threaded(nest: Nest) -> dict:
+def _threaded(blocks: list) -> dict:
     """Block id -> where a jump to it really goes, past blocks that only jump on (the IR of
     3.12 and 3.13 has one more for END_FOR than 3.11's)."""
-    by_id = {b.id: b for b in nest.blocks}
+    by_id = {b.id: b for b in blocks}
     out = {}
-    for b in nest.blocks:
+    for b in blocks:
         k, seen = b.id, set()
         while not by_id[k].ops and by_id[k].term[0] == "jump" and k not in seen:
             seen.add(k)
@@ -126,13 +151,13 @@ def _threaded(nest: Nest) -> dict:
     return out
 
 
-def _layout(nest: Nest) -> list:
+def _layout(blocks: list) -> list:
     """The blocks in the C text: reachable ones (jump-only blocks threaded through) in
     reverse postorder, so the code gcc lays out is the same whatever order capture numbered
     the blocks in on each Python version (their order alone moved a branchy nest's time by
     16% between 3.11 and 3.12), and every block follows its forward predecessors."""
-    by_id = {b.id: b for b in nest.blocks}
-    target = _threaded(nest)
+    by_id = {b.id: b for b in blocks}
+    target = _threaded(blocks)
     post, seen = [], set()
     stack = [(target.get(0, 0), False)]
     while stack:
@@ -185,6 +210,10 @@ class NestKernel:
     def __init__(self, nest: Nest, gid: int = 0):
         self.nest = nest
         self.grp = _Group(gid)
+        # the blocks the C runs: loops versioned for their bounds checks, then common
+        # subexpressions copied; a hand-over in a copied block resumes at its origin
+        blocks, self.origin = bounds.version(nest)
+        self.blocks = cse.eliminate(blocks, nest.types)
 
     # -- values --------------------------------------------------------------------------
     def val(self, x) -> str:
@@ -246,9 +275,10 @@ class NestKernel:
             out = ["{"]
             offs = []
             for j, x in enumerate(idx):
-                out += [f"    int64_t i{j} = (int64_t){self.val(x)};",
-                        f"    if (i{j} < 0) i{j} += n_{arr}_{j};",
-                        f"    if ((uint64_t)i{j} >= (uint64_t)n_{arr}_{j}) {bail}"]
+                out.append(f"    int64_t i{j} = (int64_t){self.val(x)};")
+                if op.checked:
+                    out += [f"    if (i{j} < 0) i{j} += n_{arr}_{j};",
+                            f"    if ((uint64_t)i{j} >= (uint64_t)n_{arr}_{j}) {bail}"]
                 offs.append(f"i{j} * s_{arr}_{j}")
             ptr = f"(({ctype(dtype)} *)(d_{arr} + {' + '.join(offs) or '0'}))"
             if k == "load":
@@ -269,6 +299,16 @@ class NestKernel:
         if k in ("binop", "unop", "cmp") or k == "call":
             return self.compute(op, a, d, bail)
         raise AssertionError(k)
+
+    def bound_check(self, base, c, arr, axis) -> str:
+        """C condition: base + c is in [0, n) on axis of arr (for every element a range
+        iterator has left)."""
+        n = f"n_{arr}_{axis}"
+        if base[0] == "iter":
+            it = "v_" + base[1]
+            return f"pj_range_in_bounds({it}_cur, {it}_stop, {it}_step, INT64_C({c}), {n})"
+        x = "INT64_C(0)" if base[0] == "const" else f"(int64_t)v_{base[1]}"
+        return f"pj_in_bounds({x}, INT64_C({c}), {n})"
 
     def store_value(self, x, dtype, bail) -> list:
         ct = ctype(dtype)
@@ -487,7 +527,7 @@ class NestKernel:
             L.append(f"    char *d_{arr};")
             for j in range(ndim):
                 L.append(f"    npy_intp n_{arr}_{j}, s_{arr}_{j};")
-        blocks = _layout(nest)
+        blocks = _layout(self.blocks)
         for var in _declaration_order(nest, blocks):
             L.append(f"    {ctype(nest.types[var][0])} v_{var} = 0;")
             if len(nest.types[var]) > 1:
@@ -508,11 +548,12 @@ class NestKernel:
             L.append("    }")
         for k, var in enumerate(nest.inputs, start=len(nest.arrays)):
             L += ["    " + s for s in self.unbox(var, f"args[{k}]")]
-        target = _threaded(nest)
+        target = _threaded(self.blocks)
         for b in blocks:
             L.append(f"b{b.id}:")
+            resume = self.origin.get(b.id, b.id)
             for k, op in enumerate(b.ops):
-                text = self.op(op, b.id)
+                text = self.op(op, resume)
                 if any("PJ_BAIL" in s for s in text) and (k or not op.bails):
                     # a hand-over resumes at the block's start: only its first op may bail
                     raise AssertionError(f"op {op} bails in the middle of block {b.id}")
@@ -523,12 +564,15 @@ class NestKernel:
                 L.append(f"    goto b{t[1]};")
             elif t[0] == "branch":
                 L.append(f"    if (v_{t[1]}) goto b{t[2]}; else goto b{t[3]};")
+            elif t[0] == "version":
+                cond = " && ".join(self.bound_check(*c) for c in t[1])
+                L.append(f"    if ({cond}) goto b{t[2]}; else goto b{t[3]};")
             elif t[0] == "foriter":
                 it = "v_" + t[1]
                 L += [f"    if ({it}_step > 0 ? {it}_cur < {it}_stop : {it}_cur > {it}_stop) {{",
                       "        int64_t nx;",
                       f"        if (__builtin_add_overflow({it}_cur, {it}_step, &nx))",
-                      f"            PJ_BAIL({b.id});",
+                      f"            PJ_BAIL({resume});",
                       f"        v_{t[2]} = {it}_cur; {it}_cur = nx;",
                       f"        goto b{t[3]};",
                       f"    }}",

@@ -1,0 +1,197 @@
+"""Bounds checks a loop's C code can skip, by versioning: where every index of an element
+access in a loop is provably `base + c` for a base the loop cannot change (a variable it
+never assigns, or the element of a range it iterates, set up before it), the loop's entry
+checks once that each such index stays in [0, n) for every value the base can take there;
+when it does the loop runs as a copy whose accesses are unchecked, else as it was.
+
+A failed check changes nothing: the checked loop hands over to Python at the access that
+goes out of bounds (an IndexError there, or a negative index Python wraps), with the writes
+before it done, as without versioning. The copies' hand-overs name the blocks they were
+copied from, so the Python form (which never sees the copies) resumes where plain Python
+would be. Loops are versioned innermost first; an outer loop's copy holds its inner loops'
+two versions. The copies are bounded (MAX_BLOCKS) so a deep nest cannot blow up the C.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pijit.loopnest import types as T
+from pijit.loopnest.ir import Block, Const, successors
+
+MAX_GROWTH = 4                 # versioned blocks at most 4x the nest's, ...
+MIN_BLOCKS = 256               # ... or this many
+
+
+def _preds(blocks: dict) -> dict:
+    preds = {k: [] for k in blocks}
+    for b in blocks.values():
+        for s in successors(b.term):
+            preds[s].append(b.id)
+    return preds
+
+
+def _dominators(blocks: dict, entry: int) -> dict:
+    """Block id -> the set of blocks dominating it (reachable blocks only)."""
+    reach, stack = set(), [entry]
+    while stack:
+        k = stack.pop()
+        if k not in reach:
+            reach.add(k)
+            stack.extend(successors(blocks[k].term))
+    preds = _preds(blocks)
+    dom = {k: set(reach) for k in reach}
+    dom[entry] = {entry}
+    changed = True
+    while changed:
+        changed = False
+        for k in reach - {entry}:
+            ps = [dom[p] for p in preds[k] if p in reach]
+            new = set.intersection(*ps) | {k} if ps else {k}
+            if new != dom[k]:
+                dom[k] = new
+                changed = True
+    return dom
+
+
+def _loops(blocks: dict, dom: dict) -> dict:
+    """Loop header -> the blocks of its natural loop (its back edges' sources merged)."""
+    preds = _preds(blocks)
+    loops = {}
+    for k in dom:
+        for s in successors(blocks[k].term):
+            if s in dom[k]:                     # k -> s is a back edge
+                body = loops.setdefault(s, {s})
+                stack = [k]
+                while stack:
+                    x = stack.pop()
+                    if x not in body:
+                        body.add(x)
+                        stack.extend(p for p in preds[x] if p in dom)
+    return loops
+
+
+class _Loop:
+    """What the index analysis needs of one loop."""
+
+    def __init__(self, blocks, head, body, dom, types):
+        self.blocks, self.body, self.dom, self.types = blocks, body, dom, types
+        self.defs = {}                  # variable -> [(block, op index or None: terminator)]
+        # iterators set up (by range ops) only before the loop, on every path into it
+        setups = {}
+        for b in blocks.values():
+            for op in b.ops:
+                if op.kind == "range":
+                    setups.setdefault(op.dst, set()).add(b.id)
+        self.outer = {it for it, ks in setups.items()
+                      if not ks & body and len(ks) == 1 and ks <= dom.get(head, set())}
+        for k in body:
+            b = blocks[k]
+            for j, op in enumerate(b.ops):
+                if op.dst is not None and op.kind != "range":
+                    self.defs.setdefault(op.dst, []).append((k, j))
+            if b.term[0] == "foriter":
+                self.defs.setdefault(b.term[2], []).append((k, None))
+        self.preds = _preds(blocks)
+
+    def before(self, d, at) -> bool:
+        """Def position d runs before position `at` on every path to it."""
+        (bd, jd), (bu, ju) = d, at
+        if bd == bu:
+            return jd is not None and (ju is None or jd < ju)
+        return bd in self.dom[bu]
+
+    def affine(self, x, at):
+        """(base, c): x at position `at` (block, op index) is base + c, base a Const 0, an
+        ("var", v) the loop never assigns or an ("iter", it) range's element; else None."""
+        if isinstance(x, Const):
+            if x.type is not T.INT or isinstance(x.value, bool):
+                return None
+            return ("const",), int(x.value)
+        if any(T.kind(m) != "i" for m in self.types[x]):
+            return None
+        defs = self.defs.get(x, [])
+        if not defs:
+            return ("var", x), 0
+        if len(defs) != 1 or not self.before(defs[0], at):
+            return None
+        bd, jd = defs[0]
+        if jd is None:                  # the element a foriter binds on its body edge
+            term = self.blocks[bd].term
+            body = term[3]
+            if term[1] not in self.outer or self.preds[body] != [bd] \
+                    or body not in self.dom[at[0]]:
+                return None
+            return ("iter", term[1]), 0
+        op = self.blocks[bd].ops[jd]
+        if op.kind == "copy":
+            return self.affine(op.args[0], (bd, jd))
+        if op.kind == "binop" and op.op in ("add", "sub") and op.domain[0] in ("i64", "int"):
+            x0, x1 = op.args
+            if isinstance(x1, Const) and x1.type is T.INT:
+                inner = self.affine(x0, (bd, jd))
+                if inner is not None:
+                    return inner[0], inner[1] + (x1.value if op.op == "add" else -x1.value)
+            if op.op == "add" and isinstance(x0, Const) and x0.type is T.INT:
+                inner = self.affine(x1, (bd, jd))
+                if inner is not None:
+                    return inner[0], inner[1] + x0.value
+        return None
+
+
+def _checks(loop: _Loop, arrays: dict) -> tuple:
+    """({(block, op index)} of the accesses provably in bounds, the checks proving them:
+    (base, c, array, axis))."""
+    proven, checks = set(), set()
+    for k in loop.body:
+        for j, op in enumerate(loop.blocks[k].ops):
+            if op.kind not in ("load", "store") or not op.checked:
+                continue
+            ndim = arrays[op.args[0]][1]
+            forms = [loop.affine(x, (k, j)) for x in op.args[1:1 + ndim]]
+            if any(f is None or abs(f[1]) >= 2**62 for f in forms):
+                continue
+            proven.add((k, j))
+            checks.update((base, c, op.args[0], axis) for axis, (base, c) in enumerate(forms))
+    return proven, tuple(sorted(checks, key=str))
+
+
+def version(nest) -> tuple:
+    """(blocks, origin): the nest's blocks with its loops versioned, and new block id -> the
+    nest's block a hand-over there resumes at (copies only)."""
+    blocks = {b.id: b for b in nest.blocks}
+    origin = {}
+    done = set()
+    limit = max(MIN_BLOCKS, MAX_GROWTH * len(blocks))
+    while True:
+        dom = _dominators(blocks, 0)
+        loops = _loops(blocks, dom)
+        todo = [h for h in loops if origin.get(h, h) not in done]
+        if not todo:
+            break
+        head = min(todo, key=lambda h: (len(loops[h]), h))     # innermost first
+        done.add(origin.get(head, head))
+        body = loops[head]
+        if head == 0:                   # no edge into the loop to put its check on
+            continue
+        loop = _Loop(blocks, head, body, dom, nest.types)
+        proven, checks = _checks(loop, nest.arrays)
+        if not proven or len(blocks) + len(body) + 1 > limit:
+            continue
+        new = {k: n for n, k in enumerate(sorted(body), start=max(blocks) + 1)}
+        gate = max(new.values()) + 1
+        for k in sorted(body):
+            b = blocks[k]
+            ops = [replace(op, checked=False) if (k, j) in proven else op
+                   for j, op in enumerate(b.ops)]
+            term = tuple(new.get(x, x) if j > 0 and isinstance(x, int) else x
+                         for j, x in enumerate(b.term))
+            blocks[new[k]] = Block(new[k], ops, term)
+            origin[new[k]] = origin.get(k, k)
+        # every entry into the loop goes through the gate
+        for k in [p for p in _preds(blocks)[head] if p not in body and p not in new.values()]:
+            b = blocks[k]
+            blocks[k] = Block(b.id, b.ops, tuple(gate if j > 0 and x == head else x
+                                                 for j, x in enumerate(b.term)))
+        blocks[gate] = Block(gate, [], ("version", checks, new[head], head))
+        origin[gate] = origin.get(head, head)
+    return [blocks[k] for k in sorted(blocks)], origin

@@ -10,22 +10,9 @@ import pytest
 from pijit.loopnest import node as nest_node
 from pijit.loopnest.lower_c import NestKernel
 from tests.differential import assert_same
+from tests.test_loop_nests import resumes  # noqa: F401 - a fixture
 
 LEVELS = ["O0", "O1"]
-
-
-@pytest.fixture
-def resumes(monkeypatch):
-    """Counts the C kernels' hand-overs to Python (their blocks)."""
-    seen = []
-    original = nest_node.NestOp.resume
-
-    def spy(self, block, *state):
-        seen.append(block)
-        return original(self, block, *state)
-
-    monkeypatch.setattr(nest_node.NestOp, "resume", spy)
-    return seen
 
 
 @pytest.fixture

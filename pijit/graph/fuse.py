@@ -14,11 +14,15 @@ purity.writes_nothing) closes every open group, so reads never move across write
 indexing in between do not. So does a node NumPy runs that may warn (purity.may_warn: a matmul,
 a floor_divide): a member joining a group across it would give its warnings on the wrong side of
 that node's (a group that began before it runs before it; one that reads its result, after).
+A write the kernel can compute into its destination (direct_write: `A += v`, a ufunc's out=,
+a store into a basic slice's view) instead joins the group computing its value, as its last
+member, and closes every group; schedule() keeps such a group in place like a write node.
 """
 from __future__ import annotations
 
 import builtins
 import ctypes
+import dataclasses
 import heapq
 import operator
 from dataclasses import dataclass, field
@@ -28,6 +32,7 @@ import numpy as np
 from pijit.graph.ir import Graph, Meta, Ref
 from pijit.graph.ir import node_refs
 from pijit.graph.purity import may_warn, writes_nothing
+from pijit.graph.stores import StoreInto
 
 FLOAT = (np.dtype(np.float32), np.dtype(np.float64))
 INTEGER = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64,
@@ -290,6 +295,56 @@ def row_expand(graph: Graph, node) -> bool:
             and node.meta.shape == m.shape + (1,))
 
 
+# In-place operators a kernel can compute into their target: the operator it computes.
+_WRITE_OPS = {id(operator.iadd): operator.add, id(operator.isub): operator.sub,
+              id(operator.imul): operator.mul, id(operator.itruediv): operator.truediv}
+# Ufuncs whose `out=` a kernel can compute into.
+_OUT_UFUNCS = frozenset(id(f) for f in (np.add, np.subtract, np.multiply, np.divide))
+
+
+def direct_write(graph: Graph, node, exact: bool = False, numpy_loops=frozenset()):
+    """(op code, destination Ref, the node as the elementwise node the kernel computes:
+    A + v, v.astype(d.dtype)) of a write a kernel may compute straight into its destination,
+    or None: `A += v` (-= *= /=) of an array A, and `np.add(x, y, out=A)` (subtract, multiply,
+    divide), whose dtype is the operation's result dtype (no cast, so NumPy's same_kind rule
+    holds), and StoreInto(d, v) of a view (setitem of a basic slice, graph/stores.py: v cast
+    to d's dtype as astype casts). The destination has a static shape of 1 or 2 axes, each
+    of 2 or more (the kernel's repair of a floating-point flag slices what it did not write,
+    render.py).
+
+    The group's NumPy fallback runs the write node itself, with every NumPy rule (overlap
+    buffering, read-only targets, warnings)."""
+    kw = dict(node.kwargs)
+    if id(node.fn) in _OUT_UFUNCS and set(kw) == {"out"} and len(node.args) == 2:
+        dest = kw["out"][0] if type(kw["out"]) is tuple and len(kw["out"]) == 1 else kw["out"]
+        fake = dataclasses.replace(node, kwargs=())
+    elif id(node.fn) in _WRITE_OPS and not kw and len(node.args) == 2:
+        dest = node.args[0]
+        fake = dataclasses.replace(node, fn=_WRITE_OPS[id(node.fn)])
+    elif isinstance(node.fn, StoreInto) and not kw and len(node.args) == 2:
+        dest = node.args[0]
+        fake = dataclasses.replace(node, fn=np.ndarray.astype,
+                                   args=(node.args[1], graph.meta(dest).dtype))
+    else:
+        return None
+    if not isinstance(dest, Ref):
+        return None
+    dm = graph.meta(dest)
+    if not dm.is_array or None in dm.shape or dm.ndim not in (1, 2) or \
+            min(dm.shape) < 2 or dm.dtype not in VALUE_DTYPES:
+        return None     # (an axis of length 1 is read with stride 0: the kernel's rows)
+    if not isinstance(node.fn, StoreInto):
+        operands = [graph.meta(a) if isinstance(a, Ref) else a for a in node.args]
+        if any(isinstance(m, Meta) and not (m.is_array or m.ndim == 0) for m in operands) or \
+                compute_dtype(graph, fake) != dm.dtype:
+            return None     # NumPy computes in another dtype, then casts (or raises)
+    fake = dataclasses.replace(fake, meta=Meta.array(dm.shape, dm.dtype))
+    op = elementwise_op(graph, fake, exact, numpy_loops)
+    if op is None or uses_numpy_loop(graph, fake, op, exact):
+        return None
+    return op, dest, fake
+
+
 def _comparable(graph: Graph, node, consts) -> bool:
     """NumPy compares these exactly as C does: no mixed signed/unsigned 64-bit operands (NumPy
     compares those exactly, C through float64), no Python int outside the operands' type, no
@@ -415,6 +470,11 @@ class FusionGroup:
     stage: dict = field(default_factory=dict)     # see the class docstring
     inputs: list = field(default_factory=list)    # Refs read from outside, first use first
     outputs: list = field(default_factory=list)   # Refs used outside, in node order
+    # its last member, when that is a write the kernel computes into its destination
+    # (direct_write): its out -> the destination (an input); never an output. In `nodes` it
+    # is the elementwise node the kernel computes; `written` has the write node NumPy runs.
+    into: dict = field(default_factory=dict)
+    written: dict = field(default_factory=dict)
 
     def members(self) -> list:
         return self.nodes
@@ -442,7 +502,8 @@ class FusionGroup:
                 _, mode, keep = self.reduce[n.out]
                 op = f"{op}({mode}{', keepdims' if keep else ''})"
             kind = "row " if n.out in self.rows and n.out not in self.reduce else ""
-            parts.append(f"%{n.out}={kind}{op}")
+            into = f" into {self.into[n.out]!r}" if n.out in self.into else ""
+            parts.append(f"%{n.out}={kind}{op}{into}")
         staged = f" in {self.loops} stages" if self.loops > 1 else ""
         return (f"group {self.id} [{dims}]{staged} in ({', '.join(map(repr, self.inputs))}) "
                 f"out ({', '.join(map(repr, self.outputs))}): {'; '.join(parts)}")
@@ -546,8 +607,51 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
             closed.update(find(g) for g in groups)
         deps[node.out] = deps_of(refs)
 
+    def join_write(node) -> bool:
+        """A write (direct_write) joins the open group computing its value, as its last
+        member: no group stays open across it (reads never move across writes)."""
+        write = direct_write(graph, node, exact, numpy_loops)
+        if write is None:
+            return False
+        op, dest, fake = write
+        values = [r for r in node_refs(fake) if r != dest]
+        opened = {open_group(r) for r in values} - {None}
+        if len(opened) != 1 or dest.index in member_of or any(
+                r.index in row_values for r in values):
+            return False    # it joins one open group, that computes (some of) its operands
+        g = opened.pop()
+        grp = groups[g]
+        if grp.shape != node.meta.shape or grp.rows or grp.reduce or grp.numpy_loops:
+            return False
+        mine = {n.out for n in grp.nodes}
+        if any(n.out not in mine and any(r.index in mine for r in node_refs(n))
+               for n in graph.nodes[:position[node.out]]):
+            return False    # read before the write: the group must run before that reader
+        reads = {r for n in grp.nodes for r in node_refs(n) if r.index not in mine}
+        if view_root(dest) in {view_root(r) for r in reads - {dest}}:
+            return False    # views of one array (`u[1:-1] = u[:-2] + u[2:]`): the kernel
+            # would hand every call to NumPy; its temporary and setitem are cheaper
+        closed.update(find(x) for x in groups)
+        member_of[node.out] = g
+        grp.nodes.append(fake)
+        grp.ops[node.out] = op
+        grp.into[node.out] = dest
+        grp.written[node.out] = node
+        return True
+
+    def view_root(ref):
+        """The value `ref` is a view of, through indexing in the graph."""
+        while ref.index in producer and producer[ref.index].fn is operator.getitem and \
+                isinstance(producer[ref.index].args[0], Ref):
+            ref = producer[ref.index].args[0]
+        return ref
+
     unused = unused_values(graph)
+    position = {n.out: k for k, n in enumerate(graph.nodes)}
+    producer = {n.out: n for n in graph.nodes}
     for node in graph.nodes:
+        if join_write(node):
+            continue
         op = elementwise_op(graph, node, exact, numpy_loops)
         red = None if op is not None else reduction_op(graph, node, exact)
         refs = node_refs(node)
@@ -664,7 +768,9 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
                 if r.index not in mine and r.index not in seen:
                     seen.add(r.index)
                     grp.inputs.append(r)
-        grp.outputs = [Ref(n.out) for n in grp.nodes if n.out in used_outside]
+        grp.inputs += [d for d in grp.into.values() if d not in grp.inputs]
+        grp.outputs = [Ref(n.out) for n in grp.nodes
+                       if n.out in used_outside and n.out not in grp.into]
     return sorted(result, key=lambda g: g.id)
 
 
@@ -709,11 +815,14 @@ def schedule(graph: Graph, groups: list) -> list:
                 if src is not None and src != k:
                     succ[src].add(k)
     for k, u in enumerate(units):
-        if not isinstance(u, FusionGroup) and not writes_nothing(u):
+        # a write: a node, or a group's last member (a group never spans one: find_groups)
+        at = spans[k][1] if isinstance(u, FusionGroup) and u.into else \
+            spans[k][0] if not isinstance(u, FusionGroup) and not writes_nothing(u) else None
+        if at is not None:
             for j, (lo, hi) in enumerate(spans):
-                if hi < spans[k][0]:
+                if j != k and hi < at:
                     succ[j].add(k)
-                elif lo > spans[k][0]:
+                elif j != k and lo > at:
                     succ[k].add(j)
     indeg = [0] * len(units)
     for s in succ:

@@ -24,9 +24,11 @@ from pijit.backends.cfused import build, loops, render, toolchain
 from pijit.graph.cse import cse
 from pijit.graph.dce import dce
 from pijit.graph.simplify import simplify
-from pijit.graph.fuse import INEXACT, NUMPY_ONLY, FusionGroup, find_groups, schedule
-from pijit.graph.ir import Graph, Meta, Node, Ref
+from pijit.graph.fuse import (INEXACT, NUMPY_ONLY, FusionGroup, elementwise_op, find_groups,
+                              schedule)
+from pijit.graph.ir import Graph, Meta, Node, Ref, node_refs
 from pijit.graph.outer import expand_outer
+from pijit.graph.stores import join_setitem, split_setitem
 from pijit.graph.verify import GraphInvariantError, after
 
 log = logging.getLogger("pijit.kernels")
@@ -37,9 +39,19 @@ _TUPLE_META = Meta(tuple, np.dtype(object), ())
 def optimize(graph: Graph) -> Graph:
     """The graph passes run before fusion (each result verified in tests)."""
     for name, graph_pass in (("outer", expand_outer), ("dce", dce), ("simplify", simplify),
-                             ("cse", cse), ("dce", dce)):
+                             ("cse", cse), ("dce", dce), ("setitem", _split_setitem)):
         graph = after(name, graph_pass(graph))
     return graph
+
+
+def _split_setitem(graph: Graph) -> Graph:
+    return split_setitem(graph, lambda g, n: elementwise_op(g, n) is not None)
+
+
+def _target(dest):
+    """What a write a kernel computed into `dest` evaluates to: the destination itself
+    (`A += v` is A)."""
+    return dest
 
 
 def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
@@ -58,6 +70,8 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
         # O1 equals NumPy bit for bit: NumPy's own loops instead of libmvec, float
         # reductions only in NumPy's own order (see DESIGN 5 and the jit_level option).
         groups = find_groups(optimized, exact=level == "O1", numpy_loops=numpy_loop_ops())
+        optimized = after("setitem", join_setitem(
+            optimized, {out for grp in groups for out in grp.written}))
     except GraphInvariantError:
         raise
     except Exception:       # a pass bug must not reach the user
@@ -159,6 +173,8 @@ def lower(graph: Graph, groups: list, kernels) -> Graph:
     metas = dict(graph._metas)
     nodes = []
     next_value = max(metas) + 1 if metas else 0
+    read = {r.index for r in graph.outputs} | {
+        r.index for n in graph.nodes for r in node_refs(n)}
     for unit in schedule(graph, groups):
         if not isinstance(unit, FusionGroup):
             nodes.append(unit)
@@ -169,14 +185,17 @@ def lower(graph: Graph, groups: list, kernels) -> Graph:
         if len(unit.outputs) == 1:
             out = unit.outputs[0].index
             nodes.append(Node(out, label, fn, tuple(unit.inputs), (), metas[out], lineno))
-            continue
-        tup = next_value
-        next_value += 1
-        metas[tup] = _TUPLE_META
-        nodes.append(Node(tup, label, fn, tuple(unit.inputs), (), _TUPLE_META, lineno))
-        for k, ref in enumerate(unit.outputs):
-            nodes.append(Node(ref.index, "tuple_item", operator.getitem, (Ref(tup), k), (),
-                              metas[ref.index], lineno))
+        else:
+            tup = next_value
+            next_value += 1
+            metas[tup] = _TUPLE_META
+            nodes.append(Node(tup, label, fn, tuple(unit.inputs), (), _TUPLE_META, lineno))
+            for k, ref in enumerate(unit.outputs):
+                nodes.append(Node(ref.index, "tuple_item", operator.getitem, (Ref(tup), k), (),
+                                  metas[ref.index], lineno))
+        for out, dest in unit.into.items():
+            if out in read:
+                nodes.append(Node(out, "target", _target, (dest,), (), metas[out], lineno))
     live = {r.index for r in graph.inputs} | {n.out for n in nodes}
     return dataclasses.replace(graph, nodes=nodes, outputs=list(graph.outputs),
                                inputs=list(graph.inputs), input_metas=list(graph.input_metas),
@@ -190,11 +209,39 @@ def group_fallback(graph: Graph, grp: FusionGroup, filename: str, firstlineno: i
     sub.inputs = list(grp.inputs)
     sub.input_metas = [graph.meta(r) for r in grp.inputs]
     sub.input_names = [f"v{r.index}" for r in grp.inputs]
-    sub.nodes = list(grp.members())
+    sub.nodes = [grp.written.get(n.out, n) for n in grp.members()]
     sub.outputs = list(grp.outputs)
     sub._metas = {r.index: graph.meta(r) for r in grp.inputs}
-    sub._metas.update({n.out: n.meta for n in grp.members()})
+    sub._metas.update({n.out: n.meta for n in sub.nodes})
     fn = numpy_backend.compile_graph(sub, f"__pijit_group{grp.id}", filename, firstlineno).fn
+    if grp.into:
+        return functools.partial(_write_fallback, fn, len(grp.inputs), len(grp.outputs) == 1,
+                                 grp.inputs.index(next(iter(grp.into.values()))))
     if len(grp.outputs) == 1:
         return lambda *args: fn(*args)[0]
     return fn
+
+
+def _write_fallback(fn, nargs: int, single: bool, dest: int, *args):
+    """The NumPy fallback of a group that writes into its destination (input `dest`).
+
+    Called with the group's inputs: the whole group (the kernel did not write). Called with
+    two more, (start, mode), by a kernel that met a floating-point flag (render.py): it wrote
+    only rows (mode 1) or flat chunks (mode 0) before `start`, where nothing raised a flag,
+    in C order or, mode + 2, over the transposed arrays (its iteration order). NumPy then
+    computes the rest, with the warnings (or errors) it gives there, which are the whole
+    operation's; the kernel's own outputs stand."""
+    if len(args) == nargs:
+        out = fn(*args)
+        return out[0] if single else out
+    *args, start, mode = args
+    shape = args[dest].shape
+    cut = []
+    for k, a in enumerate(args):
+        if isinstance(a, np.ndarray):
+            a = a if k == dest else np.broadcast_to(a, shape)
+            a = a.T if mode >= 2 else a
+            a = a.reshape(-1)[start:] if mode % 2 == 0 else a[start:]
+        cut.append(a)
+    fn(*cut)
+    return None

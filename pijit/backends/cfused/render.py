@@ -17,7 +17,9 @@ threads, each with its own scratch and FP flags; groups with a whole-array reduc
 one thread, so results never depend on the thread count.
 
 An input the kernel cannot take (unexpected dtype, unaligned, byte-swapped, non-broadcastable)
-makes it call the group's NumPy fallback instead. Values are computed in each node's dtype,
+makes it call the group's NumPy fallback instead. A group ending in a write
+(fuse.direct_write) computes it into its destination, an input, row by row (direct_checks,
+commit). Values are computed in each node's dtype,
 exactly as NumPy would: same promotion (from the node Metas), NaN-propagating maximum/minimum/
 clip/max/min; transcendentals through libmvec; sums by pairwise summation over blocks
 (accumulated in double; reductions.py says how long a block is).
@@ -143,6 +145,86 @@ static PJ_COLD int pj_underflow_reported(void)
         PyErr_Clear();      /* cannot tell: let NumPy decide */
     Py_XDECREF(modes);
     return !ignored;
+}
+
+/* A kernel writing straight into its destination (fuse.direct_write) commits each row only
+   when it raised no flag, so where one did, NumPy can still compute the rest and report the
+   flags as the whole operation's (pj_repair). It does so while NumPy's error modes and the
+   warnings filters make every report a warning (ignore, warn, print; no "error" filter of
+   RuntimeWarning): an error raised by NumPy's rest would come after rows the kernel wrote,
+   where NumPy raises before writing any. Sets *under: underflow is reported. */
+static PJ_COLD __attribute__((unused)) int pj_direct_ok(int *under)
+{
+    static PyObject *geterr, *warnings;
+    static const char *const cats[] = {"divide", "over", "under", "invalid"};
+    if (geterr == NULL) {
+        PyObject *np = PyImport_ImportModule("numpy");
+        geterr = np == NULL ? NULL : PyObject_GetAttrString(np, "geterr");
+        Py_XDECREF(np);
+    }
+    if (warnings == NULL)
+        warnings = PyImport_ImportModule("warnings");
+    PyObject *modes = geterr == NULL || warnings == NULL ? NULL : PyObject_CallNoArgs(geterr);
+    if (modes == NULL || !PyDict_Check(modes)) {
+        PyErr_Clear();
+        Py_XDECREF(modes);
+        return 0;
+    }
+    int ok = 1;
+    for (int k = 0; k < 4 && ok; k++) {
+        PyObject *m = PyDict_GetItemString(modes, cats[k]);
+        ok = m != NULL && PyUnicode_Check(m)
+            && (PyUnicode_CompareWithASCIIString(m, "ignore") == 0
+                || PyUnicode_CompareWithASCIIString(m, "warn") == 0
+                || PyUnicode_CompareWithASCIIString(m, "print") == 0);
+        if (ok && k == 2)
+            *under = PyUnicode_CompareWithASCIIString(m, "ignore") != 0;
+    }
+    Py_DECREF(modes);
+    PyObject *filters = ok ? PyObject_GetAttrString(warnings, "filters") : NULL;
+    if (filters == NULL || !PyList_Check(filters)) {
+        PyErr_Clear();
+        Py_XDECREF(filters);
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(filters) && ok; i++) {
+        PyObject *f = PyList_GET_ITEM(filters, i);
+        if (!PyTuple_Check(f) || PyTuple_GET_SIZE(f) < 3) {
+            ok = 0;
+            break;
+        }
+        PyObject *action = PyTuple_GET_ITEM(f, 0), *cat = PyTuple_GET_ITEM(f, 2);
+        if (!PyUnicode_Check(action) || PyUnicode_CompareWithASCIIString(action, "error") != 0)
+            continue;
+        int sub = PyType_Check(cat) ? PyObject_IsSubclass(PyExc_RuntimeWarning, cat) : 1;
+        if (sub != 0) {
+            PyErr_Clear();
+            ok = 0;
+        }
+    }
+    Py_DECREF(filters);
+    return ok;
+}
+
+/* Whether the bytes two arrays span may overlap (np.may_share_memory's bounds test). */
+static PJ_COLD __attribute__((unused)) int pj_overlap(PyArrayObject *a, PyArrayObject *b)
+{
+    char *lo[2], *hi[2];
+    PyArrayObject *ab[2] = {a, b};
+    for (int k = 0; k < 2; k++) {
+        lo[k] = hi[k] = PyArray_BYTES(ab[k]);
+        for (int d = 0; d < PyArray_NDIM(ab[k]); d++) {
+            npy_intp dim = PyArray_DIM(ab[k], d), s = PyArray_STRIDE(ab[k], d);
+            if (dim == 0)
+                return 0;
+            if (s < 0)
+                lo[k] += s * (dim - 1);
+            else
+                hi[k] += s * (dim - 1);
+        }
+        hi[k] += PyArray_ITEMSIZE(ab[k]);
+    }
+    return lo[0] < hi[1] && lo[1] < hi[0];
 }
 
 /* pijit's buffer pool (a NumPy memory handler, csrc/pool.c; set from Python): outputs of 4 MiB
@@ -392,6 +474,11 @@ class GroupKernel:
                 kind = "other"
             self.kinds.append(kind)
         self.index = {ref.index: i for i, ref in enumerate(grp.inputs)}
+        # the input a write member (fuse.direct_write) is computed into, and that member
+        self.write = next(iter(grp.into), None)
+        self.dest = None if self.write is None else self.index[grp.into[self.write].index]
+        self.dest_read = self.dest is not None and any(
+            r == grp.inputs[self.dest] for n in grp.nodes for r in node_refs(n))
         self.argpos = list(range(len(grp.inputs)))     # where each input is in args
         self.nargs = len(grp.inputs)
         self.tuple_result = False   # one output is returned as itself, not in a tuple
@@ -667,6 +754,8 @@ class GroupKernel:
             lines += self.node_stmts(node, self.grp.ops[node.out])
             if Ref(node.out) in self.carried:
                 lines.append(f"w{node.out}[j] = v{node.out};")
+            if node.out == self.write:
+                lines.append(f"dw[j] = v{node.out};")
         for k, ref in enumerate(self.grp.outputs):
             if self.out_kind(ref) == "full" and any(n.out == ref.index for n in self.full[t]):
                 lines.append(f"q{k}[j] = v{ref.index};")
@@ -1066,7 +1155,13 @@ class GroupKernel:
         L.append("    PyThreadState *ts = N > 32768 ? PyEval_SaveThread() : NULL;")
         # Threads only where each one writes its own rows or chunks (no whole reduction, whose
         # result would then depend on the thread count).
-        L.append(f"    const int par = {0 if whole else 1} && PJ_THREADS > 1 && N >= PJ_PAR_MIN;")
+        # (and not when writing into the destination: rows are committed in order)
+        L.append(f"    const int par = {0 if whole or self.write else 1} && PJ_THREADS > 1 "
+                 "&& N >= PJ_PAR_MIN;")
+        if self.write is not None:
+            L += ["    npy_intp bail = -1, rstart = 0;",
+                  "    int rmode = 0;",
+                  "    const int femask = PJ_FE_ERR | (under ? FE_UNDERFLOW : 0);"]
         L += ["    {", *["        " + s for s in self.rows_path(whole, flat_ok)], "    }"]
         if whole:
             # their results' flags too (the mean of no values: 0/0, which NumPy reports)
@@ -1133,6 +1228,7 @@ class GroupKernel:
         for i in self.arrays:
             L.append(f"    npy_intp st{i}[{ndi}];")
             L.append(f"    pj_strides(a{i}, shape, {ndi}, st{i});")
+        L += self.direct_checks()
         # NumPy's SIMD loops (SVML arctan2, ...) run only over positive strides; over an
         # operand walked backwards NumPy calls libm, whose last bit may differ. The kernel
         # hands NumPy's loop rows in memory order, so such operands go to NumPy.
@@ -1256,7 +1352,8 @@ class GroupKernel:
         gathered into a scratch row, so every stage loop exists once, for contiguous rows
         (each copy of a vectorized loop costs gcc about 60 ms)."""
         g, ndi = self.grp, self.ndi
-        strided = [i for i in self.arrays if self.kinds[i] in ("full", "other")]
+        strided = [i for i in self.arrays if self.kinds[i] in ("full", "other")
+                   and (i != self.dest or self.dest_read)]
         contig = " && ".join([f"(n <= 1 || st{i}[{ndi} - 1] == (npy_intp)sizeof({CTYPE[self.dtype(g.inputs[i])]}))"
                               for i in strided] or ["1"])
         tree = bool(self.tree) and flat_ok
@@ -1279,6 +1376,8 @@ class GroupKernel:
             for red in self.tree if self.reduction(red).row_buffer] + [
             (f"tsum{red.out}", CTYPE[red.meta.dtype], "1", "PJ_TREE_BOUNDS(n, PJ_SUM_CHUNK)")
             for red in self.exact_rows]
+        if self.write is not None:
+            scratch.append(("dw", CTYPE[self.dtype(g.inputs[self.dest])], "1", row))
         for buf, ct, when, size in scratch:
             L.append(f"    {ct} *{buf} = {when} ? ({ct} *)PyMem_RawMalloc({size}"
                      f" * sizeof({ct})) : NULL;")
@@ -1360,12 +1459,56 @@ class GroupKernel:
                     R += self.red_result(red, "n") + self.reciprocal(red)
                 elif red in self.tree:
                     R += self.reduction(red).chunk_end()
+        R += self.commit()
         L += ["        " + s for s in R]
         L += ["    }",
               *[f"    PyMem_RawFree({buf});" for buf, _, _, _ in scratch],
               "    PJ_FE_FOLD(fperr);",
               "}"]
+        if self.write is not None:
+            permuted = "perm[0] != 0" if self.proto is not None and self.nd == 2 else "0"
+            L += ["if (bail >= 0) {",
+                  "    rstart = flat ? bail * PJ_CHUNK : bail;",
+                  f"    rmode = (flat ? 0 : 1) + ({permuted} ? 2 : 0);",
+                  "}"]
         return L
+
+    def direct_checks(self) -> list:
+        """C lines: a group writing into its destination hands the call to NumPy (which
+        computes a temporary, casts, raises) unless the destination is a writable array of
+        the iteration's shape (not broadcast) that shares no memory with any other input
+        (extent test) and pj_direct_ok. Reading the destination itself, at the index it
+        writes, is fine: the kernel writes a row after reading it."""
+        if self.write is None:
+            return []
+        d, nd = self.dest, self.nd
+        fb = "        return pj_fallback(gk, args, nargs);"
+        dims = " || ".join(f"PyArray_DIM(a{d}, {k}) != shape[{k}]" for k in range(nd))
+        L = [f"    if (!PyArray_ISWRITEABLE(a{d}) || PyArray_NDIM(a{d}) != {nd} || {dims})", fb]
+        others = [f"pj_overlap(a{d}, a{i})" for i in self.arrays if i != d]
+        if others:
+            L += [f"    if ({' || '.join(others)})", fb]
+        return L + ["    int under = 0;", "    if (!pj_direct_ok(&under))", fb]
+
+    def commit(self) -> list:
+        """C lines ending a row: the destination's row computed into dw is written into it
+        unless a flag was raised (since the call began: then nothing more is written, and
+        NumPy computes from this row on, pj_repair)."""
+        if self.write is None:
+            return []
+        d, k = self.dest, self.arrays.index(self.dest)
+        ct = CTYPE[self.dtype(self.grp.inputs[d])]
+        return ["if (bail < 0) {",
+                "    if (fetestexcept(femask)) {",
+                "        bail = r;",
+                f"    }} else if (flat || n == 1 || st{d}[{self.ndi} - 1] == "
+                f"(npy_intp)sizeof({ct})) {{",
+                f"        memcpy((char *)b[{k}], dw, (size_t)n * sizeof({ct}));",
+                "    } else {",
+                "        for (npy_intp j = 0; j < n; j++)",
+                f"            *({ct} *)((char *)b[{k}] + j * st{d}[{self.ndi} - 1]) = dw[j];",
+                "    }",
+                "}"]
 
     def epilogue(self, cols) -> list:
         """Back to the GIL, then the result: the outputs, NumPy's (on a floating-point flag),
@@ -1378,6 +1521,13 @@ class GroupKernel:
              "        PyErr_NoMemory();",
              "        goto fail;",
              "    }",
+             *([] if self.write is None else [
+                 "    if (bail >= 0) {",
+                 "        PyObject *rest = pj_repair(gk, args, nargs, rstart, rmode);",
+                 "        if (rest == NULL)",
+                 "            goto fail;",
+                 "        Py_DECREF(rest);",
+                 "    } else"]),
              "    if ((fperr & 1) || ((fperr & 2) && pj_underflow_reported())) {",
              f"        for (int j = 0; j < {nout}; j++)",
              "            Py_CLEAR(out[j]);",
@@ -1630,6 +1780,31 @@ static PyObject *pj_fallback(int k, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     return PyObject_Vectorcall(fn, args, (size_t)nargs, NULL);
+}
+
+/* A writing kernel that met a flag at row (or flat element) `start`: NumPy computes from
+   there (cfused._write_fallback; mode: 0 flat chunks, 1 rows, + 2 transposed). */
+static PJ_COLD __attribute__((unused)) PyObject *
+pj_repair(int k, PyObject *const *args, Py_ssize_t nargs, npy_intp start, int mode)
+{
+    PyObject *fn = pj_fallbacks[k], *t = PyTuple_New(nargs + 2), *r = NULL;
+    if (t == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        PyTuple_SET_ITEM(t, i, Py_NewRef(args[i]));
+    PyObject *s = PyLong_FromSsize_t(start), *m = PyLong_FromLong(mode);
+    if (s != NULL)
+        PyTuple_SET_ITEM(t, nargs, s);
+    if (m != NULL)
+        PyTuple_SET_ITEM(t, nargs + 1, m);
+    if (s != NULL && m != NULL) {
+        if (fn == NULL)
+            PyErr_SetString(PyExc_RuntimeError, "pijit: kernel fallback not set");
+        else
+            r = PyObject_Call(fn, t, NULL);
+    }
+    Py_DECREF(t);
+    return r;
 }
 """
 

@@ -6,7 +6,8 @@ known: capture never calls it).
 Pure: the functions of numpy, numpy.linalg and numpy.fft, and of scipy.special, scipy.linalg,
 scipy.ndimage, scipy.signal, scipy.fft and scipy.stats when SciPy is imported, minus those
 that write into an argument, do I/O, change global state or call Python callables; ufunc
-methods (outer, reduce, accumulate, reduceat). A call passing out= (or SciPy's overwrite_*)
+methods (outer, reduce, accumulate, reduceat; ufunc.at writes into its first argument:
+capture/writes.py). A call passing out= (or SciPy's overwrite_*)
 writes into an array and is not pure, whatever the function.
 """
 from __future__ import annotations
@@ -111,9 +112,16 @@ def kind(target) -> str | None:
         return "pure"
     owner = getattr(target, "__self__", None)
     if isinstance(owner, np.ufunc) and getattr(target, "__name__", "") in _UFUNC_METHODS \
-            and _pure.get(id(owner)) is owner:
+            and known_ufunc(owner):
         return "pure"       # NumPy's and SciPy's ufuncs (np.frompyfunc's call Python code)
     return None
+
+
+def known_ufunc(ufunc) -> bool:
+    """One of NumPy's (or SciPy's) ufuncs, whose loops run no Python code (np.frompyfunc's
+    do)."""
+    _add_scipy()
+    return _pure.get(id(ufunc)) is ufunc
 
 
 def runs_python_code(obj) -> bool:

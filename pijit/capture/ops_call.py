@@ -29,6 +29,7 @@ from pijit.capture.values import (NULL, BoundValue, ConstValue, DictValue, Funct
                                   GraphValue, ListValue, SuperValue,
                                   MethodValue, NullValue, TupleValue, contains_graph_value, describe)
 from pijit.capture.wrap import LazyListValue, ObjectValue, class_attribute
+from pijit.capture.writes import ufunc_at
 from pijit.graph.ir import Meta
 
 # Builtins that are pure functions of their (constant) arguments.
@@ -142,6 +143,9 @@ def call_value(cap, fn, args: list, kwargs: dict):
     if kind == "random":
         return opaque_call(cap, target, args, kwargs, kind)
     has_graph = any(contains_graph_value(v) for v in list(args) + list(kwargs.values()))
+    owner = getattr(target, "__self__", None)
+    if has_graph and isinstance(owner, np.ufunc) and name == "at":
+        return ufunc_at(cap, owner, args, kwargs)       # at = np.add.at; at(a, i, v)
     if not has_graph:
         if _is_pure(target) or kind == "pure":
             return _fold_call(cap, target, name, args, kwargs)
@@ -236,6 +240,9 @@ def _call_method(cap, method: MethodValue, args, kwargs):
         else:
             own_list(cap, obj).items.append(args[0])
         return ConstValue(None)
+    if isinstance(obj, ConstValue) and isinstance(obj.value, np.ufunc) and \
+            method.name == "at" and any(contains_graph_value(v) for v in args):
+        return ufunc_at(cap, obj.value, args, kwargs)   # np.add.at(a, idx, v): a write
     if isinstance(obj, ConstValue) and isinstance(obj.value, np.ufunc):
         # np.add.outer(a, b), np.maximum.reduce(a): a bound method made per access
         target = getattr(obj.value, method.name, None)

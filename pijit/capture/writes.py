@@ -13,14 +13,22 @@ Capture checks only what it relies on afterwards (a write changes no shape or dt
 what it can see would raise at the write: that instruction then breaks the graph, so plain
 Python raises there (an in-place ufunc's `same_kind` UFuncTypeError, a value that does not
 broadcast, an index out of bounds of a static dim).
+
+`ufunc.at(a, indices, b)` (np.add.at...) is a write node of the same kind: NumPy's own
+unbuffered loop runs on the real arrays, so repeated indices apply every occurrence, and its
+errors (an index out of bounds or of the wrong type, operand dtypes without a loop, a value
+that does not broadcast) are raised by the node where plain Python raises them, after the
+writes before it. It changes no shape or dtype of its target, so capture checks nothing
+but the call's form.
 """
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 
 import numpy as np
 
-from pijit.capture import numpy_rules
+from pijit.capture import call_table, numpy_rules
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.index_facts import index_key
 from pijit.capture.meta_rules import broadcast
@@ -141,3 +149,35 @@ def inplace(cap, name, left: GraphValue, right):
     ref = cap.graph.add_node("i" + name, INPLACE[name], node.args, dict(node.kwargs),
                              left.meta, node.lineno)
     return GraphValue(ref, left.meta)
+
+
+@dataclass(frozen=True, eq=False)
+class UfuncAt:
+    """The fn of a `ufunc.at` node: calls NumPy's `ufunc.at` on the real arrays.
+    graph/purity.py reads writes_arrays: the node writes into its first argument."""
+    ufunc: np.ufunc
+    writes_arrays = True
+
+    def __call__(self, *args):
+        return self.ufunc.at(*args)
+
+    def __repr__(self):
+        return f"{self.ufunc.__name__}.at"
+
+
+def ufunc_at(cap, ufunc: np.ufunc, args: list, kwargs: dict):
+    """`ufunc.at(a, indices[, b])` on an array `a` of the graph: a write node into `a`, in
+    program order; its value is None, as NumPy's."""
+    name = f"{ufunc.__name__}.at"
+    if not call_table.known_ufunc(ufunc):
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{name} of a ufunc that calls Python code")
+    if kwargs or len(args) != ufunc.nin + 1 or ufunc.nout != 1:
+        # NumPy raises (TypeError, ValueError) before writing anything: plain Python does
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{name} with {len(args)} positional and "
+                        f"{len(kwargs)} keyword arguments")
+    target = args[0]
+    if not isinstance(target, GraphValue) or not target.meta.is_array:
+        cap.unsupported(Reason.SIDE_EFFECT, f"{name} into a {describe(target)}")
+    cap.graph.add_node(name, UfuncAt(ufunc), tuple(node_arg(a) for a in args), {}, NONE_META,
+                       cap.lineno)
+    return ConstValue(None)

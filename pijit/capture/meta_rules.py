@@ -403,11 +403,7 @@ def _slice_len(dim, s: slice, axis: int):
             raise TypeError("slice indices must be integers or None")
     if s.step == 0:
         raise ValueError("slice step cannot be zero")
-    if dim is None:
-        full = (s.start in (None, 0) and s.stop is None and s.step in (None, 1)) or (
-            s.start is None and s.stop is None and s.step == -1)
-        if not full:
-            raise Unsupported(f"slice {s} of dynamic axis {axis} has a size-dependent length")
+    if dim is None:     # (a[mask][:5], np.unique(x)[::2]): its length is dynamic too
         return None
     return len(range(*s.indices(dim)))
 

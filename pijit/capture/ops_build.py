@@ -122,13 +122,19 @@ def BUILD_SLICE(cap, instr):
     cap.push(make_slice(cap, cap.popn(instr.arg)))
 
 
+def _int_bound(meta) -> bool:
+    """A graph value a slice bound may be: a Python int or a NumPy integer scalar
+    (np.searchsorted's, argmax's, an item of an int array), which Python takes by __index__."""
+    return meta.is_pyscalar or not meta.is_array and meta.dtype.kind in "iu"
+
+
 def make_slice(cap, parts):
     if len(parts) == 2:
         parts.append(ConstValue(None))
     if all(isinstance(p, ConstValue) for p in parts):
         return ConstValue(slice(*(p.value for p in parts)))
-    if all(isinstance(p, (ConstValue, GraphValue)) and
-           (isinstance(p, ConstValue) or p.meta.is_pyscalar) for p in parts):
+    if all(isinstance(p, ConstValue) or isinstance(p, GraphValue) and _int_bound(p.meta)
+           for p in parts):
         return SliceValue(*parts)
     cap.unsupported(Reason.UNSUPPORTED_VALUE, "slice bound that is not an integer")
 

@@ -77,6 +77,8 @@ def may_warn(graph, node) -> bool:
     if fid in _WRITES_NOTHING or fid in _QUIET:
         return False
     metas = [graph.meta(r) for r in node_refs(node)]
+    if isinstance(node.meta, tuple) or any(isinstance(m, tuple) for m in metas):
+        return True     # an opaque call's tuple result (np.nonzero's...): NumPy's own code
     if metas and all(m.dtype.kind in "biu" for m in metas) and node.meta.dtype.kind in "biu":
         scalar_math = not any(m.is_array for m in metas)
         return fid in _INT_SCALAR_OVERFLOW if scalar_math else fid not in _INT_ARRAY_QUIET

@@ -20,7 +20,7 @@ from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, 
                                   TupleValue, Value, describe, node_arg)
 from pijit.capture.wrap import SUPPORTED_DTYPE_KINDS
 from pijit.graph.ir import PY_SCALARS, Meta
-from pijit.graph.opaque import OpaqueCall, costly_state, generators
+from pijit.graph.opaque import OpaqueCall, cached_gaussian_draw
 from pijit.graph.purity import mutates
 
 
@@ -41,9 +41,11 @@ def opaque_call(cap, target, args: list, kwargs: dict, kind: str, name: str | No
         # sound while nothing the user can see has happened yet (random generators drawn
         # from before are put back: pijit.graph.opaque.restartable).
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"{name} after a write in the same graph")
-    if rng is None and any(costly_state(r) for r in generators(cap.graph)):
-        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{name} after a draw from an MT19937 "
-                        "generator in the same graph (too costly to put back on a mismatch)")
+    gaussian = cached_gaussian_draw(cap.graph) if rng is None else None
+    if gaussian is not None:
+        cap.unsupported(Reason.UNSUPPORTED_CALL, f"{name} after {gaussian} from an MT19937 "
+                        "RandomState in the same graph (its cached Gaussian is too costly to "
+                        "put back on a mismatch)")
     values = capture_values(cap)
     try:
         real_args = [_real(cap, values, a) for a in args]

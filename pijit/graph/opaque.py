@@ -4,10 +4,12 @@ dtypes and shapes capture learned from calling it on the first call's values.
 
 A result that does not match raises OpaqueMismatch; `restartable` wraps a compiled graph so
 that the transformed function then runs the whole call as plain Python (capture only makes a
-node that may mismatch where no effect the user can see has happened before it in the graph).
+node that may mismatch where no effect the user can see has happened before it in the graph;
+random generators drawn from before it are put back: MT19937's by its raw state struct).
 """
 from __future__ import annotations
 
+import ctypes
 import logging
 
 import numpy as np
@@ -148,12 +150,56 @@ def _drawn(node) -> list:
     return generators(body) if body is not None else []
 
 
-def costly_state(rng) -> bool:
-    """MT19937 (np.random's global RandomState, any RandomState, Generator(MT19937)): taking
-    its state copies 624 words into a dict, hundreds of microseconds measured here, against
-    under 10 for PCG64: too much to take at every run of a graph."""
-    return isinstance(rng, np.random.RandomState) or \
-        isinstance(rng.bit_generator, np.random.MT19937)
+# RandomState methods that leave its cached Gaussian alone (the legacy has_gauss/gauss pair,
+# which only its normal, standard_normal, gamma... draws fill and use): after draws of these
+# only, its state at the start of a graph is its bit generator's alone. Checked against
+# NumPy by tests/test_random_state.py.
+GAUSS_FREE = frozenset({
+    "random_sample", "random", "rand", "randint", "random_integers", "tomaxint", "uniform",
+    "choice", "permutation", "exponential", "standard_exponential", "binomial", "poisson",
+    "geometric", "hypergeometric", "logseries", "zipf", "laplace", "gumbel", "logistic",
+    "rayleigh", "pareto", "weibull", "power", "triangular"})
+
+
+def cached_gaussian_draw(graph) -> str | None:
+    """The name of a draw in the graph (or a loop body) that may change the cached Gaussian
+    of a RandomState over MT19937, else None. Its state at the graph's start could then be
+    put back only through get_state, which copies MT19937's 624 words element by element
+    (160 us measured here, against 1 us for PCG64's): too much to take at every run."""
+    for node in graph.nodes:
+        if is_opaque(node) and node.fn.stateful:
+            rng = node.fn.rng
+            if isinstance(rng, np.random.RandomState) and _mt19937(rng) is not None and \
+                    getattr(node.fn.target, "__name__", "") not in GAUSS_FREE:
+                return node.fn.name
+        body = getattr(node.fn, "body", None)
+        found = cached_gaussian_draw(body) if body is not None else None
+        if found is not None:
+            return found
+    return None
+
+
+# numpy/random/src/mt19937/mt19937.h: struct mt19937_state { uint32_t key[624]; int pos; }
+_MT19937_BYTES = 624 * 4 + 4
+
+
+def _mt19937(rng):
+    """The MT19937 bit generator of a Generator or RandomState, else None."""
+    bits = rng._bit_generator if isinstance(rng, np.random.RandomState) else rng.bit_generator
+    return bits if isinstance(bits, np.random.MT19937) else None
+
+
+def raw_state(rng):
+    """A writable uint8 view of the MT19937 state struct of rng's bit generator (NumPy's
+    documented ctypes interface, `state_address`), or None for another bit generator.
+    Copying it takes a microsecond; it is all of a Generator's state, and all of a
+    RandomState's while its cached Gaussian is left alone (GAUSS_FREE). The view is valid
+    while rng lives: the graph holding it holds rng."""
+    bits = _mt19937(rng)
+    if bits is None:
+        return None
+    struct = (ctypes.c_uint8 * _MT19937_BYTES).from_address(bits.ctypes.state_address)
+    return np.ctypeslib.as_array(struct)
 
 
 def get_state(rng):
@@ -179,17 +225,22 @@ def restartable(graph_fn, name: str, rngs=()):
     the data): its later calls go straight to plain Python, without running the graph up to
     the mismatch again."""
     mismatched = False
+    raw = [raw_state(rng) for rng in rngs]      # MT19937's: copied raw, not by get_state
 
     def run(*inputs):
         nonlocal mismatched
         if mismatched:
             return None
-        states = [get_state(rng) for rng in rngs]
+        states = [get_state(rng) if view is None else view.copy()
+                  for rng, view in zip(rngs, raw)]
         try:
             return graph_fn(*inputs)
         except OpaqueMismatch as e:
-            for rng, state in zip(rngs, states):
-                set_state(rng, state)
+            for rng, view, state in zip(rngs, raw, states):
+                if view is None:
+                    set_state(rng, state)
+                else:
+                    view[:] = state
             mismatched = True
             logging.getLogger("pijit.recompiles").info(
                 "%s: %s; this entry runs as plain Python from now on", name, e)

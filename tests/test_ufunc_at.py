@@ -234,3 +234,17 @@ def test_calls_capture_leaves_to_plain_python():
     assert_same(missing_operand, np.zeros(3), np.array([0]), graphs=1, breaks=1)
     rep = assert_same(frompyfunc_at, np.zeros(3), np.array([0, 0]), graphs=1, breaks=1)
     assert "calls Python code" in rep.break_reasons[0]["reason"]
+
+
+def at_in_a_loop(a, idx, n):
+    for i in range(n):
+        np.add.at(a, idx, a[i])         # reads what the iteration before wrote
+    return a * 2.0
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_ufunc_at_in_a_loop_node(level):
+    kw = jit_kwargs(level, specialize_scalar=False)
+    for n in (4, 0, 5):
+        rep = assert_same(at_in_a_loop, np.arange(5.0), np.array([0, 0, 3]), n, jit_kwargs=kw)
+        assert rep.ops_per_graph == [["loop", "mul"]], rep.ops_per_graph

@@ -261,3 +261,19 @@ def test_ops_after_slices_of_data_sized_results_fuse():
     for fn, args in ((first_selected, (x, 0.4)), (nonzero_tail, (x,))):
         groups = _fused_groups(fn, *args)
         assert any("[None]" in g and "=mul" in g and "=add" in g for g in groups), groups
+
+
+def writes_by_a_data_bound(x, y, v):
+    k = np.searchsorted(x, v)
+    x[:k] = 0.0
+    y[k:] += x[k:] * 2.0
+    return x + y
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_writes_through_slices_by_a_data_bound(level):
+    x = np.sort(np.random.default_rng(1).random(8))
+    for v in (0.3, -1.0, 5.0):           # a bound inside, below and past the end
+        rep = assert_same(writes_by_a_data_bound, x, np.ones(8), v,
+                          jit_kwargs=jit_kwargs(level))
+        assert rep.ops_per_graph[0].count("setitem") == 2, rep.ops_per_graph

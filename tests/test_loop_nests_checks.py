@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from benchmarks.workloads import lcs_table
 from pijit.loopnest import node as nest_node
 from pijit.loopnest.lower_c import NestKernel
 from tests.differential import assert_same
@@ -202,18 +203,6 @@ def test_other_indices_stay_checked(level, resumes, kernels):
             assert not [op for op in ops_of(k, "load", checked=False) if op.args[1] == "l_j"]
 
 
-def lcs(a, b):
-    n, m = a.shape[0], b.shape[0]
-    dp = np.zeros((n + 1, m + 1), dtype=np.int64)
-    for i in range(1, n + 1):
-        for j in range(1, m + 1):
-            if a[i - 1] == b[j - 1]:
-                dp[i, j] = dp[i - 1, j - 1] + 1
-            else:
-                dp[i, j] = max(dp[i - 1, j], dp[i, j - 1])
-    return dp
-
-
 def zipped(a, b, out):
     for k, (x, y) in enumerate(zip(a, b)):
         out[k] = x * y
@@ -223,7 +212,7 @@ def zipped(a, b, out):
 @pytest.mark.parametrize("level", LEVELS)
 def test_nested_and_zipped_loops(level, resumes, kernels):
     rng = np.random.default_rng(1)
-    same(lcs, rng.integers(0, 3, 9), rng.integers(0, 3, 7), level=level)
+    same(lcs_table, rng.integers(0, 3, 9), rng.integers(0, 3, 7), level=level)
     same(zipped, np.arange(5.0), np.arange(7.0), np.zeros(5), level=level)
     same(zipped, np.arange(5.0), np.arange(7.0), np.zeros(3), level=level)   # IndexError
     if level == "O1":

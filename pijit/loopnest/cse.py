@@ -13,7 +13,7 @@ holds in the nest as recognised (the Python form resumes from those).
 """
 from __future__ import annotations
 
-from pijit.loopnest.ir import Const, Op, successors
+from pijit.loopnest.ir import Const, Op, reverse_postorder, successors
 
 _PURE = ("binop", "unop", "cmp", "call", "load", "shape", "truth")
 
@@ -80,7 +80,7 @@ def eliminate(blocks: list, types: dict, entry: int = 0) -> list:
 
     # optimistic iteration: a block's value is the meet of the predecessors known so far,
     # which only shrinks, until nothing changes
-    order = _reverse_postorder(by_id, entry)
+    order = reverse_postorder(by_id, entry)
     changed = True
     while changed:
         changed = False
@@ -97,19 +97,3 @@ def eliminate(blocks: list, types: dict, entry: int = 0) -> list:
         else:
             result.append(b)
     return result
-
-
-def _reverse_postorder(by_id: dict, entry: int) -> list:
-    post, seen, stack = [], set(), [(entry, False)]
-    while stack:
-        k, done = stack.pop()
-        if done:
-            post.append(k)
-            continue
-        if k in seen:
-            continue
-        seen.add(k)
-        stack.append((k, True))
-        for s in successors(by_id[k].term):
-            stack.append((s, False))
-    return post[::-1]

@@ -86,6 +86,25 @@ def successors(term) -> tuple:
             "version": term[2:]}.get(term[0], ())
 
 
+def reverse_postorder(by_id: dict, entry: int, to=lambda k: k) -> list:
+    """Block ids reachable from entry in reverse postorder (every block after its forward
+    predecessors; a block's first successor placed last among them); `to` redirects an edge
+    (lower_c threads jump-only blocks through it)."""
+    post, seen, stack = [], set(), [(to(entry), False)]
+    while stack:
+        k, done = stack.pop()
+        if done:
+            post.append(k)
+            continue
+        if k in seen:
+            continue
+        seen.add(k)
+        stack.append((k, True))
+        for s in successors(by_id[k].term):
+            stack.append((to(s), False))
+    return post[::-1]
+
+
 @dataclass
 class Nest:
     """A loop nest: blocks (0 is the entry), variable types, the arrays it reads and writes

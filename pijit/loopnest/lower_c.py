@@ -16,7 +16,7 @@ import numpy as np
 
 from pijit.loopnest import bounds, cse
 from pijit.loopnest import types as T
-from pijit.loopnest.ir import Const, Nest, successors
+from pijit.loopnest.ir import Const, Nest, reverse_postorder
 
 _C = {"bool": ("npy_bool", "Bool"), "int8": ("npy_int8", "Byte"),
       "int16": ("npy_int16", "Short"), "int32": ("npy_int32", "Int"),
@@ -158,21 +158,7 @@ def _layout(blocks: list) -> list:
     16% between 3.11 and 3.12), and every block follows its forward predecessors."""
     by_id = {b.id: b for b in blocks}
     target = _threaded(blocks)
-    post, seen = [], set()
-    stack = [(target.get(0, 0), False)]
-    while stack:
-        k, done = stack.pop()
-        if done:
-            post.append(by_id[k])
-            continue
-        if k in seen:
-            continue
-        seen.add(k)
-        stack.append((k, True))
-        # pushed last = visited first = placed last: the preferred successor comes first
-        for s in successors(by_id[k].term):
-            stack.append((target.get(s, s), False))
-    return post[::-1]
+    return [by_id[k] for k in reverse_postorder(by_id, 0, lambda k: target.get(k, k))]
 
 
 def _declaration_order(nest: Nest, blocks: list) -> list:

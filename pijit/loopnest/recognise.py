@@ -624,8 +624,7 @@ class _Walk:
 
     def truth(self, block, operand, pos):
         """A branch condition: a bool variable as it is, else bool(operand)."""
-        if isinstance(operand, str) and self.type(operand) in ((T.BOOL,), (T.NPBOOL,),
-                                                                (T.BOOL, T.NPBOOL)):
+        if isinstance(operand, str) and set(self.type(operand)) <= {T.BOOL, T.NPBOOL}:
             return block, operand
         dst = f"c{pos}"
         self.define(dst, (T.BOOL,))

@@ -83,8 +83,11 @@ def is_np(t) -> bool:
 
 def vt(*members) -> tuple:
     """A variable type from its members (sorted, unique); Unsupported when they do not
-    share one C value."""
-    ms = tuple(sorted(set(members), key=str))
+    share one C value. Sorted by name(), which tells every static type apart (str() does not:
+    bool and np.bool_ both print "bool", and a tie kept the order of the set, which follows
+    PyScalar's id-based hash, so a bool-or-np.bool_ union was one tuple in one process and
+    the other in the next, and the type walks never settled)."""
+    ms = tuple(sorted(set(members), key=name))
     families = {_FAMILY.get(m) for m in ms}
     if len(ms) > 1 and (len(families) != 1 or None in families):
         raise Unsupported(f"a value is {' or '.join(map(name, ms))}")

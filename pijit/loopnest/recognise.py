@@ -402,9 +402,11 @@ class _Walk:
             stack.append(("iter", it))
             return self.emit(block, Op("range", it, tuple(rng[1]), "range"))
         if name == "FOR_ITER":
-            it = stack[-1]
-            if it[0] != "iter" or any(x[0] == "v" for x in stack):
+            # no iterator on the stack: a loop over one made before the region (a generator
+            # expression's `for x in .0`)
+            if not stack or stack[-1][0] != "iter" or any(x[0] == "v" for x in stack):
                 raise Unsupported("FOR_ITER over a non-range, or with values on the stack")
+            it = stack[-1]
             exit_stack = stack + [("null",)] if facts.for_iter_exit else stack[:-1]
             exit_id = self.edge(block, self.target(ins), exit_stack)
             if len(it) == 3:

@@ -205,12 +205,13 @@ def plot(results, path):
 def _plot_sweep(results, backends, plt, path):
     """Speedup against size, one panel per sweep workload, one line per variant."""
     from benchmarks import sweep
-    bases = list(sweep.series(results, backends[0])) if backends else []
+    per = {b: sweep.series(results, b) for b in backends}
+    bases = list(per[backends[0]]) if backends else []
     fig, axes = plt.subplots(1, max(1, len(bases)), figsize=(4.5 * max(1, len(bases)), 4),
                              squeeze=False)
     for ax, base in zip(axes[0], bases):
         for b in backends:
-            pts = sweep.series(results, b).get(base, [])
+            pts = per[b].get(base, [])
             if not pts:
                 continue
             n, med, q1, q3 = zip(*pts)

@@ -19,7 +19,7 @@ import pytest
 
 import pijit
 from pijit.backends import cfused
-from differential import assert_same, clone, run_observed, run_plain
+from differential import assert_same, assert_same_outcome, clone, run_observed, run_plain
 
 O1 = {"jit_config": {"jit_level": "O1"}}
 RNG = np.random.default_rng(20)
@@ -372,3 +372,273 @@ def test_same_results_at_o0(kernel):
                 jit_kwargs={"jit_config": {"jit_level": "O0"}})
     u = _floats(12, 12)
     assert_same(f_stencil, u, u, jit_kwargs={"jit_config": {"jit_level": "O0"}})
+
+
+# -- dynamic axes: one function called with many shapes ---------------------------------------
+@pytest.fixture
+def shapes(monkeypatch, caplog):
+    """Call one jitted function (never reset between calls) with each argument tuple in turn,
+    each call differential against plain NumPy (results, mutated inputs bit for bit,
+    warnings, exceptions); return ([fallback calls of each call], [logged group texts])."""
+    def run(fn, arg_sets):
+        calls = []
+        fallback = cfused.group_fallback
+
+        def counting(graph, grp, *spec, **kws):
+            fb = fallback(graph, grp, *spec, **kws)
+            nargs = len(grp.inputs)
+
+            def counted(*a):
+                calls.append("whole" if len(a) == nargs else "repair")
+                return fb(*a)
+            return counted
+        monkeypatch.setattr(cfused, "group_fallback", counting)
+        jitted = pijit.jit(fn, **O1)
+        pijit.reset(jitted)
+        per_call = []
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="pijit.kernels"):
+            for k, args in enumerate(arg_sets):
+                want_args, got_args = clone(list(args)), clone(list(args))
+                want = run_plain(fn, want_args, {})
+                got = run_observed(jitted, got_args, {})
+                assert_same_outcome(got, want, got_args, want_args,
+                                    f"call {k + 1} {[getattr(a, 'shape', a) for a in args]}")
+                per_call.append(calls[:])
+                calls.clear()
+        texts = [r.getMessage() for r in caplog.records if "group" in r.getMessage()]
+        return per_call, texts, pijit.stats(jitted)
+    return run
+
+
+def assert_dynamic_direct(per_call, texts, stats):
+    """The first shape compiled a static entry, the second one with dynamic axes that every
+    later shape reused; every call wrote in the kernel (no NumPy fallback)."""
+    assert stats["compile_count"] == 2, stats
+    assert any(" into %" in t and "None" in t for t in texts), texts
+    assert per_call == [[]] * len(per_call), per_call
+
+
+RANK2_SHAPES = [(40, 30), (25, 50), (0, 7), (1, 9), (2, 2), (9, 1), (1, 1), (33, 0), (70, 45)]
+
+
+def test_rank2_update_with_many_shapes(shapes):
+    sets = [(_floats(m, n), _floats(m), _floats(n), _floats(m), _floats(n))
+            for m, n in RANK2_SHAPES]
+    assert_dynamic_direct(*shapes(f_rank2, sets))
+
+
+@pytest.mark.parametrize("fn", [f_isub, f_idiv, f_out])
+def test_inplace_with_many_3d_shapes(shapes, fn):
+    dims = [(4, 5, 6), (3, 7, 2), (0, 3, 4), (1, 1, 5), (2, 2, 2), (5, 1, 3), (6, 4, 1)]
+    sets = [(_floats(*s), _floats(*s), _floats(*s) + 3.0) for s in dims]
+    assert_dynamic_direct(*shapes(fn, sets))
+
+
+def test_setitem_with_many_shapes(shapes):
+    dims = [(48, 40), (30, 33), (2, 2), (3, 3), (1, 5), (4, 2), (61, 17)]
+    assert_dynamic_direct(*shapes(f_stencil, [(_floats(*s), _floats(*s)) for s in dims]))
+    dims = [(20, 30), (14, 9), (1, 4), (3, 2), (0, 5), (41, 23)]
+    sets = [(_floats(*s), _floats((s[0] + 1) // 2, (s[1] + 1) // 3),
+             _floats((s[0] + 1) // 2, (s[1] + 1) // 3)) for s in dims]
+    sets = [(o, x[:, :len(range(1, o.shape[1], 3))], y[:, :len(range(1, o.shape[1], 3))])
+            for o, x, y in sets]
+    assert_dynamic_direct(*shapes(f_strided, sets))
+
+
+def test_setitem_column_of_a_dynamic_axis(shapes):
+    """out[:, 2] of out (?, 6): an int on a static axis, a view of a dynamic length."""
+    sets = [(_floats(m, 6), _floats(m), _floats(m)) for m in (30, 20, 0, 1, 2, 57)]
+    assert_dynamic_direct(*shapes(f_column, sets))
+
+
+def test_mismatched_dynamic_shapes_raise_as_numpy(shapes):
+    """A destination the value would broadcast into, or that would broadcast (NumPy raises
+    "non-broadcastable output"): NumPy's path, its error."""
+    sets = [(_floats(6, 5), _floats(6, 5), _floats(6, 5)),
+            (_floats(4, 3), _floats(4, 3), _floats(4, 3)),
+            (_floats(1, 3), _floats(4, 3), _floats(4, 3)),
+            (_floats(4, 3), _floats(1, 3), _floats(4, 1))]
+    per_call, texts, stats = shapes(f_isub, sets)
+    assert per_call[2:] == [["whole"], ["whole"]], per_call
+
+
+def test_dynamic_flag_repairs_from_the_flagged_row(shapes):
+    """An overflow at a middle row of shapes seen after the axes became dynamic."""
+    sets = []
+    for shape, at in [((40, 30), (17, 11)), ((50, 20), (31, 3)), ((9, 70), (4, 69)),
+                      ((1, 30), (0, 5))]:
+        A, B, C = _floats(*shape), _floats(*shape), _floats(*shape)
+        A[at], C[at] = -1.7e308, 1.7e308
+        sets.append((A, B, C))
+    per_call, texts, stats = shapes(f_isub, sets)
+    assert stats["compile_count"] == 2, stats
+    assert per_call == [["repair"]] * 4, per_call
+
+
+# -- more axes, strides and views ------------------------------------------------------------
+def f_iadd2(X, Y):
+    X += Y * 2.0
+    return X
+
+
+def _views3():
+    base = _floats(9, 14, 12)
+    return {"dense": lambda: (_floats(5, 6, 7), _floats(5, 6, 7)),
+            "fortran": lambda: (np.asfortranarray(_floats(5, 6, 7)), np.asfortranarray(
+                _floats(5, 6, 7))),
+            "transposed": lambda: (_floats(6, 5, 7).transpose(1, 0, 2),
+                                   _floats(6, 5, 7).transpose(1, 0, 2)),
+            "strided": lambda: (_floats(9, 14, 12)[::2, 1::2, 2:9], _floats(5, 7, 7)),
+            "negative": lambda: (_floats(9, 14, 12)[::-2, ::-1, 3:10], _floats(5, 14, 7)),
+            "4-d": lambda: (_floats(3, 4, 5, 6)[:, ::2], _floats(3, 2, 5, 6)),
+            # rows of the last two axes (render.collapse), and not (Y's rows have gaps)
+            "collapsible": lambda: (_floats(10, 6, 7)[::2], _floats(10, 6, 7)[1::2]),
+            "uncollapsible": lambda: (_floats(9, 6, 7)[::2], _floats(5, 6, 9)[:, :, :7]),
+            "disjoint": lambda: (base[:4, :, :6], base[5:, :, 6:])}
+
+
+@pytest.mark.parametrize("layout", list(_views3()))
+def test_3d_destinations(kernel, layout):
+    direct(kernel, f_iadd2, *_views3()[layout]())
+
+
+def test_setitem_into_a_plane_of_a_3d_array(kernel):
+    def f(T, x, y):
+        T[:, :, 2] = x * y - 1.0
+        T[1:, ::2, 0] = x[1:, ::2] + 0.5
+        return T
+    direct(kernel, f, _floats(20, 30, 4), _floats(20, 30), _floats(20, 30))
+
+
+@pytest.mark.parametrize("step", [2, -3])
+def test_strided_and_reversed_1d_destinations(kernel, step):
+    def f(out, x, y):
+        out[::step] = x * y + 1.0
+        return out
+
+    def g(a, b):
+        v = a[::step]
+        v -= b * 0.5
+        return a
+    n = len(range(0, 90, abs(step)))
+    direct(kernel, f, _floats(90), _floats(n), _floats(n))
+    direct(kernel, g, _floats(90), _floats(n))
+    # longer than a segment (PJ_CHUNK elements): several segments of one row
+    n = len(range(0, 100_000, abs(step)))
+    direct(kernel, f, _floats(100_000), _floats(n), _floats(n))
+    direct(kernel, g, _floats(100_000), _floats(n))
+
+
+def test_negative_strides_of_a_2d_destination(kernel):
+    def f(A, B, C):
+        v = A[::-1, ::-2]
+        v *= B - C
+        return A
+    direct(kernel, f, _floats(30, 40), _floats(30, 20), _floats(30, 20))
+
+
+# -- overlap ----------------------------------------------------------------------------------
+def test_overlapping_3d_operands_take_the_temporary(kernel):
+    base = _floats(10, 12, 8)
+    temporary(kernel, f_iadd2, base[:6, 2:], base[3:9, :10])
+    temporary(kernel, f_iadd2, base[::2, ::2], base[1::2, 1::2])     # interleaved extents
+
+
+def test_destination_over_itself_takes_the_temporary(kernel):
+    """A destination whose elements share memory (a stride-0 axis, rows laid over each
+    other): NumPy buffers the write, so the result is its last row; a kernel writing row
+    after row would add every row."""
+    buf = _floats(64)
+    zero = np.ndarray((4, 5), np.float64, buffer=buf, strides=(0, 8))
+    assert zero.flags.writeable
+    temporary(kernel, f_iadd2, zero, _floats(4, 5))
+    laid = np.ndarray((6, 5), np.float64, buffer=buf, strides=(16, 8))
+    temporary(kernel, f_iadd2, laid, _floats(6, 5))
+    temporary(kernel, f_iadd2, np.ndarray((3, 4, 5), np.float64, buffer=buf,
+                                          strides=(0, 40, 8)), _floats(3, 4, 5))
+
+
+# -- floating-point flags at a middle row -----------------------------------------------------
+@pytest.mark.parametrize("layout", ["strided", "negative", "transposed", "fortran",
+                                    "collapsible", "uncollapsible"])
+def test_3d_flag_repairs_from_the_flagged_row(kernel, layout):
+    """Rows over two outer axes (views), flat chunks in a permuted order (F order, more than
+    one chunk): the kernel writes what precedes the flag in its own order, NumPy the rest."""
+    if layout == "fortran":
+        X, Y = (np.asfortranarray(_floats(30, 40, 50)) for _ in range(2))
+        X[20, 30, 40], Y[20, 30, 40] = 1.7e308, 1.7e308
+    else:
+        X, Y = _views3()[layout]()
+        X[2, 3, 4], Y[2, 3, 4] = 1.7e308, 1.7e308
+    text, calls = kernel(f_iadd2, X, Y)
+    assert " into %" in text and calls == ["repair", "repair"], (text, calls)
+
+
+def test_flag_in_a_middle_segment_of_a_long_row(kernel):
+    def f(out, x, y):
+        out[::2] = x * y + 1.0
+        return out
+    x, y = _floats(50_000), _floats(50_000)
+    x[37_000], y[37_000] = 1e200, 1e200
+    text, calls = kernel(f, _floats(100_000), x, y)
+    assert " into %" in text and calls == ["repair", "repair"], (text, calls)
+
+
+def test_strided_1d_destination_scratch_is_bounded():
+    """A 1-D strided destination is one row: its scratch (the row computed before it is
+    written, and the gathered strided operand) is a segment, not the array."""
+    def f(out, x):
+        v = out[::2]
+        v += x * 3.0
+        return out
+    out, x = _floats(2_000_000), _floats(1_000_000)
+    jitted = pijit.jit(f, **O1)
+    pijit.reset(jitted)
+    jitted(out.copy(), x)
+    want = out.copy()
+    f(want, x)
+    tracemalloc.start()
+    try:
+        jitted(out, x)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(out, want, strict=True)
+    assert peak < x.nbytes // 16, peak
+
+
+def test_dynamic_direct_write_allocates_no_temporary():
+    """After a second shape (dynamic axes), the rank-2 update still allocates nothing of
+    A's size."""
+    jitted = pijit.jit(f_rank2, **O1)
+    pijit.reset(jitted)
+    for m, n in [(30, 20), (20, 30)]:
+        jitted(_floats(m, n), _floats(m), _floats(n), _floats(m), _floats(n))
+    A = _floats(700, 900)
+    u1, v1, u2, v2 = _floats(700), _floats(900), _floats(700), _floats(900)
+    want = A.copy()
+    f_rank2(want, u1, v1, u2, v2)
+    tracemalloc.start()
+    try:
+        jitted(A, u1, v1, u2, v2)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(A, want, strict=True)
+    assert peak < A.nbytes // 8, peak
+    assert pijit.stats(jitted)["compile_count"] == 2
+
+
+def test_setitem_int_on_a_dynamic_axis_warns_then_raises(shapes):
+    """out[3] = v where out's first axis is dynamic: not split into a view (which could
+    raise IndexError before v is computed); NumPy computes v, warns, then raises."""
+    def f(out, x, y):
+        out[3] = x * y
+        return out
+    x, y = _floats(4), _floats(4)
+    x[1], y[1] = 1e200, 1e200
+    sets = [(_floats(5, 4), _floats(4), _floats(4)), (_floats(7, 4), _floats(4), _floats(4)),
+            (_floats(2, 4), x, y), (_floats(9, 4), x, y)]
+    per_call, texts, stats = shapes(f, sets)
+    assert stats["compile_count"] == 2, stats

@@ -586,8 +586,10 @@ def out_target(fn, kwargs):
 
 def out_meta(result: Meta, out: Meta) -> Meta:
     """The value of `ufunc(..., out=out)`: out itself, when it holds the result exactly
-    (same shape and dtype; other casts and broadcasts are left to plain Python)."""
-    if result.shape != out.shape or None in out.shape:
+    (same shape and dtype; other casts and broadcasts are left to plain Python). Dynamic
+    dims match as the in-place operators' do (writes.inplace): whatever their lengths at run
+    time, NumPy's call returns out or raises, as its node does."""
+    if result.shape != out.shape:
         raise Unsupported(f"out= of shape {out.shape} for a result of shape "
                                       f"{result.shape}")
     if result.dtype != out.dtype:

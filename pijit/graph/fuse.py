@@ -308,9 +308,10 @@ def direct_write(graph: Graph, node, exact: bool = False, numpy_loops=frozenset(
     or None: `A += v` (-= *= /=) of an array A, and `np.add(x, y, out=A)` (subtract, multiply,
     divide), whose dtype is the operation's result dtype (no cast, so NumPy's same_kind rule
     holds), and StoreInto(d, v) of a view (setitem of a basic slice, graph/stores.py: v cast
-    to d's dtype as astype casts). The destination has a static shape of 1 or 2 axes, each
-    of 2 or more (the kernel's repair of a floating-point flag slices what it did not write,
-    render.py).
+    to d's dtype as astype casts). The destination is an array of any number of axes, each
+    dynamic (its length, 0 and 1 included, checked by the kernel at run time) or of static
+    length 2 or more (a static length 1 makes the kernel read the destination as one value,
+    render.GroupKernel's "one" kind).
 
     The group's NumPy fallback runs the write node itself, with every NumPy rule (overlap
     buffering, read-only targets, warnings)."""
@@ -330,9 +331,9 @@ def direct_write(graph: Graph, node, exact: bool = False, numpy_loops=frozenset(
     if not isinstance(dest, Ref):
         return None
     dm = graph.meta(dest)
-    if not dm.is_array or None in dm.shape or dm.ndim not in (1, 2) or \
-            min(dm.shape) < 2 or dm.dtype not in VALUE_DTYPES:
-        return None     # (an axis of length 1 is read with stride 0: the kernel's rows)
+    if not dm.is_array or dm.ndim == 0 or any(d is not None and d < 2 for d in dm.shape) \
+            or dm.dtype not in VALUE_DTYPES:
+        return None
     if not isinstance(node.fn, StoreInto):
         operands = [graph.meta(a) if isinstance(a, Ref) else a for a in node.args]
         if any(isinstance(m, Meta) and not (m.is_array or m.ndim == 0) for m in operands) or \

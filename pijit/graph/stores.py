@@ -1,19 +1,17 @@
 """Item assignment into a basic slice as a write into its view: Graph -> Graph where
-`X[key] = v` (key of ints, slices, None and `...`; X of static shape) becomes
+`X[key] = v` (key of ints, slices, None and `...`; X of any shape) becomes
 `d = X[key]; StoreInto(setitem)(d, v)`, so fusion can make v's kernel write straight into d
 (fuse.direct_write) instead of a temporary that setitem then copies.
 
 For such keys NumPy's `X[key] = v` is `X[key][...] = v`: the same view, the same unsafe cast,
-broadcast and read-only ValueError. The view itself cannot raise: capture checked the key
-against X's static shape (and so does `_view_meta`, or the node stays a setitem).
+broadcast and read-only ValueError. The view itself cannot raise: `_view_shape` keeps the
+setitem of a key that could (an int on a dynamic axis, or out of a static axis' bounds).
 Used by the fused backend only, and only when v is computed by an elementwise node.
 """
 from __future__ import annotations
 
 import dataclasses
 import operator
-
-import numpy as np
 
 from pijit.graph.ir import Graph, Meta, Node, Ref, arg_refs, node_refs
 
@@ -91,8 +89,8 @@ def _basic(key) -> bool:
 
 
 def _view_meta(graph: Graph, node):
-    """The Meta of the view `X[key]` of a setitem node of an array value into a basic key of
-    a static-shape X, when that is an array (not one item); else None."""
+    """The Meta of the view `X[key]` of a setitem node of an array value into a basic key,
+    when that is an array (not one item) and cannot raise; else None."""
     if node.fn is not operator.setitem or node.kwargs or len(node.args) != 3:
         return None
     target, key, value = node.args
@@ -100,14 +98,39 @@ def _view_meta(graph: Graph, node):
             or not _basic(key):
         return None
     tm, vm = graph.meta(target), graph.meta(value)
-    if not (tm.is_array and vm.is_array) or None in tm.shape:
+    if not (tm.is_array and vm.is_array):
         return None
-    dummy = np.lib.stride_tricks.as_strided(np.zeros(1, tm.dtype), shape=tm.shape,
-                                            strides=(0,) * tm.ndim)
-    try:
-        view = dummy[key]
-    except Exception:       # noqa: BLE001 - NumPy raises it at run time: keep the setitem
+    shape = _view_shape(tm.shape, key)
+    if not shape:
         return None
-    if type(view) is not np.ndarray or view.ndim == 0:
+    return Meta.array(shape, tm.dtype)
+
+
+def _view_shape(shape: tuple, key):
+    """The shape of X[key] for X of `shape` (None: a dynamic length), or None when that is
+    not an array of one or more axes or could raise: an int on a dynamic axis (out of bounds
+    only at run time, where NumPy would raise after computing the value, not before), more
+    indices than axes, a zero step."""
+    entries = key if type(key) is tuple else (key,)
+    used = sum(k is not None and k is not Ellipsis for k in entries)
+    if sum(k is Ellipsis for k in entries) > 1 or used > len(shape):
         return None
-    return Meta.array(view.shape, tm.dtype)
+    full = []
+    for k in entries:
+        full += [slice(None)] * (len(shape) - used) if k is Ellipsis else [k]
+    if not any(k is Ellipsis for k in entries):
+        full += [slice(None)] * (len(shape) - used)
+    out, axis = [], 0
+    for k in full:
+        if k is None:
+            out.append(1)
+            continue
+        n = shape[axis]
+        axis += 1
+        if type(k) is slice:
+            if k.step == 0:
+                return None
+            out.append(None if n is None else len(range(*k.indices(n))))
+        elif n is None or not -n <= k < n:
+            return None
+    return tuple(out) if out else None

@@ -226,22 +226,27 @@ def _write_fallback(fn, nargs: int, single: bool, dest: int, *args):
     """The NumPy fallback of a group that writes into its destination (input `dest`).
 
     Called with the group's inputs: the whole group (the kernel did not write). Called with
-    two more, (start, mode), by a kernel that met a floating-point flag (render.py): it wrote
-    only rows (mode 1) or flat chunks (mode 0) before `start`, where nothing raised a flag,
-    in C order or, mode + 2, over the transposed arrays (its iteration order). NumPy then
-    computes the rest, with the warnings (or errors) it gives there, which are the whole
-    operation's; the kernel's own outputs stand."""
+    two more, (start, perm), by a kernel that met a floating-point flag (render.py): it wrote
+    the elements before `start` of its iteration order (C order over the destination's axes
+    taken in the order `perm`), where nothing raised a flag. NumPy then computes the rest in
+    one call of the group over the flat rest of every operand, with the warnings (or errors)
+    it gives there, which are the whole operation's; the kernel's own outputs stand. Where
+    the destination's axes do not collapse into one (a view with gaps, a 3-D array iterated
+    by rows), its rest is computed in a copy and copied back."""
     if len(args) == nargs:
         out = fn(*args)
         return out[0] if single else out
-    *args, start, mode = args
-    shape = args[dest].shape
-    cut = []
+    *args, start, perm = args
+    target = args[dest]
+    cut, flat = [], None
     for k, a in enumerate(args):
         if isinstance(a, np.ndarray):
-            a = a if k == dest else np.broadcast_to(a, shape)
-            a = a.T if mode >= 2 else a
-            a = a.reshape(-1)[start:] if mode % 2 == 0 else a[start:]
+            a = (a if k == dest else np.broadcast_to(a, target.shape)).transpose(perm)
+            a = a.reshape(-1)       # (a copy when the axes do not collapse)
+            flat = a if k == dest else flat
+            a = a[start:]
         cut.append(a)
     fn(*cut)
+    if flat.size and not np.may_share_memory(flat, target):
+        target.transpose(perm)[...] = flat.reshape(target.transpose(perm).shape)
     return None

@@ -19,7 +19,7 @@ one thread, so results never depend on the thread count.
 An input the kernel cannot take (unexpected dtype, unaligned, byte-swapped, non-broadcastable)
 makes it call the group's NumPy fallback instead. A group ending in a write
 (fuse.direct_write) computes it into its destination, an input, row by row (direct_checks,
-commit). Values are computed in each node's dtype,
+commit; outer axes that continue the rows join them, long rows go in segments of PJ_CHUNK). Values are computed in each node's dtype,
 exactly as NumPy would: same promotion (from the node Metas), NaN-propagating maximum/minimum/
 clip/max/min; transcendentals through libmvec; sums by pairwise summation over blocks
 (accumulated in double; reductions.py says how long a block is).
@@ -225,6 +225,37 @@ static PJ_COLD __attribute__((unused)) int pj_overlap(PyArrayObject *a, PyArrayO
         hi[k] += PyArray_ITEMSIZE(ab[k]);
     }
     return lo[0] < hi[1] && lo[1] < hi[0];
+}
+
+/* Whether two elements of `a` may share bytes (a stride-0 axis of a broadcast view, rows
+   laid over each other by as_strided): NumPy buffers a write into such an array, where a
+   kernel writing row after row would read what it wrote. Sufficient: taken by increasing
+   |stride|, each axis longer than 1 steps past all that the axes before it span. */
+static PJ_COLD __attribute__((unused)) int pj_internal_overlap(PyArrayObject *a)
+{
+    npy_intp st[NPY_MAXDIMS], dim[NPY_MAXDIMS];
+    int m = 0;
+    for (int d = 0; d < PyArray_NDIM(a); d++) {
+        npy_intp n = PyArray_DIM(a, d), s = PyArray_STRIDE(a, d);
+        if (n == 0)
+            return 0;
+        if (n == 1)
+            continue;
+        int k = m++;
+        for (; k > 0 && st[k - 1] > (s < 0 ? -s : s); k--) {
+            st[k] = st[k - 1];
+            dim[k] = dim[k - 1];
+        }
+        st[k] = s < 0 ? -s : s;
+        dim[k] = n;
+    }
+    npy_intp span = PyArray_ITEMSIZE(a);
+    for (int k = 0; k < m; k++) {
+        if (st[k] < span)
+            return 1;
+        span += st[k] * (dim[k] - 1);
+    }
+    return 0;
 }
 
 /* pijit's buffer pool (a NumPy memory handler, csrc/pool.c; set from Python): outputs of 4 MiB
@@ -1173,7 +1204,6 @@ class GroupKernel:
                  "&& N >= PJ_PAR_MIN;")
         if self.write is not None:
             L += ["    npy_intp bail = -1, rstart = 0;",
-                  "    int rmode = 0;",
                   "    const int femask = PJ_FE_ERR | (under ? FE_UNDERFLOW : 0);"]
         L += ["    {", *["        " + s for s in self.rows_path(whole, flat_ok)], "    }"]
         if whole:
@@ -1252,6 +1282,7 @@ class GroupKernel:
                   "            return pj_fallback(gk, args, nargs);"]
         if self.proto is not None:
             L += self.keep_order()
+        L += self.collapse()
         if self.grp.exact and any(
                 r.meta.dtype in FLOAT and (self.cols_axes(r) is not None
                                            or g.reduce[r.out][0] in ("sum", "mean"))
@@ -1307,6 +1338,26 @@ class GroupKernel:
         return sorted({self.index[r.index] for n in self.grp.nodes if n.out in self.grp.numpy_loops
                        for r in node_refs(n) if r.index in self.index
                        and self.kinds[self.index[r.index]] in ("full", "other")})
+
+    def collapse(self) -> list:
+        """C lines (a writing group of 2 or more axes): the outer axes that continue the
+        rows in every array (stride: the row's stride times its length) join the rows, so
+        rows are as long as the layout allows (`X[::2] += ...` of a 3-D X: rows of its last
+        two axes). The iteration order stays C order over the (permuted) axes, the order
+        the repair of a flag counts in (pj_repair)."""
+        if self.write is None or self.nd < 2:
+            return []
+        nd = self.nd
+        same = " && ".join(f"st{i}[d] == st{i}[{nd} - 1] * shape[{nd} - 1]"
+                           for i in self.arrays)
+        return [f"    for (int d = {nd} - 2; d >= 0; d--) {{",
+                "        if (shape[d] == 1)",
+                "            continue;",
+                f"        if (!({same}))",
+                "            break;",
+                f"        shape[{nd} - 1] *= shape[d];",
+                "        shape[d] = 1;",
+                "    }"]
 
     def keep_order(self) -> list:
         """Iterate in the memory order of the full-shape inputs, as NumPy's ufuncs do, so
@@ -1365,21 +1416,30 @@ class GroupKernel:
         gathered into a scratch row, so every stage loop exists once, for contiguous rows
         (each copy of a vectorized loop costs gcc about 60 ms)."""
         g, ndi = self.grp, self.ndi
+        # A writing group (no reductions, no row values) splits long rows into segments of
+        # PJ_CHUNK, so its scratch rows stay that short (a 1-D strided destination is one row)
+        seg = self.write is not None
         strided = [i for i in self.arrays if self.kinds[i] in ("full", "other")
                    and (i != self.dest or self.dest_read)]
         contig = " && ".join([f"(n <= 1 || st{i}[{ndi} - 1] == (npy_intp)sizeof({CTYPE[self.dtype(g.inputs[i])]}))"
                               for i in strided] or ["1"])
         tree = bool(self.tree) and flat_ok
         chunks = "ntb" if tree else "(N + PJ_CHUNK - 1) / PJ_CHUNK"
-        L = [f"const int flat = {self.dense() if flat_ok else '0'};",
-             f"const npy_intp nrows = flat ? {chunks} : rows, nrow = n;",
-             "(void)nrow;",
+        L = [f"const int flat = {self.dense() if flat_ok else '0'};"]
+        if seg:
+            L += ["const npy_intp nrow = n;",
+                  "const npy_intp nseg = flat || n <= PJ_CHUNK ? 1 : (n + PJ_CHUNK - 1) / PJ_CHUNK;",
+                  f"const npy_intp nrows = flat ? {chunks} : rows * nseg;"]
+        else:
+            L += [f"const npy_intp nrows = flat ? {chunks} : rows, nrow = n;"]
+        L += ["(void)nrow;",
              f"const int contig = flat || ({contig});",
              "#pragma omp parallel num_threads(PJ_THREADS) if(par) reduction(|:fperr) "
              "reduction(|:oom)",
              "{",
              "    feclearexcept(PJ_FE_ERR | FE_UNDERFLOW);"]
-        row = "(flat ? PJ_CHUNK : n > 0 ? n : 1)"
+        row = "(flat || n > PJ_CHUNK ? PJ_CHUNK : n > 0 ? n : 1)" if seg else \
+            "(flat ? PJ_CHUNK : n > 0 ? n : 1)"
         chunk = "(n > PJ_SUM_CHUNK ? PJ_SUM_CHUNK : n > 0 ? n : 1)"    # a row sum's chunk
         scratch = [(f"w{r.index}", CTYPE[self.dtype(r)], "1", row) for r in self.carried
                    if r.index not in self.direct] + [
@@ -1406,15 +1466,20 @@ class GroupKernel:
         L += [f"    #pragma omp for schedule(static{', PJ_AHEAD_ROWS' if ahead else ''})",
               "    for (npy_intp r = 0; r < nrows; r++) {"]
         R = [f"if ({'oom' if scratch else '0'})", "    continue;"]
+        # segment r % nseg of row r / nseg: its first element and length
+        part = "(r % nseg) * PJ_CHUNK"
+        rowlen = f"(nrow - {part} < PJ_CHUNK ? nrow - {part} : PJ_CHUNK)" if seg else "nrow"
         if flat_ok and tree:
             R += ["const npy_intp n = flat ? tb[r + 1] - tb[r] : nrow;"]
         elif flat_ok:
             R += ["const npy_intp n = flat ? (N - r * PJ_CHUNK < PJ_CHUNK ? N - r * PJ_CHUNK "
-                  ": PJ_CHUNK) : nrow;"]
+                  f": PJ_CHUNK) : {rowlen};"]
+        elif seg:
+            R += [f"const npy_intp n = {rowlen};"]
         R += [f"const char *b[{max(len(self.arrays), 1)}];",
               f"{'npy_intp' if flat_ok else 'const npy_intp'} ibase = {'r * n' if whole else '0'};",
               "(void)ibase;",
-              "npy_intp row_at = r * n;"]
+              f"npy_intp row_at = {f'(r / nseg) * nrow + {part}' if seg else 'r * n'};"]
         if flat_ok:
             R += ["if (flat) {",
                   f"    ibase = row_at = {'tb[r]' if tree else 'r * PJ_CHUNK'};",
@@ -1422,12 +1487,14 @@ class GroupKernel:
                     f"(npy_intp)sizeof({CTYPE[self.dtype(g.inputs[i])]}) : 0);"
                     for k, i in enumerate(self.arrays)],
                   "} else {"]
-        O = self.odometer("r", "idx", "rest")
+        O = self.odometer("r / nseg" if seg else "r", "idx", "rest")
         for red in self.grp.reductions:
             if self.cols_axes(red) is not None:
                 O += self.cols_offset(red)
         for k, i in enumerate(self.arrays):
             O += self.row_pointer(f"b[{k}]", i, "idx")
+            if seg:
+                O.append(f"b[{k}] += {part} * st{i}[{ndi} - 1];")
         R += ["    " + s for s in O] + ["}"] if flat_ok else O
         for k, i in enumerate(self.arrays):
             ct = CTYPE[self.dtype(g.inputs[i])]
@@ -1479,12 +1546,10 @@ class GroupKernel:
               *[f"    PyMem_RawFree({buf});" for buf, _, _, _ in scratch],
               "    PJ_FE_FOLD(fperr);",
               "}"]
-        if self.write is not None:
-            permuted = "perm[0] != 0" if self.proto is not None and self.nd == 2 else "0"
-            L += ["if (bail >= 0) {",
-                  "    rstart = flat ? bail * PJ_CHUNK : bail;",
-                  f"    rmode = (flat ? 0 : 1) + ({permuted} ? 2 : 0);",
-                  "}"]
+        if seg:     # the first element not written, in the iteration's order
+            L += ["if (bail >= 0)",
+                  "    rstart = flat ? bail * PJ_CHUNK : (bail / nseg) * nrow "
+                  "+ (bail % nseg) * PJ_CHUNK;"]
         return L
 
     def direct_checks(self) -> list:
@@ -1498,7 +1563,8 @@ class GroupKernel:
         d, nd = self.dest, self.nd
         fb = "        return pj_fallback(gk, args, nargs);"
         dims = " || ".join(f"PyArray_DIM(a{d}, {k}) != shape[{k}]" for k in range(nd))
-        L = [f"    if (!PyArray_ISWRITEABLE(a{d}) || PyArray_NDIM(a{d}) != {nd} || {dims})", fb]
+        L = [f"    if (!PyArray_ISWRITEABLE(a{d}) || PyArray_NDIM(a{d}) != {nd} || {dims}",
+             f"            || pj_internal_overlap(a{d}))", fb]
         others = [f"pj_overlap(a{d}, a{i})" for i in self.arrays if i != d]
         if others:
             L += [f"    if ({' || '.join(others)})", fb]
@@ -1537,7 +1603,8 @@ class GroupKernel:
              "    }",
              *([] if self.write is None else [
                  "    if (bail >= 0) {",
-                 "        PyObject *rest = pj_repair(gk, args, nargs, rstart, rmode);",
+                 "        PyObject *rest = pj_repair(gk, args, nargs, rstart, "
+                 f"{'perm' if self.proto is not None else 'NULL'}, {self.nd});",
                  "        if (rest == NULL)",
                  "            goto fail;",
                  "        Py_DECREF(rest);",
@@ -1796,17 +1863,26 @@ static PyObject *pj_fallback(int k, PyObject *const *args, Py_ssize_t nargs)
     return PyObject_Vectorcall(fn, args, (size_t)nargs, NULL);
 }
 
-/* A writing kernel that met a flag at row (or flat element) `start`: NumPy computes from
-   there (cfused._write_fallback; mode: 0 flat chunks, 1 rows, + 2 transposed). */
+/* A writing kernel that met a flag at element `start` of its iteration order (C order over
+   the destination's axes taken in the order `perm`, NULL: their own): NumPy computes from
+   there (cfused._write_fallback). */
 static PJ_COLD __attribute__((unused)) PyObject *
-pj_repair(int k, PyObject *const *args, Py_ssize_t nargs, npy_intp start, int mode)
+pj_repair(int k, PyObject *const *args, Py_ssize_t nargs, npy_intp start, const int *perm,
+          int nd)
 {
     PyObject *fn = pj_fallbacks[k], *t = PyTuple_New(nargs + 2), *r = NULL;
     if (t == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < nargs; i++)
         PyTuple_SET_ITEM(t, i, Py_NewRef(args[i]));
-    PyObject *s = PyLong_FromSsize_t(start), *m = PyLong_FromLong(mode);
+    PyObject *s = PyLong_FromSsize_t(start), *m = PyTuple_New(nd);
+    for (int d = 0; m != NULL && d < nd; d++) {
+        PyObject *axis = PyLong_FromLong(perm == NULL ? d : perm[d]);
+        if (axis == NULL)
+            Py_CLEAR(m);
+        else
+            PyTuple_SET_ITEM(m, d, axis);
+    }
     if (s != NULL)
         PyTuple_SET_ITEM(t, nargs, s);
     if (m != NULL)

@@ -25,23 +25,30 @@ O1 = {"jit_config": {"jit_level": "O1"}}
 RNG = np.random.default_rng(20)
 
 
+def count_fallbacks(monkeypatch) -> list:
+    """The list each group fallback call compiled from now on appends to: 'whole' (the
+    kernel handed the call to NumPy) or 'repair' (NumPy computed the rest after a flag)."""
+    calls = []
+    fallback = cfused.group_fallback
+
+    def counting(graph, grp, *spec, **kws):
+        fb = fallback(graph, grp, *spec, **kws)
+        nargs = len(grp.inputs)
+
+        def counted(*a):
+            calls.append("whole" if len(a) == nargs else "repair")
+            return fb(*a)
+        return counted
+    monkeypatch.setattr(cfused, "group_fallback", counting)
+    return calls
+
+
 @pytest.fixture
 def kernel(monkeypatch, caplog):
     """Run a differential check; return (logged group text, [fallback calls: 'whole' or
     'repair'])."""
     def run(fn, *args, level="O1", **kw):
-        calls = []
-        fallback = cfused.group_fallback
-
-        def counting(graph, grp, *spec, **kws):
-            fb = fallback(graph, grp, *spec, **kws)
-            nargs = len(grp.inputs)
-
-            def counted(*a):
-                calls.append("whole" if len(a) == nargs else "repair")
-                return fb(*a)
-            return counted
-        monkeypatch.setattr(cfused, "group_fallback", counting)
+        calls = count_fallbacks(monkeypatch)
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="pijit.kernels"):
             assert_same(fn, *args, jit_kwargs={"jit_config": {"jit_level": level}}, **kw)
@@ -344,24 +351,27 @@ def test_write_then_break_then_exception(kernel):
     assert " into %" in text and calls == [], (text, calls)
 
 
+def traced_peak(fn, *args) -> int:
+    """Peak traced memory (bytes) of one call fn(*args)."""
+    tracemalloc.start()
+    try:
+        fn(*args)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_direct_write_allocates_no_temporary():
     """Peak traced memory of the jitted update stays far below A's size (the temporary it
     replaces is A-sized)."""
     A = _floats(1000, 1000)
     u1, v1, u2, v2 = _floats(1000), _floats(1000), _floats(1000), _floats(1000)
     jitted = pijit.jit(f_rank2, **O1)
-    # compiled for A's shape alone: after the shapes other tests called f_rank2 with, A's
-    # axes would be dynamic, and a write over dynamic axes is not direct
-    pijit.reset(jitted)
+    pijit.reset(jitted)     # (a fresh cache: its first compile is this shape's)
     jitted(A, u1, v1, u2, v2)
     want = A.copy()
     f_rank2(want, u1, v1, u2, v2)
-    tracemalloc.start()
-    try:
-        jitted(A, u1, v1, u2, v2)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = traced_peak(jitted, A, u1, v1, u2, v2)
     np.testing.assert_array_equal(A, want, strict=True)
     assert peak < A.nbytes // 8, peak
 
@@ -379,20 +389,10 @@ def test_same_results_at_o0(kernel):
 def shapes(monkeypatch, caplog):
     """Call one jitted function (never reset between calls) with each argument tuple in turn,
     each call differential against plain NumPy (results, mutated inputs bit for bit,
-    warnings, exceptions); return ([fallback calls of each call], [logged group texts])."""
+    warnings, exceptions); return ([fallback calls of each call], [logged group texts],
+    pijit.stats)."""
     def run(fn, arg_sets):
-        calls = []
-        fallback = cfused.group_fallback
-
-        def counting(graph, grp, *spec, **kws):
-            fb = fallback(graph, grp, *spec, **kws)
-            nargs = len(grp.inputs)
-
-            def counted(*a):
-                calls.append("whole" if len(a) == nargs else "repair")
-                return fb(*a)
-            return counted
-        monkeypatch.setattr(cfused, "group_fallback", counting)
+        calls = count_fallbacks(monkeypatch)
         jitted = pijit.jit(fn, **O1)
         pijit.reset(jitted)
         per_call = []
@@ -598,12 +598,7 @@ def test_strided_1d_destination_scratch_is_bounded():
     jitted(out.copy(), x)
     want = out.copy()
     f(want, x)
-    tracemalloc.start()
-    try:
-        jitted(out, x)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = traced_peak(jitted, out, x)
     np.testing.assert_array_equal(out, want, strict=True)
     assert peak < x.nbytes // 16, peak
 
@@ -619,12 +614,7 @@ def test_dynamic_direct_write_allocates_no_temporary():
     u1, v1, u2, v2 = _floats(700), _floats(900), _floats(700), _floats(900)
     want = A.copy()
     f_rank2(want, u1, v1, u2, v2)
-    tracemalloc.start()
-    try:
-        jitted(A, u1, v1, u2, v2)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    peak = traced_peak(jitted, A, u1, v1, u2, v2)
     np.testing.assert_array_equal(A, want, strict=True)
     assert peak < A.nbytes // 8, peak
     assert pijit.stats(jitted)["compile_count"] == 2

@@ -310,8 +310,8 @@ def direct_write(graph: Graph, node, exact: bool = False, numpy_loops=frozenset(
     holds), and StoreInto(d, v) of a view (setitem of a basic slice, graph/stores.py: v cast
     to d's dtype as astype casts). The destination is an array of any number of axes, each
     dynamic (its length, 0 and 1 included, checked by the kernel at run time) or of static
-    length 2 or more (a static length 1 makes the kernel read the destination as one value,
-    render.GroupKernel's "one" kind).
+    length 2 or more (static lengths of 1 stay NumPy's: with all of them 1, the kernel would
+    read the destination as one value, render.GroupKernel's "one" kind).
 
     The group's NumPy fallback runs the write node itself, with every NumPy rule (overlap
     buffering, read-only targets, warnings)."""

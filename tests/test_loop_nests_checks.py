@@ -36,7 +36,10 @@ def same(fn, *args, level="O1", breaks=0):
 
 
 def ops_of(kernel, kind, checked=None) -> list:
-    return [op for b in kernel.blocks for op in b.ops
+    """The ops of a kind in the blocks as bounds.py and cse.py left them (not in the select
+    blocks ifconvert.py adds: copies of a branch's two sides, whose original stays as the
+    fallback; tests/test_loop_nests_ifconvert.py looks at those)."""
+    return [op for b in kernel.blocks if b.term[0] != "select" for op in b.ops
             if op.kind == kind and (checked is None or op.checked == checked)]
 
 

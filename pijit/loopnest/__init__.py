@@ -11,6 +11,8 @@ Stages, in the order data flows:
     bounds.py     the C kernel's loops versioned: accesses proven in range at a loop's
                   entry skip their bounds checks (the Python form never sees the copies)
     cse.py        loads and arithmetic the C kernel already holds on every path: copies
+    ifconvert.py  small branches of the C kernel made selects: both sides run, the condition
+                  picks; a check failing there runs the original branch
     lower_c.py    Nest -> C (gotos), built by backends/cfused's build and disk cache
     node.py       NestOp: the graph node's function
     capture.py    the capture hook: at an outermost loop's first instruction, try the nest

@@ -29,7 +29,8 @@ class Const:
 @dataclass
 class Op:
     """dst = kind(args) in `domain`; kinds: copy, binop, cmp, unop, call, load, store, shape,
-    range (dst: the iterator's name), truth."""
+    range (dst: the iterator's name), truth; select (dst = args[1] if args[0] else args[2]:
+    ifconvert.py, C kernel only)."""
     kind: str
     dst: str | None
     args: tuple
@@ -76,6 +77,8 @@ class Block:
     ops: list = field(default_factory=list)
     # ("jump", b) | ("branch", cond, b_true, b_false) | ("foriter", it, var, b_body, b_exit)
     # | ("exit",) | ("version", checks, b_unchecked, b_checked) (bounds.py; C kernel only)
+    # | ("select", b_join, b_fallback) (ifconvert.py; C kernel only: the block's ops run
+    # both sides of a branch, a failed check goes to b_fallback, the original branch)
     term: tuple = ("exit",)
 
 
@@ -83,7 +86,7 @@ def successors(term) -> tuple:
     """A terminator's target blocks, the one to fall through to first (a loop's body, a
     branch's true side, a versioned loop's unchecked copy)."""
     return {"jump": term[1:], "branch": term[2:], "foriter": term[3:],
-            "version": term[2:]}.get(term[0], ())
+            "version": term[2:], "select": term[1:]}.get(term[0], ())
 
 
 def reverse_postorder(by_id: dict, entry: int, to=lambda k: k) -> list:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from pijit.loopnest import bounds, cse
+from pijit.loopnest import bounds, cse, ifconvert
 from pijit.loopnest import types as T
-from pijit.loopnest.ir import Const, Nest, reverse_postorder
+from pijit.loopnest.ir import Block, Const, Nest, reverse_postorder
 
 _C = {"bool": ("npy_bool", "Bool"), "int8": ("npy_int8", "Byte"),
       "int16": ("npy_int16", "Short"), "int32": ("npy_int32", "Int"),
@@ -158,10 +158,24 @@ def _layout(blocks: list) -> list:
     16% between 3.11 and 3.12), and every block follows its forward predecessors."""
     by_id = {b.id: b for b in blocks}
     target = _threaded(blocks)
-    return [by_id[k] for k in reverse_postorder(by_id, 0, lambda k: target.get(k, k))]
+    to = lambda k: target.get(k, k)                                 # noqa: E731
+    # the fallbacks of select blocks (ifconvert.py: the original branches, run only when a
+    # check fails) and what only they reach come after the rest
+    hot = {k: Block(k, b.ops, ("jump", b.term[1])) if b.term[0] == "select" else b
+           for k, b in by_id.items()}
+    order = reverse_postorder(hot, 0, to)
+    placed, j = set(order), 0
+    while j < len(order):
+        b = by_id[order[j]]
+        if b.term[0] == "select":
+            rest = [k for k in reverse_postorder(hot, b.term[2], to) if k not in placed]
+            order += rest
+            placed.update(rest)
+        j += 1
+    return [by_id[k] for k in order]
 
 
-def _declaration_order(nest: Nest, blocks: list) -> list:
+def _declaration_order(nest: Nest, types: dict, blocks: list) -> list:
     """The variables in the order the laid-out `blocks` first use them (gcc numbers its
     declarations in order: sorted by name, the declarations of one nest came in another order
     on each Python version, whose capture numbers temporaries differently)."""
@@ -171,12 +185,12 @@ def _declaration_order(nest: Nest, blocks: list) -> list:
     for b in blocks:
         for op in b.ops:
             for x in (*op.args, op.dst):
-                if isinstance(x, str) and x in nest.types:
+                if isinstance(x, str) and x in types:
                     first.setdefault(x, len(first))
         for x in b.term[1:]:
-            if isinstance(x, str) and x in nest.types:
+            if isinstance(x, str) and x in types:
                 first.setdefault(x, len(first))
-    rest = [v for v in nest.variables() if v not in first]
+    rest = [v for v in sorted(types) if v not in first]
     return sorted(first, key=first.get) + rest
 
 
@@ -196,10 +210,12 @@ class NestKernel:
     def __init__(self, nest: Nest, gid: int = 0):
         self.nest = nest
         self.grp = _Group(gid)
-        # the blocks the C runs: loops versioned for their bounds checks, then common
-        # subexpressions copied; a hand-over in a copied block resumes at its origin
+        # the blocks the C runs: loops versioned for their bounds checks, common
+        # subexpressions copied, then small branches made selects (whose sides' variables
+        # join the nest's in vtypes); a hand-over in a copied block resumes at its origin
         blocks, self.origin = bounds.version(nest)
-        self.blocks = cse.eliminate(blocks, nest.types)
+        self.vtypes = dict(nest.types)
+        self.blocks = ifconvert.convert(cse.eliminate(blocks, nest.types), self.vtypes)
 
     # -- values --------------------------------------------------------------------------
     def val(self, x) -> str:
@@ -214,7 +230,7 @@ class NestKernel:
         return "v_" + x
 
     def types(self, x) -> tuple:
-        return (x.type,) if isinstance(x, Const) else self.nest.types[x]
+        return (x.type,) if isinstance(x, Const) else self.vtypes[x]
 
     def is_np_cond(self, x, member) -> str:
         """C condition: operand x currently holds a value of static type `member`."""
@@ -226,7 +242,7 @@ class NestKernel:
         return f"(g_{x} == {int(T.is_np(member))})"
 
     def set_tag(self, dst, results: dict, operands: tuple) -> list:
-        vt = self.nest.types[dst]
+        vt = self.vtypes[dst]
         if len(vt) == 1:
             return []
         terms = []
@@ -237,21 +253,33 @@ class NestKernel:
         return [f"g_{dst} = {' || '.join(f'({t})' for t in terms) or '0'};"]
 
     def copy_tag(self, dst, src) -> list:
-        if len(self.nest.types[dst]) == 1:
+        if len(self.vtypes[dst]) == 1:
             return []
         vt = self.types(src)
         if len(vt) == 1:
             return [f"g_{dst} = {int(T.is_np(vt[0]))};"]
         return [f"g_{dst} = g_{src};"]
 
+    def select_tag(self, dst, args) -> list:
+        if len(self.vtypes[dst]) == 1:
+            return []
+        tags = []
+        for x in args[1:]:
+            vt = self.types(x)
+            tags.append(f"g_{x}" if len(vt) > 1 else str(int(T.is_np(vt[0]))))
+        return [f"g_{dst} = {self.val(args[0])} ? {tags[0]} : {tags[1]};"]
+
     # -- ops -----------------------------------------------------------------------------
-    def op(self, op, bid: int) -> list:
+    def op(self, op, bid: int, bail: str | None = None) -> list:
+        """op's C; a failed check hands over at block `bid`, or runs `bail` when given."""
         k = op.kind
         a = [self.val(x) for x in op.args]
-        bail = f"PJ_BAIL({bid});"
+        bail = bail or f"PJ_BAIL({bid});"
         d = f"v_{op.dst}" if op.dst else None
         if k == "copy":
             return [f"{d} = {a[0]};"] + self.copy_tag(op.dst, op.args[0])
+        if k == "select":
+            return [f"{d} = {a[0]} ? {a[1]} : {a[2]};"] + self.select_tag(op.dst, op.args)
         if k == "shape":
             return [f"{d} = n_{op.args[0]}_{op.args[1].value};"]
         if k in ("load", "store"):
@@ -317,7 +345,7 @@ class NestKernel:
         ops = op.args
         out = []
         tag = self.set_tag(op.dst, op.results, ops) if op.results else \
-            ([] if len(self.nest.types[op.dst]) == 1 else None)
+            ([] if len(self.vtypes[op.dst]) == 1 else None)
         if op.kind == "call" and op.op in ("min", "max"):
             x, y = ops
             rel = "<" if op.op == "min" else ">"
@@ -462,7 +490,7 @@ class NestKernel:
 
     # -- boxing ----------------------------------------------------------------------------
     def box(self, var, dst: str) -> list:
-        vt = self.nest.types[var]
+        vt = self.vtypes[var]
         if len(vt) == 1:
             return self.box_as(vt[0], f"v_{var}", dst)
         py, npt = (vt[0], vt[1]) if not T.is_np(vt[0]) else (vt[1], vt[0])
@@ -484,7 +512,7 @@ class NestKernel:
                 f"if ({dst} != NULL) PyArrayScalar_VAL({dst}, {cls}) = {v};"]
 
     def unbox(self, var, src: str) -> list:
-        vt = self.nest.types[var]
+        vt = self.vtypes[var]
         out = []
         for m in vt:
             tag = f" g_{var} = {int(T.is_np(m))};" if len(vt) > 1 else ""
@@ -514,9 +542,9 @@ class NestKernel:
             for j in range(ndim):
                 L.append(f"    npy_intp n_{arr}_{j}, s_{arr}_{j};")
         blocks = _layout(self.blocks)
-        for var in _declaration_order(nest, blocks):
-            L.append(f"    {ctype(nest.types[var][0])} v_{var} = 0;")
-            if len(nest.types[var]) > 1:
+        for var in _declaration_order(nest, self.vtypes, blocks):
+            L.append(f"    {ctype(self.vtypes[var][0])} v_{var} = 0;")
+            if len(self.vtypes[var]) > 1:
                 L.append(f"    unsigned char g_{var} = 0;")
         nin = len(nest.arrays) + len(nest.inputs)
         L.append(f"    if (nargs != {nin}) goto entry;")
@@ -535,18 +563,24 @@ class NestKernel:
         for k, var in enumerate(nest.inputs, start=len(nest.arrays)):
             L += ["    " + s for s in self.unbox(var, f"args[{k}]")]
         target = _threaded(self.blocks)
+        fallbacks = {target.get(b.term[2], b.term[2]) for b in blocks if b.term[0] == "select"}
         for b in blocks:
-            L.append(f"b{b.id}:")
+            # a fallback is reached only when a speculated op's check fails
+            L.append(f"b{b.id}:" + (" __attribute__((cold));" if b.id in fallbacks else ""))
             resume = self.origin.get(b.id, b.id)
+            # the ops of a select block (both sides of a branch) go to the original branch
+            # when a check fails: nothing is written before (ifconvert.py)
+            spec = f"goto b{target.get(b.term[2], b.term[2])};" if b.term[0] == "select" \
+                else None
             for k, op in enumerate(b.ops):
-                text = self.op(op, resume)
+                text = self.op(op, resume, spec)
                 if any("PJ_BAIL" in s for s in text) and (k or not op.bails):
                     # a hand-over resumes at the block's start: only its first op may bail
                     raise AssertionError(f"op {op} bails in the middle of block {b.id}")
                 L += ["    " + s for s in text]
             t = tuple(target.get(x, x) if j > 0 and isinstance(x, int) else x
                       for j, x in enumerate(b.term))
-            if t[0] == "jump":
+            if t[0] in ("jump", "select"):
                 L.append(f"    goto b{t[1]};")
             elif t[0] == "branch":
                 L.append(f"    if (v_{t[1]}) goto b{t[2]}; else goto b{t[3]};")

@@ -11,6 +11,8 @@ Stages, in the order data flows:
     bounds.py     the C kernel's loops versioned: accesses proven in range at a loop's
                   entry skip their bounds checks (the Python form never sees the copies)
     cse.py        loads and arithmetic the C kernel already holds on every path: copies
+    float_checks.py  NumPy float checks a later check covers (a non-finite value stays
+                  non-finite through + - * and a numerator): dropped
     ifconvert.py  small branches of the C kernel made selects: both sides run, the condition
                   picks; a check failing there runs the original branch
     lower_c.py    Nest -> C (gotos), built by backends/cfused's build and disk cache

@@ -39,12 +39,16 @@ class Op:
     lineno: int | None = None
     # {operand member types: result type}, for a result whose type has two members
     results: dict = field(default_factory=dict)
-    # False: a load or store of the C kernel whose index bounds.py proved in range
+    # False: a load or store of the C kernel whose index bounds.py proved in range, or a
+    # NumPy float op whose non-finite result a later op's check catches (float_checks.py)
     checked: bool = True
+    # the block a hand-over at this op resumes at when not its own (float_checks.py: the
+    # first op of the run its check covers; C kernel only)
+    resume: int | None = None
 
     @property
     def bails(self) -> bool:
-        if self.kind == "load":
+        if self.kind == "load" or self.kind == "binop" and not self.checked:
             return self.checked
         if self.kind in ("store", "range"):
             return True

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pijit.loopnest import bounds, cse, ifconvert
+from pijit.loopnest import bounds, cse, float_checks, ifconvert
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Block, Const, Nest, reverse_postorder
 
@@ -211,11 +211,14 @@ class NestKernel:
         self.nest = nest
         self.grp = _Group(gid)
         # the blocks the C runs: loops versioned for their bounds checks, common
-        # subexpressions copied, then small branches made selects (whose sides' variables
-        # join the nest's in vtypes); a hand-over in a copied block resumes at its origin
+        # subexpressions copied, float checks later ones cover dropped, then small branches
+        # made selects (whose sides' variables join the nest's in vtypes); a hand-over in a
+        # copied block resumes at its origin
         blocks, self.origin = bounds.version(nest)
         self.vtypes = dict(nest.types)
-        self.blocks = ifconvert.convert(cse.eliminate(blocks, nest.types), self.vtypes)
+        blocks = cse.eliminate(blocks, nest.types)
+        blocks = float_checks.defer(blocks, nest.types, self.origin, nest.live_in())
+        self.blocks = ifconvert.convert(blocks, self.vtypes)
 
     # -- values --------------------------------------------------------------------------
     def val(self, x) -> str:
@@ -398,8 +401,9 @@ class NestKernel:
             if op.kind == "unop":
                 return out + [f"{d} = {'-' if name == 'neg' else '+'}{xs[0]};"] + tag
             x, y = xs
-            if name in ("add", "sub", "mul") and "py" in dom:
-                # Python floats: an overflow is inf and an invalid op nan, silently
+            if name in ("add", "sub", "mul") and ("py" in dom or not op.checked):
+                # Python floats: an overflow is inf and an invalid op nan, silently; a NumPy
+                # float whose non-finite result a later check catches (float_checks.py)
                 sym = {"add": "+", "sub": "-", "mul": "*"}[name]
                 return out + [f"{d} = {x} {sym} {y};"] + tag
             if name == "truediv" and "py" in dom:
@@ -573,7 +577,7 @@ class NestKernel:
             spec = f"goto b{target.get(b.term[2], b.term[2])};" if b.term[0] == "select" \
                 else None
             for k, op in enumerate(b.ops):
-                text = self.op(op, resume, spec)
+                text = self.op(op, resume if op.resume is None else op.resume, spec)
                 if any("PJ_BAIL" in s for s in text) and (k or not op.bails):
                     # a hand-over resumes at the block's start: only its first op may bail
                     raise AssertionError(f"op {op} bails in the middle of block {b.id}")

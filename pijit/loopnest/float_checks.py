@@ -1,0 +1,137 @@
+"""NumPy float checks a later check covers, dropped: `b0 * x[i] + b1 * px - a1 * py` checks
+once, at its last operation, instead of at each of its five.
+
+A NumPy float add, subtract or multiply hands over when its result is not finite (Python
+then computes it, and NumPy warns). Not finite goes on not finite through a later add,
+subtract or multiply (either operand) and a division's numerator: inf + 1, inf * 0, nan / 2.
+So in a straight run of the C kernel's blocks, an op whose result flows that way into a
+later checked op needs no check of its own: that later check fails too, and its hand-over
+resumes at the first op of the run, from which Python computes them all again and warns
+where plain Python would. That holds while Python, resuming there, sees what the first op
+saw: nothing in between stores, hands over for another reason, or assigns a variable live
+at the first op's block. A run ends before any of those; an op whose result is not covered
+by the run's end keeps its check.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pijit.loopnest import types as T
+from pijit.loopnest.ir import successors
+
+# operand positions through which a non-finite value makes the result non-finite
+_PROPAGATES = {"add": (0, 1), "sub": (0, 1), "mul": (0, 1), "truediv": (0,)}
+
+
+def _checked_float(op, types: dict) -> bool:
+    """A NumPy float op whose only hand-over is a non-finite result (truediv: also a zero
+    divisor), computed without converting a Python int."""
+    if op.kind != "binop" or op.op not in _PROPAGATES or not op.checked \
+            or op.domain[:1] != ("f",) or "py" in op.domain:
+        return False
+    if op.domain[1] == T.F32:          # a Python int operand is checked against 2**24
+        return not any(m is T.INT for x in op.args if isinstance(x, str) for m in types[x])
+    return True
+
+
+def _chains(blocks: dict) -> list:
+    """Runs of blocks each ending in a jump to the next, the next having no other
+    predecessor."""
+    preds = {k: [] for k in blocks}
+    for b in blocks.values():
+        for s in successors(b.term):
+            preds[s].append(b.id)
+
+    def follows(k):
+        (p,) = preds[k] if len(preds[k]) == 1 else (None,)
+        return p is not None and blocks[p].term == ("jump", k) and p != k
+
+    chains = []
+    for k in sorted(blocks):
+        if follows(k):
+            continue
+        chain = [k]
+        while blocks[chain[-1]].term[0] == "jump":
+            nxt = blocks[chain[-1]].term[1]
+            if not follows(nxt) or nxt in chain:
+                break
+            chain.append(nxt)
+        chains.append(chain)
+    return chains
+
+
+class _Run:
+    """The checked float ops of one run from its first op (at `start`), and which of their
+    results are not covered yet (class: the op producing it -> the variables holding it)."""
+
+    def __init__(self, start: int):
+        self.start = start
+        self.members = []           # (block, op index) of the checked float ops
+        self.open = {}              # producer (block, op index) -> variables holding it
+
+    def holders(self, x):
+        return [p for p, held in self.open.items() if x in held]
+
+    def assign(self, var):
+        for held in self.open.values():
+            held.discard(var)
+
+
+def defer(blocks: list, types: dict, origin: dict, live_in: dict) -> list:
+    """blocks (the C kernel's, any ids) with the checks later ones cover dropped
+    (op.checked False) and the kept checks of such a run resuming at its first op's block
+    (op.resume); origin: kernel block -> the nest block a hand-over there resumes at;
+    live_in: the nest's Nest.live_in()."""
+    by_id = {b.id: b for b in blocks}
+    ops = {b.id: list(b.ops) for b in blocks}
+
+    def finish(run):
+        if run is None:
+            return
+        covered = [m for m in run.members if m not in run.open
+                   and ops[m[0]][m[1]].op != "truediv"]
+        if not covered:
+            return
+        resume = origin.get(run.start, run.start)
+        for bid, j in run.members:
+            op = ops[bid][j]
+            ops[bid][j] = replace(op, checked=False) if (bid, j) in covered else \
+                replace(op, resume=resume)
+
+    for chain in _chains(by_id):
+        run = None
+        for bid in chain:
+            for j, op in enumerate(ops[bid]):
+                if _checked_float(op, types):
+                    live = live_in[origin.get(bid, bid)]
+                    if run is not None and op.dst in live_in[origin.get(run.start,
+                                                                        run.start)]:
+                        finish(run)
+                        run = None
+                    if run is None:
+                        if op.dst in live:
+                            continue
+                        run = _Run(bid)
+                    for pos in _PROPAGATES[op.op]:
+                        for p in run.holders(op.args[pos]):
+                            del run.open[p]             # covered by this op's check
+                    run.assign(op.dst)
+                    run.members.append((bid, j))
+                    if op.op != "truediv":
+                        run.open[(bid, j)] = {op.dst}
+                    continue
+                if run is None:
+                    continue
+                if op.kind in ("store", "range") or op.bails \
+                        or op.dst in live_in[origin.get(run.start, run.start)]:
+                    finish(run)
+                    run = None
+                    continue
+                if op.dst is not None:
+                    copied = run.holders(op.args[0]) if op.kind == "copy" \
+                        and isinstance(op.args[0], str) else []
+                    run.assign(op.dst)
+                    for p in copied:
+                        run.open[p].add(op.dst)
+        finish(run)
+    return [type(b)(b.id, ops[b.id], b.term) for b in blocks]

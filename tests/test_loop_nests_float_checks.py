@@ -1,0 +1,104 @@
+"""NumPy float checks of a loop nest's C kernel that a later check covers, dropped
+(pijit/loopnest/float_checks.py): a run of float operations checks once at its end, and a
+hand-over there resumes at the run's first operation, so plain Python warns at the right
+operation of the right iteration. Each case runs plain and jitted (results, partial writes,
+warnings; one loop_nest node, explain) and counts the checks the kernel kept."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.workloads import forward_subst, iir_filter
+from tests.differential import assert_same
+from tests.test_loop_nests import resumes  # noqa: F401 - a fixture
+from tests.test_loop_nests_checks import kernels  # noqa: F401 - a fixture
+
+LEVELS = ["O0", "O1"]
+
+
+def same(fn, *args, level="O1", breaks=0):
+    return assert_same(fn, *args, ops=["loop_nest"], breaks=breaks,
+                       jit_kwargs={"jit_config": {"jit_level": level}})
+
+
+def float_ops(kernel, checked) -> list:
+    """The kernel's NumPy float binops whose non-finite check it kept (or dropped)."""
+    return [op for b in kernel.blocks for op in b.ops
+            if op.kind == "binop" and op.domain[:1] == ("f",) and "py" not in op.domain
+            and op.checked == checked]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_filter_checks_once_per_sample(level, resumes, kernels):
+    x = np.random.default_rng(0).random(50)
+    same(iir_filter, x, 0.5, 0.25, 0.1, level=level)
+    if level == "O1":
+        assert resumes == []
+        (k,) = kernels
+        # per copy of the loop: four of the five operations unchecked, the last checked
+        assert len(float_ops(k, False)) == 4 * len(float_ops(k, True))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("where", ["first product", "sum", "last difference"])
+def test_an_overflow_warns_at_its_operation(level, where, resumes):
+    # iir_filter's yi = b0 * x[i] + b1 * prev_x - a1 * prev_y overflows at sample 3 (the
+    # product, the sum) or 4 (the difference), the operations before it finite
+    x, b0, b1, a1 = {
+        "first product": ([0.5, 0.25, 1.0, 1e300, 2.0, 3.0], 1e10, 0.5, 0.1),
+        "sum": ([0.5, 0.25, 1e308, 1e308, 2.0, 3.0], 1.0, 1.0, 0.0),
+        "last difference": ([0.5, 0.25, 1.0, 1e308, 1e308, 3.0], 1.0, 0.0, -1.0)}[where]
+    same(iir_filter, np.array(x), b0, b1, a1, level=level)
+    if level == "O1":
+        assert resumes
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_forward_substitution(level, resumes, kernels):
+    rng = np.random.default_rng(2)
+    L = np.tril(rng.random((12, 12))) + 12 * np.eye(12)
+    same(forward_subst, L, rng.random(12), level=level)
+    L[7, 3] = 1e308                     # x[7]'s sum overflows: s += L[7, 3] * x[3]
+    same(forward_subst, L, rng.random(12) + 1e3, level=level)
+    if level == "O1":
+        assert resumes
+        assert float_ops(kernels[0], False)
+
+
+def stored_between(a, k):
+    s = np.float64(0.0)
+    for i in range(a.shape[0]):
+        t = a[i] * k
+        a[i] = t                # Python resuming at the product would read inf here
+        s = s + t
+    return s
+
+
+def rebound_factor(a, k):
+    s = np.float64(0.0)
+    for i in range(a.shape[0]):
+        t = a[i] * k
+        p = t
+        k = -a[i]               # read by the product: Python resuming there would use it
+        s = s + p
+    return s
+
+
+def divided(a, big):
+    s = np.float64(0.0)
+    for i in range(a.shape[0]):
+        s = s + a[i] / (a[i] * big)      # a divisor's inf makes a finite quotient
+    return s
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_what_ends_a_run(level, resumes, kernels):
+    a = np.array([1.0, 2.0, 1e300, 3.0])
+    same(stored_between, a, 1e10, level=level)
+    same(rebound_factor, a, 1e10, level=level, breaks=None)
+    same(divided, a, 1e10, level=level)
+    if level == "O1":
+        assert resumes
+        assert len(kernels) == 3
+        for k in kernels:           # the product keeps its check
+            assert [op for op in float_ops(k, True) if op.op == "mul"]

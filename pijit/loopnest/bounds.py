@@ -16,18 +16,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pijit.loopnest import types as T
-from pijit.loopnest.ir import Block, Const, successors
+from pijit.loopnest.ir import Block, Const, predecessors, successors
 
 MAX_GROWTH = 4                 # versioned blocks at most 4x the nest's, ...
 MIN_BLOCKS = 256               # ... or this many
-
-
-def _preds(blocks: dict) -> dict:
-    preds = {k: [] for k in blocks}
-    for b in blocks.values():
-        for s in successors(b.term):
-            preds[s].append(b.id)
-    return preds
 
 
 def _dominators(blocks: dict, entry: int) -> dict:
@@ -38,7 +30,7 @@ def _dominators(blocks: dict, entry: int) -> dict:
         if k not in reach:
             reach.add(k)
             stack.extend(successors(blocks[k].term))
-    preds = _preds(blocks)
+    preds = predecessors(blocks)
     dom = {k: set(reach) for k in reach}
     dom[entry] = {entry}
     changed = True
@@ -55,7 +47,7 @@ def _dominators(blocks: dict, entry: int) -> dict:
 
 def _loops(blocks: dict, dom: dict) -> dict:
     """Loop header -> the blocks of its natural loop (its back edges' sources merged)."""
-    preds = _preds(blocks)
+    preds = predecessors(blocks)
     loops = {}
     for k in dom:
         for s in successors(blocks[k].term):
@@ -91,7 +83,7 @@ class _Loop:
                     self.defs.setdefault(op.dst, []).append((k, j))
             if b.term[0] == "foriter":
                 self.defs.setdefault(b.term[2], []).append((k, None))
-        self.preds = _preds(blocks)
+        self.preds = predecessors(blocks)
 
     def before(self, d, at) -> bool:
         """Def position d runs before position `at` on every path to it."""
@@ -188,7 +180,7 @@ def version(nest) -> tuple:
             blocks[new[k]] = Block(new[k], ops, term)
             origin[new[k]] = origin.get(k, k)
         # every entry into the loop goes through the gate
-        for k in [p for p in _preds(blocks)[head] if p not in body and p not in new.values()]:
+        for k in [p for p in predecessors(blocks)[head] if p not in body and p not in new.values()]:
             b = blocks[k]
             blocks[k] = Block(b.id, b.ops, tuple(gate if j > 0 and x == head else x
                                                  for j, x in enumerate(b.term)))

@@ -13,7 +13,7 @@ holds in the nest as recognised (the Python form resumes from those).
 """
 from __future__ import annotations
 
-from pijit.loopnest.ir import Const, Op, reverse_postorder, successors
+from pijit.loopnest.ir import Const, Op, predecessors, reverse_postorder
 
 _PURE = ("binop", "unop", "cmp", "call", "load", "shape", "truth")
 
@@ -62,10 +62,7 @@ def eliminate(blocks: list, types: dict, entry: int = 0) -> list:
     """blocks (ir.Block, any ids) with every available recomputation made a copy; new
     Block objects, the same ids and terminators."""
     by_id = {b.id: b for b in blocks}
-    preds = {b.id: [] for b in blocks}
-    for b in blocks:
-        for s in successors(b.term):
-            preds[s].append(b.id)
+    preds = predecessors(by_id)
     out = {}                    # block id -> available at its end (absent: not yet known)
 
     def flow(b, rewrite):

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pijit.loopnest import types as T
-from pijit.loopnest.ir import successors
+from pijit.loopnest.ir import predecessors
 
 # operand positions through which a non-finite value makes the result non-finite
 _PROPAGATES = {"add": (0, 1), "sub": (0, 1), "mul": (0, 1), "truediv": (0,)}
@@ -37,10 +37,7 @@ def _checked_float(op, types: dict) -> bool:
 def _chains(blocks: dict) -> list:
     """Runs of blocks each ending in a jump to the next, the next having no other
     predecessor."""
-    preds = {k: [] for k in blocks}
-    for b in blocks.values():
-        for s in successors(b.term):
-            preds[s].append(b.id)
+    preds = predecessors(blocks)
 
     def follows(k):
         (p,) = preds[k] if len(preds[k]) == 1 else (None,)

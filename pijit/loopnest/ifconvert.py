@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pijit.loopnest import types as T
-from pijit.loopnest.ir import Block, Op, successors
+from pijit.loopnest.ir import Block, Op, predecessors
 
 MAX_OPS = 16            # ops of both sides together: beyond that, a mispredict is cheaper
 _PURE = ("copy", "binop", "unop", "cmp", "load", "shape")
@@ -34,14 +34,6 @@ def _speculable(op: Op) -> bool:
     if op.kind in _PURE:
         return True
     return op.kind == "call" and op.domain[:1] != ("math",)
-
-
-def _preds(blocks: dict) -> dict:
-    preds = {k: [] for k in blocks}
-    for b in blocks.values():
-        for s in successors(b.term):
-            preds[s].append(b.id)
-    return preds
 
 
 def _side(blocks: dict, preds: dict, start: int) -> tuple:
@@ -109,7 +101,7 @@ def convert(blocks: list, types: dict) -> list:
     by_id = {b.id: b for b in blocks}
     done = set()
     while True:
-        preds = _preds(by_id)
+        preds = predecessors(by_id)
         found = None
         for k in sorted(by_id):
             b = by_id[k]

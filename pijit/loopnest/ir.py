@@ -93,6 +93,15 @@ def successors(term) -> tuple:
             "version": term[2:], "select": term[1:]}.get(term[0], ())
 
 
+def predecessors(by_id: dict) -> dict:
+    """Block id -> the ids of the blocks whose terminators go to it (one per edge)."""
+    preds = {k: [] for k in by_id}
+    for b in by_id.values():
+        for s in successors(b.term):
+            preds[s].append(b.id)
+    return preds
+
+
 def reverse_postorder(by_id: dict, entry: int, to=lambda k: k) -> list:
     """Block ids reachable from entry in reverse postorder (every block after its forward
     predecessors; a block's first successor placed last among them); `to` redirects an edge

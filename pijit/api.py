@@ -9,6 +9,7 @@ import sys
 import threading
 import types
 import warnings
+import weakref
 
 import numpy as np
 
@@ -69,7 +70,8 @@ def _wrap(fn, signature, hash_args, config):
     rec = cache.record(code)
     if rec is not None and (rec.config, rec.input_signature, rec.hash_args) != \
             (config, signature, hash_args):
-        _reset_code(code)
+        fn = _variant(fn, config, signature, hash_args)
+        code = fn.__code__
     # The record (and through it the code's state) is held until the Wrapper owns the state:
     # between the two, the state and its record are a cycle the garbage collector may free.
     rec = cache.register(code, config, signature, hash_args)
@@ -78,6 +80,32 @@ def _wrap(fn, signature, hash_args, config):
     functools.update_wrapper(wrapper, fn)
     _follow_autoreload()
     return wrapper
+
+
+# code -> the copies of it jitted under other options (see _variant), as long as it lives
+_VARIANTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _variant(fn, config, signature, hash_args):
+    """fn on a copy of its code for a jit() whose options differ from those its code was
+    jitted with: a cache belongs to a code object, so without the copy the wrappers made
+    before would run under the new options (jit(f) and then jit(f, O2): the first gave O2's
+    results). One copy per distinct options, reused."""
+    variants = _VARIANTS.setdefault(fn.__code__, [])
+    for code in variants:
+        rec = cache.record(code)
+        if rec is not None and (rec.config, rec.input_signature, rec.hash_args) == \
+                (config, signature, hash_args):
+            break
+    else:
+        code = fn.__code__.replace()
+        variants.append(code)
+    new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__,
+                             fn.__closure__)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    functools.update_wrapper(new, fn, updated=())
+    new.__dict__.update(fn.__dict__)
+    return new
 
 
 # Jitted functions unpickled by value, the 64 most recent by their code (as numba keeps its

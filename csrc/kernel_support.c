@@ -1,16 +1,19 @@
 /* kernel_support.c -- routines every fused-kernel module calls, compiled once, here.
  *
  * Why: kernel modules are compiled by gcc on first call, and a routine copied into every
- * module is compiled again each time. NumPy's pairwise summation, one copy per dtype, was
- * ~0.2 s of the ~0.45 s gcc spent on an exact softmax module (measured here). Kernels call
- * these once per row or chunk through the pj_support table
+ * module is compiled again each time (NumPy's whole pairwise summation, one copy per dtype,
+ * was ~0.2 s of the ~0.45 s gcc spent on an exact softmax module, measured here). Kernels
+ * call these once per row or chunk through the pj_support table
  * (pijit/backends/cfused/kernel_support.h), so the indirect call costs nothing measurable.
  *
- * An exact whole-array sum follows NumPy's pairwise recursion over all n values (what NumPy
- * does for a C-contiguous operand) without holding them: the kernel computes the values
- * chunk by chunk, the chunks being the recursion's nodes of at most `block` values, sums
- * each chunk by the same recursion (which depends only on the chunk's length), and adds the
- * chunk sums as the levels above them do.
+ * An exact sum follows NumPy's pairwise recursion (its @TYPE@_pairwise_sum; what NumPy
+ * does along a row, and over all n values of a C-contiguous operand) without holding the
+ * values: the kernel computes them chunk by chunk, the chunks being the recursion's nodes
+ * of at most `block` values (tree_chunks); within a chunk, leaf by leaf (tree_leaves: the
+ * nodes of at most 128 values), each leaf summed by the kernel's own pj_leaf_* (compiled
+ * with the kernel's flags, so vectorized) right after its values are computed, and added
+ * to the others as the recursion adds them; the chunk sums then add as the levels above
+ * them do (tree_total). The order of every add is NumPy's.
  */
 #include "pijit.h"
 #include "kernel_support.h"
@@ -23,39 +26,6 @@ pairwise_split(npy_intp n)
     return n2 - n2 % 8;
 }
 
-/* NumPy's pairwise summation (its @TYPE@_pairwise_sum): under 8 values in order from 0, up
-   to 128 in eight accumulators combined as ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)) then the rest
-   in order, else the two halves split at a multiple of 8. Only additions: no contraction can
-   change it, whatever the flags. */
-#define PAIRWISE(name, T)                                                                     \
-static T name(const T *a, npy_intp n)                                                        \
-{                                                                                            \
-    if (n < 8) {                                                                             \
-        T res = 0;                                                                           \
-        for (npy_intp i = 0; i < n; i++)                                                     \
-            res += a[i];                                                                     \
-        return res;                                                                          \
-    }                                                                                        \
-    if (n <= 128) {                                                                          \
-        T r[8];                                                                              \
-        for (int k = 0; k < 8; k++)                                                          \
-            r[k] = a[k];                                                                     \
-        npy_intp i;                                                                          \
-        for (i = 8; i < n - (n % 8); i += 8)                                                 \
-            for (int k = 0; k < 8; k++)                                                      \
-                r[k] += a[i + k];                                                            \
-        T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));           \
-        for (; i < n; i++)                                                                   \
-            res += a[i];                                                                     \
-        return res;                                                                          \
-    }                                                                                        \
-    npy_intp n2 = pairwise_split(n);                                                         \
-    return name(a, n2) + name(a + n2, n - n2);                                               \
-}
-PAIRWISE(support_pairwise_d, double)
-PAIRWISE(support_pairwise_f, float)
-#undef PAIRWISE
-
 static void
 chunks_from(npy_intp off, npy_intp n, npy_intp block, npy_intp *bounds, npy_intp *count)
 {
@@ -66,6 +36,31 @@ chunks_from(npy_intp off, npy_intp n, npy_intp block, npy_intp *bounds, npy_intp
     npy_intp n2 = pairwise_split(n);
     chunks_from(off, n2, block, bounds, count);
     chunks_from(off + n2, n - n2, block, bounds, count);
+}
+
+/* The leaves of the recursion over n values (its nodes of at most 128 values; one node of
+   under 8 when n is) from leaf k on: offsets into at, and in pops[l] how many of the
+   recursion's adds complete after leaf l (one per node whose last leaf it is). */
+static npy_intp
+leaves_from(npy_intp off, npy_intp n, npy_intp *at, unsigned char *pops, npy_intp k)
+{
+    if (n <= 128) {
+        at[k + 1] = off + n;
+        pops[k] = 0;
+        return k + 1;
+    }
+    npy_intp n2 = pairwise_split(n);
+    k = leaves_from(off, n2, at, pops, k);
+    k = leaves_from(off + n2, n - n2, at, pops, k);
+    pops[k - 1]++;
+    return k;
+}
+
+static npy_intp
+support_tree_leaves(npy_intp n, npy_intp *at, unsigned char *pops)
+{
+    at[0] = 0;
+    return leaves_from(0, n, at, pops, 0);
 }
 
 static npy_intp
@@ -98,8 +93,7 @@ TREE_TOTAL(support_tree_total_f, float)
 #undef TREE_TOTAL
 
 static const pj_support kernel_support = {
-    .pairwise_d = support_pairwise_d,
-    .pairwise_f = support_pairwise_f,
+    .tree_leaves = support_tree_leaves,
     .tree_chunks = support_tree_chunks,
     .tree_total_d = support_tree_total_d,
     .tree_total_f = support_tree_total_f,

@@ -1058,10 +1058,11 @@ def _normalized(x):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("fn", [_row_sums, _normalized])
-def test_row_sums_by_the_shared_pairwise_routine_are_numpys(dtype, fn):
-    """O1 row sums call the pairwise summation compiled once in pijit._C (kernel_support),
-    on the input's row or a row buffer as they are (a strided row gathered first): every
-    length class (under 8, a leaf, split leaves with remainders) equals NumPy bit for bit."""
+def test_row_sums_in_the_recursions_leaves_are_numpys(dtype, fn):
+    """O1 row sums walk NumPy's pairwise recursion leaf by leaf (its shape from pijit._C's
+    kernel_support, each leaf summed by the kernel), on the input's row or a row buffer as
+    they are (a strided row gathered first): every length class (under 8, a leaf, split
+    leaves with remainders) equals NumPy bit for bit."""
     rng = np.random.default_rng(7)
     for n in (1, 5, 8, 13, 127, 128, 129, 136, 1000, 4099):
         x = rng.standard_normal((3, 2 * n)).astype(dtype) * 10.0 ** rng.integers(-3, 4, (3, 2 * n))
@@ -1091,8 +1092,8 @@ def _whole_and_columns(x):
 def test_o1_whole_and_long_row_sums_follow_numpys_recursion(dtype, monkeypatch):
     """Sums over all values (and rows longer than a chunk) are NumPy's pairwise recursion,
     streamed: the kernel computes the values in the recursion's chunks (at most PJ_CHUNK
-    values over all axes, PJ_SUM_CHUNK along rows) and adds the chunk sums as the levels
-    above do. Bit for bit at O1, for every size class around the chunk lengths, no hand-back on C-order operands; other layouts (NumPy
+    values over all axes, PJ_SUM_CHUNK along rows), each leaf by leaf, and adds the leaf
+    and chunk sums as the levels above do. Bit for bit at O1, for every size class around the chunk lengths, no hand-back on C-order operands; other layouts (NumPy
     sums them in another order) are handed back, with the same result."""
     backs = _count_handbacks(monkeypatch)
     rng = np.random.default_rng(11)

@@ -91,11 +91,14 @@ class FloatSum(Reduction):
 class ExactRowSum(Reduction):
     """sum/mean of a float row, bit-identical to NumPy's: NumPy's pairwise recursion over the
     row (csrc/kernel_support.c), added to +0.0, a mean divided in the dtype. The row loop
-    runs in chunks, the recursion's nodes of at most PJ_SUM_CHUNK values (rb, tree_chunks):
-    each is summed by the same recursion (pj_pairwise_*) into tsum<out>[ci], and the result
-    adds those as the levels above do (tree_total_*), so no buffer is longer than a chunk.
-    The values are read where the row already is (`values`: an input's row, a row buffer),
-    else kept in rs<out> first."""
+    runs in chunks, the recursion's nodes of at most PJ_SUM_CHUNK values (rb, tree_chunks),
+    and each chunk leaf by leaf (render.GroupKernel.leaf_blocks): a leaf's values, once
+    computed, are summed by pj_leaf_* (`leaf_end`) and added to the chunk's partial sums
+    ps<out> as the recursion adds them; a chunk's sum goes to tsum<out>[ci], and the result
+    adds those as the levels above do (tree_total_*). The values are read where the row
+    already is (`values`: an input's row, a row buffer), else kept in rs<out>, a leaf long,
+    first."""
+    leaf = BLOCK                # its blocks are the recursion's leaves, of at most BLOCK
     chunk = "PJ_SUM_CHUNK"      # the recursion's chunks: at most this many values
 
     def __init__(self, node, op, value, ctype, const, values: str | None = None):
@@ -104,23 +107,32 @@ class ExactRowSum(Reduction):
         self.row_buffer = values is None
 
     def update(self):
-        return [f"rs{self.o}[j - cb0] = {self.v};"] if self.row_buffer else []
+        return [f"rs{self.o}[j - j0] = {self.v};"] if self.row_buffer else []
 
     def state(self):
         return []
-
-    def _pairwise(self) -> str:
-        return "pj_pairwise_f" if self.dtype == np.float32 else "pj_pairwise_d"
 
     def _total(self, count) -> str:
         fn = "tree_total_f" if self.dtype == np.float32 else "tree_total_d"
         total = f"(({self.ct})0 + pj_sup->{fn}({count}, {self.chunk}, tsum{self.o}))"
         return f"({total} / ({self.ct}){count})" if self.op == "mean" else total
 
+    def chunk_init(self) -> list:
+        """Before a chunk's leaves: no partial sums."""
+        return [f"{self.ct} ps{self.o}[PJ_DEPTH];", f"int psn{self.o} = 0;"]
+
+    def leaf_end(self) -> list:
+        """After leaf lf ([j0, j1) of plan lp): its sum, then the adds it completes."""
+        o = self.o
+        leaf = "pj_leaf_f" if self.dtype == np.float32 else "pj_leaf_d"
+        values = f"rs{o}" if self.row_buffer else f"{self.values} + j0"
+        return [f"ps{o}[psn{o}++] = {leaf}({values}, j1 - j0);",
+                f"for (int k = lp->pops[lf]; k > 0; k--, psn{o}--)",
+                f"    ps{o}[psn{o} - 2] = ps{o}[psn{o} - 2] + ps{o}[psn{o} - 1];"]
+
     def chunk_end(self) -> list:
-        """After chunk ci ([cb0, cb1)) of the row."""
-        values = f"rs{self.o}" if self.row_buffer else f"{self.values} + cb0"
-        return [f"tsum{self.o}[ci] = {self._pairwise()}({values}, cb1 - cb0);"]
+        """After chunk ci ([cb0, cb1)) of the row: its sum."""
+        return [f"tsum{self.o}[ci] = ps{self.o}[0];"]
 
     def result(self, count):
         return self._total(count)
@@ -129,16 +141,12 @@ class ExactRowSum(Reduction):
 class ExactWholeSum(ExactRowSum):
     """sum/mean of all of a float array's values, bit-identical to NumPy's for operands in C
     order: the same recursion over all N values, whose chunks are the kernel's flat chunks
-    (tb): chunk r, of n values, is summed into tsum<out>[r]."""
+    (tb): chunk r, of n values, is summed leaf by leaf into tsum<out>[r]."""
     chunk = "PJ_CHUNK"
-
-    def update(self):
-        return [f"rs{self.o}[j] = {self.v};"] if self.row_buffer else []
 
     def chunk_end(self) -> list:
         """After flat chunk r."""
-        values = f"rs{self.o}" if self.row_buffer else self.values
-        return [f"tsum{self.o}[r] = {self._pairwise()}({values}, n);"]
+        return [f"tsum{self.o}[r] = ps{self.o}[0];"]
 
 
 class Accumulate(Reduction):

@@ -332,6 +332,22 @@ def assert_same_outcome(got: Outcome, want: Outcome, got_args, want_args, where:
     assert_equal_values(got_args, want_args, f"{where}: mutated inputs", *inputs)
 
 
+def count_handbacks(monkeypatch) -> list:
+    """A list that gets an entry each time a kernel hands its group to NumPy."""
+    from pijit.backends import cfused
+    handed, fallback = [], cfused.group_fallback
+
+    def counting(*spec, **kw):          # the NumPy fallback a kernel gets, counted
+        fn = fallback(*spec, **kw)
+
+        def counted(*args):
+            handed.append(fn)
+            return fn(*args)
+        return counted
+    monkeypatch.setattr(cfused, "group_fallback", counting)
+    return handed
+
+
 def assert_same(fn, *args, graphs=1, breaks=0, ops=None, jit_kwargs=None, kwargs=None,
                 calls=2):
     """Run fn plain and jitted (`calls` times, on deep copies) and compare results, mutated

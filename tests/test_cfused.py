@@ -21,7 +21,8 @@ import pytest
 
 import o2_spec
 import pijit
-from differential import assert_equal_values, level_tol, run_observed, run_plain
+from differential import (assert_equal_values, count_handbacks, level_tol, run_observed,
+                          run_plain)
 from pijit import cache
 from pijit.backends import cfused
 from pijit.backends.cfused import build, render, toolchain
@@ -395,21 +396,6 @@ def _source(caplog, fn, *args, level, what="C source"):
     return "\n".join(r.getMessage() for r in caplog.records if what in r.getMessage())
 
 
-def _count_handbacks(monkeypatch) -> list:
-    """A list that gets an entry each time a kernel hands its group to NumPy."""
-    handed, fallback = [], cfused.group_fallback
-
-    def counting(*spec, **kw):          # the NumPy fallback a kernel gets, counted
-        fn = fallback(*spec, **kw)
-
-        def counted(*args):
-            handed.append(fn)
-            return fn(*args)
-        return counted
-    monkeypatch.setattr(cfused, "group_fallback", counting)
-    return handed
-
-
 def _normalize(x):          # loop 0 reduces a value it computes (x * x), read by no later loop
     return x / np.sqrt((x * x).sum(axis=-1, keepdims=True))
 
@@ -453,7 +439,7 @@ def test_last_loop_reduces_the_next_row_ahead(level, caplog, monkeypatch):
     clean = rng.standard_normal((150, 70))
     ahead = [(_softmax, (clean,)), (_scaled_max, (clean, g))] + (
         [] if exact else [(_normalize, (clean + 3.0,)), (_lse, (clean,))])
-    handed = _count_handbacks(monkeypatch)
+    handed = count_handbacks(monkeypatch)
     for fn, args in ahead:
         run(fn, *args,
             level=level, groups=1)
@@ -474,7 +460,7 @@ def test_dynamic_shapes_run_fused(level, caplog, monkeypatch):
     with a static axis reuse it, bit for bit at O1. Inputs broadcasting along a dynamic dim
     (u[1] with v[5]: `a` would get v's shape) and mismatched sizes go to NumPy, which gives
     `a` its own shape or raises NumPy's error."""
-    handed = _count_handbacks(monkeypatch)
+    handed = count_handbacks(monkeypatch)
     jitted = pijit.jit(_scaled_pair, jit_config={"jit_level": level})
     pijit.reset(jitted)
 
@@ -1006,7 +992,7 @@ def test_module_in_parts_runs_like_one(monkeypatch, tmp_path, caplog, capsys):
     dumped = dumped.split("=== pijit:")[0]             # print_after_all's C: every part
     assert dumped.startswith("#if PJ_PART == 0\n") and "#if PJ_PART == 2\n" in dumped
     assert dumped.count("\npj_body") == 3 and "pj_set_fallback" not in dumped
-    handed = _count_handbacks(monkeypatch)
+    handed = count_handbacks(monkeypatch)
     with caplog.at_level(logging.INFO, logger="pijit.kernels"):
         got = run(_three_groups, a, b, groups=3)
     assert any("in 3 parts" in r.getMessage() for r in caplog.records)
@@ -1095,7 +1081,7 @@ def test_o1_whole_and_long_row_sums_follow_numpys_recursion(dtype, monkeypatch):
     values over all axes, PJ_SUM_CHUNK along rows), each leaf by leaf, and adds the leaf
     and chunk sums as the levels above do. Bit for bit at O1, for every size class around the chunk lengths, no hand-back on C-order operands; other layouts (NumPy
     sums them in another order) are handed back, with the same result."""
-    backs = _count_handbacks(monkeypatch)
+    backs = count_handbacks(monkeypatch)
     rng = np.random.default_rng(11)
     for n in (1, 7, 129, 2048, 2049, 16384, 16385, 32775, 1_000_003):
         a = (rng.standard_normal(n) * 10.0 ** rng.integers(-4, 5, n)).astype(dtype)

@@ -20,8 +20,7 @@ import numpy as np
 import pytest
 
 import pijit
-from pijit.backends import cfused
-from tests.differential import assert_equal_values
+from tests.differential import assert_equal_values, count_handbacks
 
 # Every size class of the recursion: under 8, leaves (with and without a tail of under 8),
 # exactly 128, a node whose halves are two leaves (both of 64+, the right one with a tail),
@@ -154,18 +153,7 @@ def _jitted(fn):
 
 @pytest.fixture
 def handbacks(monkeypatch):
-    """A list getting an entry each time a kernel hands its group to NumPy."""
-    handed, fallback = [], cfused.group_fallback
-
-    def counting(*spec, **kw):
-        fb = fallback(*spec, **kw)
-
-        def counted(*args):
-            handed.append(fb)
-            return fb(*args)
-        return counted
-    monkeypatch.setattr(cfused, "group_fallback", counting)
-    return handed
+    return count_handbacks(monkeypatch)
 
 
 def _whole(x, y):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gc
 import os
+import pathlib
+import re
 import sys
 
 import numpy as np
@@ -224,9 +226,11 @@ def test_kernel_support_capsule_and_module_inits_do_not_leak(tmp_path, monkeypat
     leaks."""
     import glob
     from pijit import eval_frame
-    from pijit.backends.cfused import build
+    from pijit.backends.cfused import build, toolchain
     ef = sys.modules["pijit._eval_frame"]
-    assert "pijit.kernel_support.v2" in repr(eval_frame.kernel_support())
+    capsule = re.search(r'#define PJ_SUPPORT_CAPSULE "([^"]+)"',
+                        pathlib.Path(toolchain.SUPPORT_HEADER).read_text()).group(1)
+    assert f'"{capsule}"' in repr(eval_frame.kernel_support())
     monkeypatch.setenv("PIJIT_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(build, "_loaded", {})
     f = pijit.jit(_scaled_sum)

@@ -70,12 +70,16 @@ def _wrap(fn, signature, hash_args, config):
     rec = cache.record(code)
     if rec is not None and (rec.config, rec.input_signature, rec.hash_args) != \
             (config, signature, hash_args):
-        fn = _variant(fn, config, signature, hash_args)
-        code = fn.__code__
+        if _has_live_wrapper(code):
+            fn = _variant(fn, config, signature, hash_args)
+            code = fn.__code__
+        else:               # nothing runs under the old options any more: start afresh
+            _reset_code(code)
     # The record (and through it the code's state) is held until the Wrapper owns the state:
     # between the two, the state and its record are a cycle the garbage collector may free.
     rec = cache.register(code, config, signature, hash_args)
     wrapper = eval_frame.Wrapper(fn)
+    _WRAPPERS.setdefault(code, []).append(weakref.ref(wrapper))
     assert wrapper.code_state is rec.state
     functools.update_wrapper(wrapper, fn)
     _follow_autoreload()
@@ -84,6 +88,16 @@ def _wrap(fn, signature, hash_args, config):
 
 # code -> the copies of it jitted under other options (see _variant), as long as it lives
 _VARIANTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# code -> weak references to the wrappers jit() made on it. The code's state and record
+# outlive a dead wrapper until the garbage collector breaks their cycle, so the record alone
+# cannot tell whether anything still runs under its options.
+_WRAPPERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _has_live_wrapper(code) -> bool:
+    refs = [r for r in _WRAPPERS.get(code, ()) if r() is not None]
+    _WRAPPERS[code] = refs
+    return bool(refs)
 
 
 def _variant(fn, config, signature, hash_args):

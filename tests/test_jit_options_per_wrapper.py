@@ -41,3 +41,19 @@ def test_the_same_options_again_reuse_the_compiled_code():
     assert o1.fn.__code__ is not o2.fn.__code__
     assert again(X).tobytes() == o2(X).tobytes()
     assert again.__name__ == transcendental.__name__ and again.__wrapped__ is not None
+
+
+def test_a_function_rejitted_after_its_wrapper_died_keeps_its_own_code():
+    """With no wrapper left under the old options, jit() re-registers the function's own code
+    (no copy): its record is the new wrapper's, as `pijit.stats(f)`-style lookups by
+    `f.__code__` expect, and nothing can run under the old options any more."""
+    def double_exp(x):
+        return np.exp(x) * 2.0
+
+    o2 = pijit.jit(double_exp, jit_config={"jit_level": "O2", "adaptive": False})
+    assert o2(X).tobytes() != (np.exp(X) * 2.0).tobytes()
+    del o2
+    o1 = pijit.jit(double_exp, jit_config={"adaptive": False})
+    assert o1.fn.__code__ is double_exp.__code__
+    assert o1(X).tobytes() == (np.exp(X) * 2.0).tobytes()
+    assert pijit.cache.record(double_exp.__code__).config.jit_level == "O1"

@@ -56,6 +56,23 @@ def _float_scalar_overflow(x):
     return x[0] * np.float32(1e30) + 1.0
 
 
+def _where_masks_a_division(a, b):
+    return np.where(a > 0, a / b, 0.0)      # b is 0 only where a > 0 is False
+
+
+def _where_masks_an_overflow(x):
+    return np.where(x < 1.0, x * np.float32(1e30), x)
+
+
+def _where_masks_a_cast(x):
+    return np.where(x == x, x.astype(np.int32), -1)      # NaN to int32 where x is NaN
+
+
+# gcc turns a vector `c ? a / b : d` into a masked division that raises no flag in the lanes
+# c leaves out; NumPy computes every element of both operands and warns of them
+_MASKED = np.arange(-500.0, 500.0)
+_MASKED32 = np.concatenate([np.full(300, 1e30, np.float32), np.zeros(700, np.float32)])
+_NANS = np.where(np.arange(1000) % 7 == 0, np.nan, np.arange(1000.0))
 U8 = np.array([1, 255, 3], np.uint8)
 CASES = [(_scalar_add, (U8,), ["getitem", "add"]),
          (_scalar_loop, (np.array([100, 200, 250], np.uint8),), ["loop_nest"]),
@@ -65,7 +82,11 @@ CASES = [(_scalar_add, (U8,), ["getitem", "add"]),
          (_twice, (np.array([0.0, 1.0]), np.zeros(2)), ["truediv", "add"]),
          (_absorbed, (np.array([0.0, 1.0]),), ["truediv", "and", "or", "where"]),
          (_array_wraps, (U8,), ["add", "mul"]),
-         (_float_scalar_overflow, (np.array([1e30, 2.0], np.float32),), ["mul", "add"])]
+         (_float_scalar_overflow, (np.array([1e30, 2.0], np.float32),), ["mul", "add"]),
+         (_where_masks_a_division, (_MASKED, np.where(_MASKED > 0, 1.0, 0.0)),
+          ["gt", "truediv", "where"]),
+         (_where_masks_an_overflow, (_MASKED32,), ["lt", "mul", "where"]),
+         (_where_masks_a_cast, (_NANS,), ["eq", "astype", "where"])]
 
 
 @pytest.mark.parametrize("level", LEVELS)

@@ -309,6 +309,31 @@ static inline int64_t pj_key_d(double x)
 
 #define PJ_QCMP(key, x, op, y) ((x) == (x) && (y) == (y) && key(x) op key(y))
 
+/* np.where(c, a, b) as a select of bits, never `c ? a : b`: gcc turns a vector `c ? x / y : b`
+   into a masked division (IFN_COND_DIV) that raises no floating-point flag in the lanes c
+   leaves out, where NumPy computes every element of both operands and warns of each. */
+static inline double pj_where_d(npy_bool c, double a, double b)
+{
+    uint64_t x, y, m = (uint64_t)0 - (uint64_t)(c != 0);
+    memcpy(&x, &a, sizeof x);
+    memcpy(&y, &b, sizeof y);
+    x = (x & m) | (y & ~m);
+    memcpy(&a, &x, sizeof a);
+    return a;
+}
+
+static inline float pj_where_f(npy_bool c, float a, float b)
+{
+    uint32_t x, y, m = (uint32_t)0 - (uint32_t)(c != 0);
+    memcpy(&x, &a, sizeof x);
+    memcpy(&y, &b, sizeof y);
+    x = (x & m) | (y & ~m);
+    memcpy(&a, &x, sizeof a);
+    return a;
+}
+
+#define PJ_WHERE_INT(T, c, a, b) ((T)(((a) & ((T)0 - (T)((c) != 0))) | ((b) & ~((T)0 - (T)((c) != 0)))))
+
 /* Routines compiled once in pijit._C (csrc/kernel_support.c), set by the module's init:
    NumPy's pairwise recursion, so an exact kernel's sum is NumPy's to the bit. */
 PJ_SHARED const pj_support *pj_sup;
@@ -773,7 +798,12 @@ class GroupKernel:
                     stmts.append(f"{out}_t = ({wins} || {out}_t != {out}_t) ? {out}_t : {b};")
             return stmts + [f"const {ct} {out} = {out}_t;"]
         if op == "where":
-            return f"{self.arg(a[0], BOOL)} ? {self.arg(a[1], t)} : {self.arg(a[2], t)}"
+            c, x, y = self.arg(a[0], BOOL), self.arg(a[1], t), self.arg(a[2], t)
+            if t == BOOL:
+                return f"{c} ? {x} : {y}"
+            if t in FLOAT:
+                return f"pj_where_{'f' if t == np.float32 else 'd'}({c}, {x}, {y})"
+            return f"PJ_WHERE_INT({ct}, {c}, {x}, {y})"
         raise AssertionError(f"no C rendering for {op} -> {t}")
 
     # -- stages ------------------------------------------------------------------------------

@@ -312,25 +312,18 @@ static inline int64_t pj_key_d(double x)
 /* np.where(c, a, b) as a select of bits, never `c ? a : b`: gcc turns a vector `c ? x / y : b`
    into a masked division (IFN_COND_DIV) that raises no floating-point flag in the lanes c
    leaves out, where NumPy computes every element of both operands and warns of each. */
-static inline double pj_where_d(npy_bool c, double a, double b)
-{
-    uint64_t x, y, m = (uint64_t)0 - (uint64_t)(c != 0);
-    memcpy(&x, &a, sizeof x);
-    memcpy(&y, &b, sizeof y);
-    x = (x & m) | (y & ~m);
-    memcpy(&a, &x, sizeof a);
-    return a;
+#define PJ_WHERE_BITS(name, T, U)                                                   \
+static inline T name(npy_bool c, T a, T b)                                          \
+{                                                                                   \
+    U x, y, m = (U)0 - (U)(c != 0);                                                 \
+    memcpy(&x, &a, sizeof x);                                                       \
+    memcpy(&y, &b, sizeof y);                                                       \
+    x = (x & m) | (y & ~m);                                                         \
+    memcpy(&a, &x, sizeof a);                                                       \
+    return a;                                                                       \
 }
-
-static inline float pj_where_f(npy_bool c, float a, float b)
-{
-    uint32_t x, y, m = (uint32_t)0 - (uint32_t)(c != 0);
-    memcpy(&x, &a, sizeof x);
-    memcpy(&y, &b, sizeof y);
-    x = (x & m) | (y & ~m);
-    memcpy(&a, &x, sizeof a);
-    return a;
-}
+PJ_WHERE_BITS(pj_where_d, double, uint64_t)
+PJ_WHERE_BITS(pj_where_f, float, uint32_t)
 
 #define PJ_WHERE_INT(T, c, a, b) ((T)(((a) & ((T)0 - (T)((c) != 0))) | ((b) & ~((T)0 - (T)((c) != 0)))))
 

@@ -263,6 +263,7 @@ def test_check_eq():
     assert guard_result(X, (("eq", 0, 1.5),), 1.5)
     assert guard_result(X, (("eq", 0, complex(nan, 1)),), complex(nan, 1))
     assert not guard_result(X, (("eq", 0, 0j),), complex(-0.0, 0))
+    assert not guard_result(X, (("eq", 0, 1 + 2j),), 1 + 3j)          # the imaginary part
     assert guard_result(X, (("eq", 0, "ab"),), "a" + "b")
 
     class BadEq:

@@ -12,6 +12,7 @@ from pijit.graph.fuse import find_groups, schedule
 from pijit.graph.ir import Graph, Meta
 from pijit.graph.simplify import simplify
 from pijit.graph.verify import verify
+from differential import assert_same
 
 F64 = Meta.array((4, 5), np.float64)
 
@@ -69,6 +70,26 @@ def test_cse_keeps_outputs_apart_and_skips_inplace_graphs():
     b = g2.add_node("neg", operator.neg, (x,), {}, F64)
     g2.outputs = [b]
     assert len(cse(g2).nodes) == 3
+
+
+def _maxima_by_axis(x):
+    return np.stack([np.max(x, axis=0), np.max(x, axis=1)])
+
+
+def _maxima_by_signed_zero(x):
+    return np.stack([np.maximum(x, 0.0), np.maximum(x, -0.0)])
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+@pytest.mark.parametrize("fn, x, ops", [
+    (_maxima_by_axis, np.array([[0.0, 5, 1], [3, 1, 2], [4, 0, 9]]), ["max", "stack"]),
+    # maximum(0.0, -0.0) is -0.0 and maximum(0.0, 0.0) 0.0: the two constants are two keys
+    (_maxima_by_signed_zero, np.array([-0.0, 0.0]), ["maximum", "stack"])])
+def test_cse_keeps_apart_what_differs_only_in_keywords_or_in_a_zero_sign(fn, x, ops, level):
+    """Two nodes that cannot warn (so cse would merge them), of one shape and dtype, that
+    differ only in a keyword argument or in the sign of a zero constant stay two."""
+    assert_same(fn, x, graphs=1, breaks=0, ops=ops,
+                jit_kwargs={"jit_config": {"jit_level": level}})
 
 
 def test_chain_is_one_group():
@@ -265,14 +286,25 @@ def test_identities_that_could_be_seen_are_kept():
     plus_zero = g.add_node("add", operator.add, (x, 0.0), {}, F64)        # -0.0 + 0.0
     minus_negzero = g.add_node("sub", operator.sub, (x, -0.0), {}, F64)   # same
     to_float = g.add_node("mul", operator.mul, (i, 1.0), {}, F64)         # int -> float
+    widened = g.add_node("mul", operator.mul, (i, 1.0), {}, F64)          # the same, read below
     returned = g.add_node("mul", operator.mul, (x, 1.0), {}, F64)         # a copy for the caller
     written = g.add_node("mul", operator.mul, (x, 1.0), {}, F64)
     g.add_node("iadd", operator.iadd, (written, 1.0), {}, F64)            # must not write into x
     g.outputs = [g.add_node("add", operator.add, (plus_zero, minus_negzero), {}, F64),
-                 to_float, returned, written]
+                 to_float, returned, written, g.add_node("add", operator.add, (widened, x), {}, F64)]
     s = simplify(g)
     verify(s)
     assert len(s.nodes) == len(g.nodes)
+
+
+def _ones_stacked_with_int8(x):
+    return np.stack([(x > 0) * 1, x.astype(np.int8)])       # bool * 1 is int64, not bool
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_an_identity_that_changes_the_dtype_is_kept(level):
+    assert_same(_ones_stacked_with_int8, np.array([-1.5, 0.0, 2.5]), ops=["mul", "stack"],
+                jit_kwargs={"jit_config": {"jit_level": level}})
 
 
 # -- the verifier after every stage of a real compile (PIJIT_VERIFY_GRAPHS, on in the suite) ---

@@ -228,6 +228,37 @@ def test_body_constructs(level, resumes):
     compiled(matrix_update, rng.random((6, 6)), 0.5, level=level, resumes=resumes)
 
 
+def fib_iter(n):
+    a, b = 0, 1
+    for _ in range(n):
+        a, b = b, a + b
+    return a
+
+
+def gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
+
+
+def rotations(x):
+    a, b, c = 1.0, 2.0, 3.0
+    for i in range(x.shape[0]):
+        a, b = b, a                     # a swap with no arithmetic
+        a, b, c = b, c, a * float(x[i])     # three targets
+        x[i] = a - 2 * b + 3 * c
+    return a, b, c
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_tuple_assignments_read_the_values_before_the_stores(level, resumes):
+    """CPython 3.11+ compiles `a, b = b, a + b` to stores without a SWAP, b's first: the `b`
+    loaded for a must be b's value from before that store (fib doubled b, gcd returned 0)."""
+    compiled(fib_iter, 40, level=level, resumes=resumes)
+    compiled(gcd, 1071, 462, level=level, resumes=resumes)
+    compiled(rotations, np.random.default_rng(2).random(9), level=level, resumes=resumes)
+
+
 def copy_scale(a, out):
     for i in range(a.shape[0]):
         out[i] = a[i] * 3 + 1

@@ -276,6 +276,7 @@ class _Walk:
             if ins.arg in self.entries and self.entries[ins.arg].array is not None:
                 raise Unsupported(f"assigning to array {ins.arg}")
             var = "l_" + ins.arg
+            block = self.keep_loaded(block, stack, var, pos)
             self.define(var, self.type(item[1]))
             return self.emit(block, Op("copy", var, (item[1],)))
         if name == "LOAD_CONST":
@@ -449,6 +450,19 @@ class _Walk:
         raise Unsupported(f"instruction {name}")
 
     # -- helpers ---------------------------------------------------------------------------
+    def keep_loaded(self, block: Block, stack: list, var: str, pos: int) -> Block:
+        """Before `var` is stored: stack items that stand for it (a LOAD_FAST pushes the
+        variable, read where the item is used) get the value it has now. CPython 3.11+ drops
+        the SWAP of `a, b = b, a + b` by storing b first (apply_static_swaps): the `b` still on
+        the stack for a is the value b had when it was loaded."""
+        if not any(_reads(item, var) for item in stack):
+            return block
+        old = f"o{pos}_{var}"
+        self.define(old, self.type(var))
+        block = self.emit(block, Op("copy", old, (var,)))
+        stack[:] = [_renamed(item, var, old) for item in stack]
+        return block
+
     def local(self, name):
         if name in self.aliases:
             return self.aliases[name]
@@ -723,3 +737,18 @@ def _call_rule(fname, t):
     if fname == "bool":
         return T.BOOL, ("truth",)
     return T.FLOAT, ("math",)
+
+
+def _reads(item, var: str) -> bool:
+    """Whether a stack item stands for the variable var (also inside a built tuple)."""
+    if item[0] == "v":
+        return item[1] == var
+    return item[0] == "tuple" and any(_reads(x, var) for x in item[1])
+
+
+def _renamed(item, var: str, new: str):
+    if item[0] == "v":
+        return ("v", new) if item[1] == var else item
+    if item[0] == "tuple":
+        return ("tuple", [_renamed(x, var, new) for x in item[1]])
+    return item

@@ -11,6 +11,9 @@ superinstructions, SET_FUNCTION_ATTRIBUTE, CONVERT_VALUE/FORMAT_SIMPLE/FORMAT_WI
 from __future__ import annotations
 
 import dis
+import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -19,6 +22,8 @@ import pijit
 from pijit import _compat
 
 from differential import assert_same
+
+HERE = pathlib.Path(__file__).resolve().parent
 
 X = np.linspace(-1.0, 2.0, 12).reshape(3, 4)
 V = np.linspace(0.5, 3.0, 8)
@@ -251,6 +256,40 @@ def test_comprehension_in_an_outlined_loop_body():
                          graphs=2 if INLINED else 0, breaks=2 if INLINED else 1)
     if INLINED:     # the body's graph after its print: the comprehension and the update
         assert sorted(report.ops_per_graph[1]) == ["add", "mul", "mul", "mul"]
+
+
+def distinct_products(n):
+    return len({i * j for i in range(1, n) for j in range(1, n)})
+
+
+def sorted_roots(xs):
+    return sorted({round(float(x) ** 0.5, 3) for x in xs})
+
+
+def smallest_pair_product(xs, ys):
+    return min({a * b for a in xs for b in ys}), np.array([y * 2.0 for y in ys]).sum()
+
+
+@pytest.mark.parametrize("fn, args", [(distinct_products, (20,)),
+                                      (sorted_roots, (list(range(30)),)),
+                                      (smallest_pair_product, ([1.5, -2.0, 3.0], [0.5, 4.0]))])
+def test_a_call_whose_argument_is_a_broken_comprehension_never_passes_a_null(fn, args):
+    """A break inside a comprehension that is the last argument of a call: the stack below
+    it holds the call's NULL. On 3.12+ the comprehension is inlined (its loops in the
+    caller), and the span of residual code used to end after its loops with the NULL still
+    on the stack, passed to the resume function as an argument: a crash (SIGSEGV). Now the
+    rest of the function runs as residual code, as plain Python does (on 3.11 the
+    comprehension is a function of its own, and the caller runs as plain Python)."""
+    # first in a process of its own, where the crash is a failed assertion, not this one's
+    script = (f"import sys; sys.path[:0] = {[str(HERE), str(HERE.parent)]!r}\n"
+              f"import pijit\nfrom test_bytecode_versions import {fn.__name__} as f\n"
+              f"j = pijit.jit(f, jit_config={{'adaptive': False}})\n"
+              f"print([j(*{args!r}) == f(*{args!r}) for _ in range(2)])")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert (proc.returncode, proc.stdout.strip()) == (0, "[True, True]"), proc.stderr[-3000:]
+    report = assert_same(fn, *args, graphs=None if INLINED else 0, breaks=1)
+    assert "BUILD_SET" in report.break_reasons[0]["reason"]
 
 
 @pytest.mark.parametrize("bind", [False, True])

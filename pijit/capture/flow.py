@@ -203,6 +203,34 @@ class Flow:
             if pos >= len(self.instrs):
                 return None
 
+    def null_survives(self, start: int, end: int, depth: int, slot: int) -> bool:
+        """Whether a path from `start` (at stack depth `depth`) leaves the span [start, end]
+        without the stack ever dropping to `slot` entries: the value in that slot (a NULL)
+        is then still on it. Every path is followed, loops included."""
+        seen = set()
+        work = [(start, depth, depth)]
+        while work:
+            state = work.pop()
+            pos, d, low = state
+            if pos < start or pos > end:
+                if low > slot:
+                    return True
+                continue
+            if state in seen:
+                continue
+            seen.add(state)
+            item = self.instrs[pos]
+            if not isinstance(item, Instr):
+                work.append((pos + 1, d, low))
+                continue
+            if item.has_jump():
+                pre, post = item.pre_and_post_stack_effect(jump=True)
+                work.append((self.label_pos[item.arg], d + pre + post, min(low, d + pre)))
+            if item.name not in TERMINATORS:
+                pre, post = item.pre_and_post_stack_effect(jump=False)
+                work.append((pos + 1, d + pre + post, min(low, d + pre)))
+        return False
+
     def null_slots(self, pos: int, depth: int) -> list:
         """The stack slots (from depth `depth`) where the instruction at `pos` may push a
         NULL: beside a callable (PUSH_NULL, 3.11's LOAD_METHOD; LOAD_GLOBAL, and 3.12's

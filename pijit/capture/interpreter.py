@@ -297,6 +297,11 @@ class FrameCapture:
                 raise GraphBreak(Reason.CONTROL_FLOW, "a call whose arguments branch",
                                  e.lineno)
             end = flow.absorb_simple(end)
+            if nulls and flow.null_survives(first, end, depth, min(nulls)):
+                # extend_past_nulls walks the span in a line, which a loop in it can mislead
+                # (3.12's inlined comprehension as a call's last argument): the NULL would
+                # reach a resume function's arguments. The rest runs as residual code.
+                end = last
         stack, locals_, node_count, lineno, store_count = self.snapshots[start]
         del self.graph.nodes[node_count:]     # nodes recorded past the break point
         self.effects.truncate(store_count)    # and stores: the residual code makes them

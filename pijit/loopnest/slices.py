@@ -23,14 +23,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from bytecode import BinaryOp
 
+from pijit import _compat
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Const, Op
 from pijit.loopnest.types import Unsupported
 
 PASS = object()             # instr(): not an instruction about views, recognise.py goes on
 
-_VECTOR_OPS = ("add", "sub", "mul", "truediv")
 _INPLACE = {"INPLACE_ADD": "add", "INPLACE_SUBTRACT": "sub", "INPLACE_MULTIPLY": "mul",
             "INPLACE_TRUE_DIVIDE": "truediv"}
 _BINARY = {"ADD": "add", "SUBTRACT": "sub", "MULTIPLY": "mul", "TRUE_DIVIDE": "truediv"}
@@ -348,8 +349,6 @@ def _element(walk, block, pos, stack, view, index, value=None):
 
 
 def _binary(walk, block, pos, stack, ins, a, b):
-    from bytecode import BinaryOp
-
     opname = BinaryOp(ins.arg).name
     if opname == "MATRIX_MULTIPLY":
         return _dot(walk, block, pos, stack, "matmul", a, b)
@@ -423,8 +422,6 @@ def _store(walk, block, pos, view, value):
 
 
 def _attr(walk, ins, stack):
-    from pijit import _compat
-
     facts = _compat.BYTECODE
     method, attr = ins.arg if facts.attr_pair and ins.name == "LOAD_ATTR" else \
         (ins.name == "LOAD_METHOD", ins.arg)
@@ -650,10 +647,6 @@ def _lower_c(k, op, bail: str) -> list:
     return _store_c(k, op, bail)
 
 
-def _operand_c(k, args, pos) -> str:
-    return k.val(args[pos])
-
-
 def _view_c(k, view, args, nm, bail) -> list:
     """C defining {nm}_p (the first item), {nm}_n (the length) and {nm}_s (the stride in
     bytes) of a view; an int index out of range or a zero step runs `bail`."""
@@ -662,15 +655,15 @@ def _view_c(k, view, args, nm, bail) -> list:
     for axis, ix in enumerate(view.index):
         n, st = f"n_{arr}_{axis}", f"s_{arr}_{axis}"
         if isinstance(ix, Slice):
-            step = "1" if ix.step is None else f"(int64_t){_operand_c(k, args, ix.step)}"
+            step = "1" if ix.step is None else f"(int64_t){k.val(args[ix.step])}"
             L.append("{")
             L.append(f"    int64_t step = {step};")
             if ix.step is not None:
                 L.append(f"    if (step == 0) {bail}")
             start = "(step < 0 ? INT64_MAX : 0)" if ix.start is None else \
-                f"(int64_t){_operand_c(k, args, ix.start)}"
+                f"(int64_t){k.val(args[ix.start])}"
             stop = "(step < 0 ? INT64_MIN : INT64_MAX)" if ix.stop is None else \
-                f"(int64_t){_operand_c(k, args, ix.stop)}"
+                f"(int64_t){k.val(args[ix.stop])}"
             L += ["    npy_intp first;",
                   f"    {nm}_n = pj_slice({n}, {start}, {stop}, step, &first);",
                   f"    {nm}_p += first * {st};",
@@ -678,7 +671,7 @@ def _view_c(k, view, args, nm, bail) -> list:
                   "}"]
         else:
             L += ["{",
-                  f"    int64_t ix = (int64_t){_operand_c(k, args, ix)};",
+                  f"    int64_t ix = (int64_t){k.val(args[ix])};",
                   f"    if (ix < 0) ix += {n};",
                   f"    if ((uint64_t)ix >= (uint64_t){n}) {bail}",
                   f"    {nm}_p += ix * {st};",

@@ -594,6 +594,30 @@ def iir_filter(x, b0, b1, a1):
     return y
 
 
+def cholesky(A):
+    n = A.shape[0]
+    L = np.zeros_like(A)
+    for j in range(n):
+        s = A[j, j] - L[j, :j] @ L[j, :j]
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, n):
+            L[i, j] = (A[i, j] - L[i, :j] @ L[j, :j]) / L[j, j]
+    return L
+
+
+def forward_subst_dot(L, b):
+    n = b.shape[0]
+    x = np.zeros(n)
+    for i in range(n):
+        x[i] = (b[i] - L[i, :i] @ x[:i]) / L[i, i]
+    return x
+
+
+def _make_spd(size, rng):
+    m = rng.random((size, size))
+    return [(m @ m.T + size * np.eye(size),)]
+
+
 def _make_fsub(size, rng):
     L = np.tril(rng.random((size, size))) + size * np.eye(size)
     return [(L, rng.random(size))]
@@ -760,6 +784,11 @@ LOOPS = "loops over array elements (issue 21: one loop nest compiled to C)"
 WORKLOADS += [
     W("forward_subst", forward_subst, _make_fsub, {"tiny": 8, "quick": 400, "full": 1000},
       "forward substitution L x = b, triangular inner loop", tags=(LOOPS,)),
+    W("cholesky", cholesky, _make_spd, {"tiny": 6, "quick": 120, "full": 300},
+      "Cholesky factorization by dots of row slices (L[i, :j] @ L[j, :j])", tags=(LOOPS,)),
+    W("forward_subst_dot", forward_subst_dot, _make_fsub,
+      {"tiny": 8, "quick": 4000, "full": 6000},
+      "forward substitution by a dot of slices per row (L[i, :i] @ x[:i])", tags=(LOOPS,)),
     W("crc16", crc16, _make_crc, {"tiny": 16, "quick": 20_000, "full": 200_000},
       "CRC-16/CCITT bit loop over bytes (Python int state)", tags=(LOOPS,)),
     W("mandelbrot", mandelbrot, _make_mandel,

@@ -125,8 +125,10 @@ CASES = [
     ("mlp", mlp, lambda: [(_f32(4, 8), _f32(8, 16, seed=1), _f32(16, seed=2),
                            _f32(16, 4, seed=3), _f32(4, seed=4))], {}, True),
     ("recurrence", recurrence, lambda: [(_f64(32),)], {}, True),
-    # loop nodes (short loops that write unroll by default)
-    ("row_updates", row_updates, lambda: [(_f64(5, 4), 5)], {"loop_unrolling": False}, False),
+    # loop nodes (short loops that write unroll by default; a loop nest would take
+    # row_updates)
+    ("row_updates", row_updates, lambda: [(_f64(5, 4), 5)],
+     {"loop_unrolling": False, "loop_nests": False}, False),
     ("stencil", stencil, lambda: [(_f64(16),)], {"loop_unrolling": False}, False),
     ("graph_break", graph_break, lambda: [(_f64(8), np.abs(_f64(8, seed=1)))], {}, True),
     ("data_branch", data_branch, lambda: [(np.abs(_f64(8)),), (-np.abs(_f64(8)),)], {}, True),

@@ -62,22 +62,24 @@ def slice_lengths(x, i):
     return head.shape[0], len(tail) * 1.5, np.zeros(tail.shape) + len(head)
 
 
+# Loop nodes: without loop nests (which take these loops: tests/test_loop_nests_slices.py).
 @pytest.mark.parametrize("level", LEVELS)
 def test_triangular_solves_are_loop_nodes(level):
     rng = np.random.default_rng(0)
     n = 130                              # > MAX_LOOP_UNROLLING: a loop node, i a graph int
     L = np.tril(rng.random((n, n))) + n * np.eye(n)
-    rep = assert_same(forward_substitution, L, rng.random(n), jit_kwargs=jit_kwargs(level))
+    rep = assert_same(forward_substitution, L, rng.random(n),
+                      jit_kwargs=jit_kwargs(level, loop_nests=False))
     assert rep.ops_per_graph[0].count("loop") == 1
     rep = assert_same(back_substitution, L.T.copy(), rng.random(n),
-                      jit_kwargs=jit_kwargs(level, loop_unrolling=False))
+                      jit_kwargs=jit_kwargs(level, loop_unrolling=False, loop_nests=False))
     assert rep.ops_per_graph[0].count("loop") == 1
 
 
 @pytest.mark.parametrize("level", LEVELS)
 def test_slices_by_loop_index_with_writes(level):
     rng = np.random.default_rng(1)
-    kw = jit_kwargs(level, loop_unrolling=False)
+    kw = jit_kwargs(level, loop_unrolling=False, loop_nests=False)
     rep = assert_same(tail_updates, rng.random(20), 12, jit_kwargs=kw)
     assert rep.ops_per_graph == [["loop"]]
     A = rng.random((12, 12)) + 12 * np.eye(12)

@@ -137,7 +137,8 @@ CASES = [(_matmul_inplace, (A[:, :8], W), ["matmul", "imatmul"], {}),
          (_write_through_a_view, (A,), ["mul", "add", "iadd"], {}),
          (_ufunc_out, (A,), ["mul", "sub", "add"], {}),
          (_quiet_ufunc_out, (A,), ["mul", "sub", "maximum", "add"], {}),
-         (_loop_node_writes, (A, 4), ["loop"], {"loop_unrolling": False}),
+         (_loop_node_writes, (A, 4), ["loop"], {"loop_unrolling": False,
+                                                 "loop_nests": False}),
          (_write_then_reduce, (A,), ["isub", "sum", "max"], {}),
          (_two_writes, (A,), ["iadd", "imul"], {})]
 

@@ -489,7 +489,9 @@ def test_slices_by_the_index_of_a_constant_range(level, n):
     one node over a body with the slice kept symbolic, whether it is short (unrolling off) or
     long; at O1 the body's elementwise work is a fused kernel."""
     d = np.random.default_rng(n).uniform(0, 10, (n, n))
-    options = {} if n > 100 else {"loop_unrolling": False}
+    # loop nests off: a nest takes copy_columns (tests/test_loop_nests_slices.py)
+    options = {"loop_nests": False} if n > 100 else {"loop_unrolling": False,
+                                                      "loop_nests": False}
     report = assert_same(shortest_paths, d, jit_kwargs=jit_kwargs(level, **options))
     assert report.ops_per_graph == [["loop", "tuple_item"]]
     assert "getitem(%" in report.graphs[0] and "slice(%" in report.graphs[0]
@@ -583,7 +585,8 @@ def capture(fn, *args, **options):
 
 def test_graph_passes_treat_the_loop_as_one_node():
     A = np.ones((6, 4))
-    graph = capture(row_update, A, np.arange(4.0), loop_unrolling=False).graph
+    graph = capture(row_update, A, np.arange(4.0), loop_unrolling=False,
+                    loop_nests=False).graph
     graph.outputs = [graph.inputs[0]]
     verify(graph)
     (loop,) = [n for n in graph.nodes if isinstance(n.fn, LoopOp)]

@@ -6,6 +6,9 @@ Stages, in the order data flows:
                   if/elif/else) -> ir.Nest, typed by types.py
     ir.py         a CFG of blocks over typed variables; ops that may bail start a block
     types.py      NumPy's (NEP 50) and Python's promotion rules, and each op's C domain
+    slices.py     views by index (`L[i, :j]`) and the array ops on them (dot, sum,
+                  elementwise updates): recognised for recognise.py, lowered for lower_c.py
+                  and lower_py.py
     lower_py.py   Nest -> a Python function run from any block (O0; the rest of the nest
                   after the kernel bails: exact Python semantics, exceptions and warnings)
     bounds.py     the C kernel's loops versioned: accesses proven in range at a loop's

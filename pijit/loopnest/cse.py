@@ -46,7 +46,7 @@ def _step(avail: dict, op: Op, types: dict, rewrite: bool) -> Op:
     if rewrite and key is not None and key in avail and avail[key] != op.dst \
             and types[avail[key]] == types[op.dst]:
         op = Op("copy", op.dst, (avail[key],), lineno=op.lineno)
-    _kill(avail, _defined(op), op.kind == "store")
+    _kill(avail, _defined(op), op.kind in ("store", "vstore"))
     if key is not None and op.dst not in key[2]:
         avail[key] = op.dst
     return op

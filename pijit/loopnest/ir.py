@@ -17,6 +17,11 @@ from dataclasses import dataclass, field
 from pijit.loopnest import types as T
 
 
+# ops on slices of arrays (slices.py): a dot or a sum of 1-D views, an elementwise update of
+# one; each may hand over (a bound, a length mismatch, a non-finite float)
+ARRAY_OPS = ("vdot", "vsum", "vstore")
+
+
 @dataclass(frozen=True)
 class Const:
     value: object
@@ -30,7 +35,8 @@ class Const:
 class Op:
     """dst = kind(args) in `domain`; kinds: copy, binop, cmp, unop, call, load, store, shape,
     range (dst: the iterator's name), truth; select (dst = args[1] if args[0] else args[2]:
-    ifconvert.py, C kernel only)."""
+    ifconvert.py, C kernel only); vdot, vsum, vstore (ARRAY_OPS: `array` says what, over
+    the operands in args)."""
     kind: str
     dst: str | None
     args: tuple
@@ -45,9 +51,13 @@ class Op:
     # the block a hand-over at this op resumes at when not its own (float_checks.py: the
     # first op of the run its check covers; C kernel only)
     resume: int | None = None
+    # an array op's views and expression (slices.ArrayOp, over positions in args)
+    array: object = None
 
     @property
     def bails(self) -> bool:
+        if self.kind in ARRAY_OPS:
+            return True
         if self.kind == "load" or self.kind == "binop" and not self.checked:
             return self.checked
         if self.kind in ("store", "range"):
@@ -70,6 +80,8 @@ class Op:
     def __str__(self):
         args = ", ".join(map(str, self.args))
         lhs = f"{self.dst} = " if self.dst else ""
+        if self.array is not None:
+            return f"{lhs}{self.kind} {self.array.text([str(x) for x in self.args])}"
         dom = f"  [{' '.join(map(str, self.domain))}]" if self.domain else ""
         return f"{lhs}{self.kind} {self.op} {args}{dom}".replace("  ", " ", 1) if not self.op \
             else f"{lhs}{self.kind}.{self.op}({args}){dom}"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pijit.loopnest import bounds, cse, float_checks, ifconvert
+from pijit.loopnest import bounds, cse, float_checks, ifconvert, slices
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Block, Const, Nest, reverse_postorder
 
@@ -276,8 +276,10 @@ class NestKernel:
     def op(self, op, bid: int, bail: str | None = None) -> list:
         """op's C; a failed check hands over at block `bid`, or runs `bail` when given."""
         k = op.kind
-        a = [self.val(x) for x in op.args]
         bail = bail or f"PJ_BAIL({bid});"
+        if op.array is not None:
+            return slices.lower_c(self, op, bail)
+        a = [self.val(x) for x in op.args]
         d = f"v_{op.dst}" if op.dst else None
         if k == "copy":
             return [f"{d} = {a[0]};"] + self.copy_tag(op.dst, op.args[0])
@@ -650,7 +652,7 @@ class NestKernel:
               "        return res;",
               "    }",
               "}"]
-        return HELPERS + "\n".join(L) + "\n"
+        return HELPERS + slices.c_helpers(nest) + "\n".join(L) + "\n"
 
 
 class _Group:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 
 from pijit.bytecode_gen.reconstruct import INTERNAL_PREFIX
+from pijit.loopnest import slices
 from pijit.loopnest.ir import Const, Nest, successors
 
 _BINOP = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
@@ -33,6 +34,8 @@ def _operand(x) -> str:
 
 
 def _op_line(op) -> str:
+    if op.array is not None:
+        return slices.python_line(op, _operand)
     a = [_operand(x) for x in op.args]
     if op.kind == "copy":
         return f"{op.dst} = {a[0]}"

@@ -27,6 +27,7 @@ import math
 from bytecode import BinaryOp, Compare, Instr, Label, SetLineno, TryBegin, TryEnd
 
 from pijit import _compat
+from pijit.loopnest import slices
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Block, Const, Nest, Op
 from pijit.loopnest.types import Unsupported
@@ -263,6 +264,9 @@ class _Walk:
         facts = _compat.BYTECODE
         if name in ("NOP", "RESUME", "PRECALL", "TO_BOOL", "CACHE", "EXTENDED_ARG"):
             return None
+        result = slices.instr(self, ins, pos, block, stack)   # views and their array ops
+        if result is not slices.PASS:
+            return result
         if name in ("LOAD_FAST", "LOAD_FAST_CHECK"):
             stack.append(self.local(ins.arg))
             return None

@@ -22,6 +22,7 @@ one leaves the loop as zip does, then the body loads the elements from the leave
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import math
 
 from bytecode import BinaryOp, Compare, Instr, Label, SetLineno, TryBegin, TryEnd
@@ -743,16 +744,37 @@ def _call_rule(fname, t):
     return T.FLOAT, ("math",)
 
 
+# Stack items whose operands (variable names, constants) a later store may change: a value,
+# a built tuple, range() arguments, and slices.py's slices, views and view expressions.
+_OPERAND_ITEMS = ("v", "tuple", "range", "slice", "view", "vexpr", "vupdate", "vmethod")
+# Fields of slices.py's records that name no operand.
+_NOT_OPERANDS = frozenset(("array", "op", "dtype", "domain", "type"))
+
+
 def _reads(item, var: str) -> bool:
-    """Whether a stack item stands for the variable var (also inside a built tuple)."""
-    if item[0] == "v":
-        return item[1] == var
-    return item[0] == "tuple" and any(_reads(x, var) for x in item[1])
+    """Whether a stack item reads the variable var (where it is used)."""
+    found = []
+    _renamed(item, var, var, found)
+    return bool(found)
 
 
-def _renamed(item, var: str, new: str):
-    if item[0] == "v":
-        return ("v", new) if item[1] == var else item
-    if item[0] == "tuple":
-        return ("tuple", [_renamed(x, var, new) for x in item[1]])
-    return item
+def _renamed(item, var: str, new: str, found=None):
+    """The item with its operand var renamed new (found: appended to at each one)."""
+    if not (isinstance(item, tuple) and item and item[0] in _OPERAND_ITEMS):
+        return item
+
+    def rename(x):
+        if isinstance(x, str):
+            if x != var:
+                return x
+            if found is not None:
+                found.append(x)
+            return new
+        if isinstance(x, (tuple, list)):
+            return type(x)(rename(y) for y in x)
+        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+            return dataclasses.replace(x, **{f.name: rename(getattr(x, f.name))
+                                             for f in dataclasses.fields(x)
+                                             if f.name not in _NOT_OPERANDS})
+        return x
+    return (item[0],) + tuple(rename(x) for x in item[1:])

@@ -20,6 +20,7 @@ from pijit.capture.ops_load_store import DELETED, _global, load_local
 from pijit.capture.values import ConstValue, GraphValue, RangeValue, node_arg
 from pijit.capture.flow import Loop
 from pijit.graph.ir import Meta
+from pijit.loopnest import inline
 from pijit.loopnest import types as T
 from pijit.loopnest.node import NestOp
 from pijit.loopnest.recognise import Entry, recognise
@@ -214,6 +215,7 @@ def _capture(cap, loop):
                                ITERATED if iterated is not None else None)
     for gname in dict.fromkeys(resolved):       # guard what the nest assumed of globals
         _global(cap, gname)
+    inline.guard(cap, nest)                     # and of the functions it inlined
     for name in unread:
         values[name] = load_local(cap, name)
         if _entry(values[name]) != _entry_of(entries[name]):

@@ -27,6 +27,7 @@ import math
 from bytecode import BinaryOp, Compare, Instr, Label, SetLineno, TryBegin, TryEnd
 
 from pijit import _compat
+from pijit.loopnest import calls
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Block, Const, Nest, Op
 from pijit.loopnest.types import Unsupported
@@ -297,6 +298,14 @@ class _Walk:
                 return None
             if obj[0] == "obj" and obj[1] is math and attr in MATH1:
                 self.push_callable(stack, ("obj", getattr(math, attr)), method)
+                return None
+            fn = calls.module_callable(obj[1], attr) if obj[0] == "obj" else None
+            if fn is not None:
+                self.push_callable(stack, ("obj", fn), method)
+                return None
+            const = calls.module_constant(obj[1], attr) if obj[0] == "obj" else None
+            if const is not None and not method:
+                stack.append(("v", const))
                 return None
             raise Unsupported(f"attribute {attr}")
         if name == "PUSH_NULL":
@@ -646,8 +655,8 @@ class _Walk:
             fname = _CALLS.get(fn[1])
         except TypeError:
             fname = None
-        if fname is None:
-            raise Unsupported(f"a call of {getattr(fn[1], '__name__', fn[1])!r}")
+        if fname is None:       # NumPy's ufuncs and scalar types, the user's functions
+            return calls.call(self, block, stack, pos, fn[1], args)
         self.funcs[fname] = fn[1]
         if fname == "range":
             if not 1 <= nargs <= 3 or any(x[0] != "v" or any(T.kind(m) not in "ib" for m in

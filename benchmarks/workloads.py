@@ -837,7 +837,7 @@ WORKLOADS += [
       {"tiny": (6, 2), "quick": (100, 10), "full": (300, 10)},
       "Gauss-Seidel sweeps over a dense diagonally dominant system", tags=(LOOPS,)),
     W("route_length", route_length, _make_route,
-      {"tiny": 20, "quick": 5000, "full": 50_000},
+      {"tiny": 20, "quick": 10_000, "full": 100_000},
       "length of a route: a haversine helper (np.sin/cos/arcsin/sqrt) per leg",
       tags=(LOOPS,)),
 ]

@@ -360,6 +360,7 @@ def calls_swapped(a):
 def test_a_helper_whose_code_changes_recompiles(resumes):
     a = np.arange(4.0)
     jitted = pijit.jit(calls_swapped)
+    pijit.reset(jitted)
     original = swapped.__code__
     try:
         first = jitted(a)
@@ -482,6 +483,72 @@ def test_guards_name_the_helper_code():
     report = pijit.explain(uses_poly, np.arange(3.0))
     assert any("__code__" in g for g in report.guards), report.guards
     assert any("__defaults__" in g for g in report.guards), report.guards
+
+
+SCALE = 2.5
+
+
+def scaled_by_global(x):
+    return x * SCALE
+
+
+def uses_globals(a):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = scaled_by_global(a[i]) + SCALE * np.pi
+    return out
+
+
+def helper_reads_global(a):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = scaled_by_global(a[i])
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_global_constants(level, resumes, built):
+    compiled(uses_globals, np.arange(4.0), level=level, resumes=resumes, built=built)
+
+
+@pytest.mark.parametrize("fn", [uses_globals, helper_reads_global])
+def test_a_global_constant_that_changes_recompiles(fn):
+    global SCALE
+    a = np.arange(3.0)
+    jitted = pijit.jit(fn)
+    pijit.reset(jitted)
+    try:
+        jitted(a)
+        SCALE = 4
+        with plain_python():
+            want = fn(a)
+        got = jitted(a)
+        assert got.tobytes() == want.tobytes(), "the nest kept the old value of SCALE"
+        assert pijit.code_info(jitted)["compile_count"] == 2
+    finally:
+        SCALE = 2.5
+
+
+def reads_global(a):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = a[i] * SCALE
+    return out
+
+
+def test_a_global_constant_is_guarded_by_value_without_specialize_scalar():
+    global SCALE
+    a = np.arange(3.0)
+    jitted = pijit.jit(reads_global, jit_config={"specialize_scalar": False})
+    pijit.reset(jitted)
+    try:
+        jitted(a)
+        SCALE = 4.0
+        with plain_python():
+            want = reads_global(a)
+        assert jitted(a).tobytes() == want.tobytes(), "the nest kept the old value of SCALE"
+    finally:
+        SCALE = 2.5
 
 
 # -- the workloads ------------------------------------------------------------------------------

@@ -75,6 +75,14 @@ def module_constant(obj, attr):
     return None
 
 
+def global_constant(obj):
+    """The Const a global holding a Python int, float or bool is (its value guarded: the
+    loop-nest capture and inline.guard)."""
+    if type(obj) in (int, float, bool) and T.of_value(obj) is not None:
+        return Const(obj, T.of_value(obj))
+    return None
+
+
 def module_callable(obj, attr):
     """The callable `np.attr` when a nest may call it (a ufunc or a scalar type), else None."""
     if obj is not np:

@@ -23,6 +23,7 @@ from pijit._compat import GENERATOR_LIKE
 from pijit.capture.inline import is_library
 from pijit.capture.instructions import read_instructions
 from pijit.capture.sources import AttrSource, ConstSource, DictItemSource, ItemSource
+from pijit.loopnest import calls
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Const, Nest, Op
 from pijit.loopnest.recognise import MAX_WALKS, Entry, _Walk
@@ -221,7 +222,9 @@ def guard(cap, nest):
                 cap.builder.guard(ItemSource(defaults, i), "eq", c.value)
         globs = AttrSource(source, "__globals__")
         for name, obj, found in callee.reads:
-            if found:
+            if found and calls.global_constant(obj) is not None:
+                cap.builder.guard(DictItemSource(globs, name), "eq", obj)
+            elif found:
                 cap.builder.wrap(obj, DictItemSource(globs, name))
             else:
                 cap.builder.guard(globs, "call", lambda g, name=name: name not in g,

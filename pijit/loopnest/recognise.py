@@ -287,7 +287,12 @@ class _Walk:
             return None
         if name == "LOAD_GLOBAL":
             push_null, gname = ins.arg if isinstance(ins.arg, tuple) else (False, ins.arg)
-            self.push_callable(stack, ("obj", self.resolve(gname)), push_null)
+            obj = self.resolve(gname)
+            const = calls.global_constant(obj)      # a module's R = 6371.0 (guarded by value)
+            if const is not None and not push_null:
+                stack.append(("v", const))
+                return None
+            self.push_callable(stack, ("obj", obj), push_null)
             return None
         if name in ("LOAD_ATTR", "LOAD_METHOD"):
             method, attr = ins.arg if facts.attr_pair and name == "LOAD_ATTR" else \

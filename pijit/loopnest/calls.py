@@ -4,8 +4,8 @@ type casts (np.sqrt(x), np.maximum(a, b), np.float32(x)), and user functions (in
 A ufunc's loop is the one NumPy resolves for the operands' types (`ufunc.resolve_dtypes`,
 a Python int or float weak as NEP 50 says), and the kernel runs NumPy's own inner loop for
 that signature on the one element (the `numpy_1.24_ufunc_call_info` capsule of
-`_get_strided_loop`, found when the kernel loads; n = 1, as `np.<ufunc>(scalar)` runs it), so
-the result is NumPy's bit for bit. The floating-point flags it raises decide: divide,
+`_get_strided_loop`, found when the kernel loads; n = 1 and strides 0, as
+`np.<ufunc>(scalars)` runs it on 0-d operands), so the result is NumPy's bit for bit. The floating-point flags it raises decide: divide,
 overflow or invalid, or underflow while np.errstate does not ignore it, hand the nest over
 to Python at the call, which calls the ufunc itself and warns or raises as NumPy does. Where
 NumPy's loop is one IEEE operation exact on finite values (sqrt, absolute, floor,
@@ -44,8 +44,8 @@ DIRECT = {"sqrt": "sqrt{f}(u0)", "absolute": "fabs{f}(u0)", "fabs": "fabs{f}(u0)
 C_HELPERS = r"""
 /* One element through NumPy's own loop of slot k (the call-info of pj_ufuncs, n = 1):
    0 done; 1 only underflow raised; -1 divide, overflow or invalid raised, the loop failed,
-   or the slot is not set (the caller hands over). A loop NumPy says raises no floating-point
-   errors (an integer reciprocal's division by zero) is not asked, as NumPy does not ask. */
+   or the slot is not set (the caller hands over). The flags of a loop flagged
+   NPY_METH_NO_FLOATINGPOINT_ERRORS are not read, as NumPy does not read them. */
 static inline int pj_nest_ufunc(int k, char **data, const npy_intp *steps)
 {
     pj_ufunc_info *u = pj_ufuncs[k];

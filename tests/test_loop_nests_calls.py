@@ -551,6 +551,20 @@ def test_a_global_constant_is_guarded_by_value_without_specialize_scalar():
         SCALE = 2.5
 
 
+def infinite_constant(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s = min(s, a[i] - 1e999)        # a constant inf: the Python form spells it 1e999
+    return s
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_an_infinite_constant(level, resumes):
+    # a NumPy float's non-finite result hands over: the Python form runs with the constant
+    same(infinite_constant, np.arange(3.0), level=level, breaks=1)
+    assert level == "O0" or resumes
+
+
 # -- the workloads ------------------------------------------------------------------------------
 @pytest.mark.parametrize("level", LEVELS)
 def test_workloads(level, resumes, built):

@@ -73,7 +73,13 @@ def _numexpr(workload, threads):
 def _numba(workload, threads):
     import numba
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-    return numba.njit(fresh_copy(workload.fn)), _inputs_identity, _identity
+    fn = workload.fn
+    # the helpers it calls njit-ed too, as a numba user decorates them
+    helpers = {name: numba.njit(obj) for name in fn.__code__.co_names
+               if isinstance(obj := fn.__globals__.get(name), types.FunctionType)
+               and obj.__module__ == fn.__module__}
+    fn = fresh_copy(fn, dict(fn.__globals__, **helpers) if helpers else None)
+    return numba.njit(fn), _inputs_identity, _identity
 
 
 def _torch(workload, threads):

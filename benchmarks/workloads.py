@@ -618,6 +618,59 @@ def _make_spd(size, rng):
     return [(m @ m.T + size * np.eye(size),)]
 
 
+def lu_nopivot(A):
+    A = A.copy()
+    n = A.shape[0]
+    for k in range(n):
+        for i in range(k + 1, n):
+            A[i, k] /= A[k, k]
+            for j in range(k + 1, n):
+                A[i, j] -= A[i, k] * A[k, j]
+    return A
+
+
+def gauss_seidel(A, b, x, sweeps):
+    x = x.copy()
+    n = b.shape[0]
+    for _ in range(sweeps):
+        for i in range(n):
+            s = b[i]
+            for j in range(n):
+                if j != i:
+                    s -= A[i, j] * x[j]
+            x[i] = s / A[i, i]
+    return x
+
+
+def haversine(lat1, lon1, lat2, lon2):
+    """Great-circle distance in km between two points given in radians."""
+    sdlat = np.sin((lat2 - lat1) * 0.5)
+    sdlon = np.sin((lon2 - lon1) * 0.5)
+    a = sdlat * sdlat + np.cos(lat1) * np.cos(lat2) * sdlon * sdlon
+    return 2.0 * 6371.0 * np.arcsin(np.sqrt(a))
+
+
+def route_length(lat, lon):
+    total = 0.0
+    for i in range(1, lat.shape[0]):
+        total += haversine(lat[i - 1], lon[i - 1], lat[i], lon[i])
+    return total
+
+
+def _make_lu(size, rng):
+    return [(rng.random((size, size)) + size * np.eye(size),)]     # no pivoting needed
+
+
+def _make_gs(size, rng):
+    n, sweeps = size
+    return [(rng.random((n, n)) + n * np.eye(n), rng.random(n), np.zeros(n), sweeps)]
+
+
+def _make_route(size, rng):
+    return [(np.radians(rng.uniform(-60.0, 60.0, size)),
+             np.radians(rng.uniform(-180.0, 180.0, size)))]
+
+
 def _make_fsub(size, rng):
     L = np.tril(rng.random((size, size))) + size * np.eye(size)
     return [(L, rng.random(size))]
@@ -807,6 +860,15 @@ WORKLOADS += [
       "running maximum and its index, over enumerate(a)", tags=(LOOPS,)),
     W("iir_filter", iir_filter, _make_iir, {"tiny": 50, "quick": 200_000, "full": 2_000_000},
       "first-order recursive (IIR) filter", tags=(LOOPS,)),
+    W("lu_nopivot", lu_nopivot, _make_lu, {"tiny": 6, "quick": 60, "full": 150},
+      "LU factorization without pivoting, k-i-j loops on a copy", tags=(LOOPS,)),
+    W("gauss_seidel", gauss_seidel, _make_gs,
+      {"tiny": (6, 2), "quick": (100, 10), "full": (300, 10)},
+      "Gauss-Seidel sweeps over a dense diagonally dominant system", tags=(LOOPS,)),
+    W("route_length", route_length, _make_route,
+      {"tiny": 20, "quick": 10_000, "full": 100_000},
+      "length of a route: a haversine helper (np.sin/cos/arcsin/sqrt) per leg",
+      tags=(LOOPS,)),
 ]
 
 SUITES = {"quick": "quick", "full": "full", "tiny": "tiny"}

@@ -95,8 +95,6 @@ def test_factorizations(n, level, resumes):
     compiled(lu_dot, A, level=level, resumes=resumes)
 
 
-@pytest.mark.xfail(strict=True, reason="np.sqrt of a NumPy scalar in a loop nest comes "
-                   "with the nests' NumPy scalar ufunc calls (helper calls21's branch)")
 @pytest.mark.parametrize("level", LEVELS)
 def test_cholesky_workload(level, resumes):
     compiled(cholesky, spd(40, np.random.default_rng(40)), level=level, resumes=resumes)

@@ -18,6 +18,10 @@ Stages, in the order data flows:
                   non-finite through + - * and a numerator): dropped
     ifconvert.py  small branches of the C kernel made selects: both sides run, the condition
                   picks; a check failing there runs the original branch
+    calls.py      calls of NumPy's scalar ufuncs (NumPy's own loop, or C where it is one
+                  IEEE operation) and scalar casts; anything else recognise.py cannot call
+    inline.py     calls of user functions: their bytecode -> a CFG expanded in the C kernel
+                  at the call (the Python form calls the function)
     lower_c.py    Nest -> C (gotos), built by backends/cfused's build and disk cache
     node.py       NestOp: the graph node's function
     capture.py    the capture hook: at an outermost loop's first instruction, try the nest

@@ -20,6 +20,7 @@ from pijit.capture.ops_load_store import DELETED, _global, load_local
 from pijit.capture.values import ConstValue, GraphValue, RangeValue, node_arg
 from pijit.capture.flow import Loop
 from pijit.graph.ir import Meta
+from pijit.loopnest import calls, inline
 from pijit.loopnest import types as T
 from pijit.loopnest.node import NestOp
 from pijit.loopnest.recognise import Entry, recognise
@@ -212,8 +213,15 @@ def _capture(cap, loop):
     nest, exit_pos = recognise(instrs, loop.start, loop.end, entries, range_types, resolve,
                                lambda pos: flow.live_in[pos],
                                ITERATED if iterated is not None else None)
+    stored = [g for g in resolved if g in cap.effects.globals]
+    if stored:      # resolve read the module's dict, not the value the function stored
+        raise Unsupported(f"global {stored[0]!r} is assigned before the loop")
     for gname in dict.fromkeys(resolved):       # guard what the nest assumed of globals
         _global(cap, gname)
+        obj = cap.func.__globals__.get(gname)
+        if calls.global_constant(obj) is not None:      # by value, whatever specialize_scalar
+            cap.builder.guard(cap.global_source(gname), "eq", obj)
+    inline.guard(cap, nest)                     # and of the functions it inlined
     for name in unread:
         values[name] = load_local(cap, name)
         if _entry(values[name]) != _entry_of(entries[name]):

@@ -30,10 +30,11 @@ _PURE = ("copy", "binop", "unop", "cmp", "load", "shape")
 
 def _speculable(op: Op) -> bool:
     """Whether op may run when its side is not taken: no effect but its destination (every
-    check it makes comes before what it computes), and cheap (no libm call)."""
+    check it makes comes before what it computes), and cheap (no libm call, NumPy loop or
+    inlined function)."""
     if op.kind in _PURE:
         return True
-    return op.kind == "call" and op.domain[:1] != ("math",)
+    return op.kind == "call" and op.domain[0] not in ("math", "ufunc", "inline")
 
 
 def _side(blocks: dict, preds: dict, start: int) -> tuple:

@@ -207,4 +207,8 @@ class Nest:
                 lines.append(f"    for {t[2]} in {t[1]} ? b{t[3]} : b{t[4]}")
             else:
                 lines.append("    exit")
-        return "\n".join(lines)
+        inlined = []                # the functions inlined at calls (loopnest/inline.py)
+        for b in self.blocks:
+            inlined += [op.domain[1] for op in b.ops if op.domain[:1] == ("inline",)
+                        and op.domain[1] not in inlined]
+        return "\n".join(lines + [c.listing() for c in inlined])

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pijit.loopnest import bounds, cse, float_checks, ifconvert, slices
+from pijit.loopnest import bounds, calls, cse, float_checks, ifconvert, slices
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Block, Const, Nest, reverse_postorder
 
@@ -219,6 +219,9 @@ class NestKernel:
         blocks = cse.eliminate(blocks, nest.types)
         blocks = float_checks.defer(blocks, nest.types, self.origin, nest.live_in())
         self.blocks = ifconvert.convert(blocks, self.vtypes)
+        # NumPy loops the kernel calls: slots 0.. of its module's table (it is alone there)
+        self.ufunc_slots = calls.slots(nest.blocks)
+        self.numpy_loop_count = len(self.ufunc_slots)
 
     # -- values --------------------------------------------------------------------------
     def val(self, x) -> str:
@@ -347,6 +350,8 @@ class NestKernel:
     def compute(self, op, a, d, bail) -> list:
         dom = op.domain
         kind = dom[0]
+        if kind in calls.DOMAINS:       # NumPy's ufuncs and scalar types, inlined functions
+            return calls.lower(self, op, a, d, bail)
         ops = op.args
         out = []
         tag = self.set_tag(op.dst, op.results, ops) if op.results else \
@@ -652,7 +657,7 @@ class NestKernel:
               "        return res;",
               "    }",
               "}"]
-        return HELPERS + slices.c_helpers(nest) + "\n".join(L) + "\n"
+        return HELPERS + calls.C_HELPERS + slices.c_helpers(nest) + "\n".join(L) + "\n"
 
 
 class _Group:

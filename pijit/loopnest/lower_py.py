@@ -30,7 +30,11 @@ def signature(nest: Nest) -> list:
 
 
 def _operand(x) -> str:
-    return repr(x.value) if isinstance(x, Const) else x
+    if not isinstance(x, Const):
+        return x
+    if type(x.value) is float and x.value in (float("inf"), float("-inf")):
+        return "1e999" if x.value > 0 else "-1e999"         # repr gives `inf`, a name
+    return repr(x.value)
 
 
 def _op_line(op) -> str:

@@ -57,12 +57,14 @@ class NestOp:
         """The nest's C kernel (a METH_FASTCALL function taking the node's arguments), or
         None when it cannot be built (logged; the node then runs in Python)."""
         from pijit.backends.cfused import build, render
+        from pijit.loopnest import calls
         from pijit.loopnest.lower_c import NestKernel
         try:
             renderer = NestKernel(self.nest)
             source, own = render.module_source([renderer], False, 1)
             self.c_source = own
             kernels = build.load_kernels(source, cache_dir)
+            calls.set_loops(kernels, renderer.ufunc_slots)
             kernels.set_fallback(0, self.resume)
             return kernels.g0
         except Exception as e:      # noqa: BLE001 - a build failure must not reach the user

@@ -28,7 +28,7 @@ import math
 from bytecode import BinaryOp, Compare, Instr, Label, SetLineno, TryBegin, TryEnd
 
 from pijit import _compat
-from pijit.loopnest import slices
+from pijit.loopnest import calls, slices
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Block, Const, Nest, Op
 from pijit.loopnest.types import Unsupported
@@ -292,7 +292,12 @@ class _Walk:
             return None
         if name == "LOAD_GLOBAL":
             push_null, gname = ins.arg if isinstance(ins.arg, tuple) else (False, ins.arg)
-            self.push_callable(stack, ("obj", self.resolve(gname)), push_null)
+            obj = self.resolve(gname)
+            const = calls.global_constant(obj)      # a module's R = 6371.0 (guarded by value)
+            if const is not None and not push_null:
+                stack.append(("v", const))
+                return None
+            self.push_callable(stack, ("obj", obj), push_null)
             return None
         if name in ("LOAD_ATTR", "LOAD_METHOD"):
             method, attr = ins.arg if facts.attr_pair and name == "LOAD_ATTR" else \
@@ -303,6 +308,14 @@ class _Walk:
                 return None
             if obj[0] == "obj" and obj[1] is math and attr in MATH1:
                 self.push_callable(stack, ("obj", getattr(math, attr)), method)
+                return None
+            fn = calls.module_callable(obj[1], attr) if obj[0] == "obj" else None
+            if fn is not None:
+                self.push_callable(stack, ("obj", fn), method)
+                return None
+            const = calls.module_constant(obj[1], attr) if obj[0] == "obj" else None
+            if const is not None and not method:
+                stack.append(("v", const))
                 return None
             raise Unsupported(f"attribute {attr}")
         if name == "PUSH_NULL":
@@ -665,8 +678,8 @@ class _Walk:
             fname = _CALLS.get(fn[1])
         except TypeError:
             fname = None
-        if fname is None:
-            raise Unsupported(f"a call of {getattr(fn[1], '__name__', fn[1])!r}")
+        if fname is None:       # NumPy's ufuncs and scalar types, the user's functions
+            return calls.call(self, block, stack, pos, fn[1], args)
         self.funcs[fname] = fn[1]
         if fname == "range":
             if not 1 <= nargs <= 3 or any(x[0] != "v" or any(T.kind(m) not in "ib" for m in

@@ -1820,7 +1820,9 @@ def module_source(renderers: list, contract: bool, threads: int, jobs: int = 1) 
     parts.append(HELPERS)
     # set by single_thread() in a forked child (build.py): GNU OpenMP is not fork-safe
     parts.append("PJ_SHARED int pj_one_thread;\n")
-    parts.append(NUMPY_LOOPS.replace("@NSLOTS@", str(max(len(slots), 1))))
+    # a loop nest's kernel (pijit/loopnest) numbers its own NumPy loops
+    nslots = len(slots) + sum(getattr(r, "numpy_loop_count", 0) for r in renderers)
+    parts.append(NUMPY_LOOPS.replace("@NSLOTS@", str(max(nslots, 1))))
     parts.append(f"PJ_SHARED PyObject *pj_fallbacks[{max(len(renderers), 1)}];\n")
     parts.append(FALLBACK)
     own = len(parts)

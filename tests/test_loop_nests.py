@@ -5,6 +5,7 @@ ran the nest in Python cannot pass as compiled."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -257,6 +258,25 @@ def test_tuple_assignments_read_the_values_before_the_stores(level, resumes):
     compiled(fib_iter, 40, level=level, resumes=resumes)
     compiled(gcd, 1071, 462, level=level, resumes=resumes)
     compiled(rotations, np.random.default_rng(2).random(9), level=level, resumes=resumes)
+
+
+def _distinct_residues(n):
+    return len(Counter([n % 3, n % 5, n % 7]))      # Counter: a call that breaks the graph
+
+
+def first_with_residues(k):
+    i, t = 1, 1
+    while _distinct_residues(t) <= k:
+        i += 1
+        t += i
+    return t
+
+
+def test_a_while_loop_entered_after_a_break_in_its_condition_is_not_a_nest():
+    """The resume function after the break in the condition's call starts at the
+    comparison, with the call's value on the stack, where the loop's head is: no nest
+    (before, recognition started from an empty stack and raised IndexError, caught)."""
+    assert_same(first_with_residues, 2, graphs=None, breaks=None)
 
 
 def copy_scale(a, out):

@@ -167,6 +167,10 @@ def _capture(cap, loop):
             iterated = top      # an array no local holds: `for x in a[1:]`, `self.data`
         else:
             raise Unsupported("a for loop over something other than a range or an array")
+    elif cap.stack:
+        # a while loop whose head follows a value still on the stack (a resume function
+        # entered after a call in its condition): the walk starts from an empty stack
+        raise Unsupported("a while loop entered with values on the stack")
     names = {i.arg for i in instrs[loop.start:loop.end + 1]
              if isinstance(i, Instr) and i.name in _LOADS}
     entries, values, unread = {}, {}, []

@@ -11,10 +11,14 @@ Stages, in the order data flows:
     bounds.py     the C kernel's loops versioned: accesses proven in range at a loop's
                   entry skip their bounds checks (the Python form never sees the copies)
     cse.py        loads and arithmetic the C kernel already holds on every path: copies
+    forward.py    an element the previous iteration of a loop stored, read again: taken from
+                  a variable the store sets (no round trip through memory)
     float_checks.py  NumPy float checks a later check covers (a non-finite value stays
                   non-finite through + - * and a numerator): dropped
     ifconvert.py  small branches of the C kernel made selects: both sides run, the condition
                   picks; a check failing there runs the original branch
+    ranges.py     integer value ranges of the C kernel's variables: the overflow, zero
+                  divisor and range checks that cannot fail, left out by lower_c
     lower_c.py    Nest -> C (gotos), built by backends/cfused's build and disk cache
     node.py       NestOp: the graph node's function
     capture.py    the capture hook: at an outermost loop's first instruction, try the nest

@@ -55,17 +55,19 @@ def _sunk_store(t_ops: list, f_ops: list, types: dict):
         return t_ops, f_ops, None
     st, sf = t_ops[-1], f_ops[-1]
     if st.kind != "store" or sf.kind != "store" or st.op != sf.op \
-            or st.args[:-1] != sf.args[:-1]:
+            or st.args[:-1] != sf.args[:-1] or st.reuse != sf.reuse:
         return t_ops, f_ops, None
     assigned = {op.dst for op in t_ops + f_ops}
     if any(x in assigned for x in st.args[1:-1]):
         return t_ops, f_ops, None
-    if any(op.kind == "load" and op.args[0] == st.args[0] for op in t_ops + f_ops):
+    if any(op.kind == "load" and op.args[0] == st.args[0] and op.reuse is None
+           for op in t_ops + f_ops):
         # a side reading the array it stores into: a table each element of which is
         # computed from those before (lcs_table's dp[i, j] from dp[i, j - 1]); the select
         # would put every iteration on the chain of store, reload and compare through
         # memory, which the branch cuts on the side that does not read the previous element
-        # (measured: lcs_table 1.5-2x slower with the selects)
+        # (measured: lcs_table 1.5-2x slower with the selects). Not when forward.py keeps
+        # that element in a variable and the other loads read another row.
         return t_ops, f_ops, None
     try:
         vtype = T.vt(*_type(types, st.args[-1]), *_type(types, sf.args[-1]))

@@ -45,6 +45,11 @@ class Op:
     # the block a hand-over at this op resumes at when not its own (float_checks.py: the
     # first op of the run its check covers; C kernel only)
     resume: int | None = None
+    # forward.py (C kernel only): ("fw", value, valid) on a store: it also sets `value` to
+    # what it stored and `valid` to 1; on a load: the element is `value` when `valid`, the
+    # previous iteration having stored it. ("apart",) on a load: it reads no element the
+    # loop's stores write (another row)
+    reuse: tuple | None = None
 
     @property
     def bails(self) -> bool:
@@ -134,6 +139,9 @@ class Nest:
     written: set            # arrays the nest stores into
     funcs: dict             # call op name -> the Python callable (abs, math.sqrt, ...)
     lineno: int = 0
+    # input -> its value, for inputs whose node argument is a constant (capture.py): the
+    # same in every call of the node (ranges.py starts from it)
+    known: dict = field(default_factory=dict)
 
     def variables(self) -> list:
         return sorted(self.types)

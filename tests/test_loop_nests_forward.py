@@ -115,6 +115,16 @@ def two_arrays(a, out, other):
     return out, other
 
 
+def one_side_each(a, out, other):
+    for i in range(1, a.shape[0]):
+        x = other[i - 1] + out[i - 1]   # each element stored on one side only
+        if a[i] > 0:
+            out[i] = x
+        else:
+            other[i] = x
+    return out, other
+
+
 def store_first(a, out):
     s = 0.0
     for i in range(1, a.shape[0]):
@@ -138,9 +148,10 @@ def test_near_misses_read_memory(level, resumes, kernels):
     same(two_arrays, a, np.zeros(8), np.zeros(8), level=level)
     same(store_first, a, np.zeros(8), level=level, breaks=1)
     same(by_two, a, np.arange(8.0), level=level)
+    same(one_side_each, a, np.arange(8.0), np.arange(8.0) * 3, level=level)
     if level == "O1":
-        k_skip, k_same, k_apart, k_first, k_two = kernels
-        for k in (k_skip, k_same, k_apart, k_first):
+        k_skip, k_same, k_apart, k_first, k_two, k_sides = kernels
+        for k in (k_skip, k_same, k_apart, k_first, k_sides):
             assert not forwarded(k)
         # out[i - 2] is the element stored one step of 2 back; out[i - 1] never stored
         assert forwarded(k_two)

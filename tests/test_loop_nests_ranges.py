@@ -154,12 +154,22 @@ def picked(a, out, big):
     return out
 
 
+def picked_and_stored(a, out, big):
+    for i in range(a.shape[0]):
+        if a[i] > 0.5:
+            out[i] = 100
+        else:
+            out[i] = big    # both sides store: one store of a select (ifconvert.py)
+    return out
+
+
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("big", [120, 1000])
-def test_a_value_picked_by_a_select(level, big, resumes, kernels):
-    # v is 100 or big: into an int8 array, 1000 raises OverflowError at the first a[i] <= 0.5
+@pytest.mark.parametrize("fn", [picked, picked_and_stored])
+def test_a_value_picked_by_a_select(level, big, fn, resumes, kernels):
+    # 100 or big: into an int8 array, 1000 raises OverflowError at the first a[i] <= 0.5
     a = np.array([0.9, 0.8, 0.7, 0.1, 0.9])
-    same(picked, a, np.zeros(5, dtype=np.int8), big, level=level)
+    same(fn, a, np.zeros(5, dtype=np.int8), big, level=level)
     if level == "O1":
         (k,) = kernels
         assert ("127LL" not in c_text(k)) == (big == 120)

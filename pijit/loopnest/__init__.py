@@ -19,6 +19,8 @@ Stages, in the order data flows:
                   picks; a check failing there runs the original branch
     ranges.py     integer value ranges of the C kernel's variables: the overflow, zero
                   divisor and range checks that cannot fail, left out by lower_c
+    exit_checks.py  a loop accumulating a NumPy float (and storing nothing) checks the sum
+                  once at its exit; not finite, it runs again in Python from its start
     lower_c.py    Nest -> C (gotos), built by backends/cfused's build and disk cache
     node.py       NestOp: the graph node's function
     capture.py    the capture hook: at an outermost loop's first instruction, try the nest

@@ -30,7 +30,9 @@ class Const:
 class Op:
     """dst = kind(args) in `domain`; kinds: copy, binop, cmp, unop, call, load, store, shape,
     range (dst: the iterator's name), truth; select (dst = args[1] if args[0] else args[2]:
-    ifconvert.py, C kernel only)."""
+    ifconvert.py, C kernel only); finite (args[0] is a finite float, else the pairs after it
+    (variable, saved value) are restored and the kernel hands over at `resume`:
+    exit_checks.py, C kernel only)."""
     kind: str
     dst: str | None
     args: tuple
@@ -55,7 +57,7 @@ class Op:
     def bails(self) -> bool:
         if self.kind == "load" or self.kind == "binop" and not self.checked:
             return self.checked
-        if self.kind in ("store", "range"):
+        if self.kind in ("store", "range", "finite"):
             return True
         if self.kind not in ("binop", "unop", "cmp", "call"):
             return False

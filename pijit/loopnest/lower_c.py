@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pijit.loopnest import bounds, cse, float_checks, forward, ifconvert, ranges
+from pijit.loopnest import bounds, cse, exit_checks, float_checks, forward, ifconvert, ranges
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Block, Const, Nest, reverse_postorder
 
@@ -225,6 +225,12 @@ class NestKernel:
         elements = {b.term[2] for b in nest.blocks if b.term[0] == "foriter"}
         self.ranges = ranges.Ranges(self.blocks, self.vtypes, nest.arrays, nest.inputs,
                                     nest.known, nest.live_in()[0] - set(nest.inputs) - elements)
+        # then an accumulator's float check moves to its loop's exit (restored variables
+        # hold values they held before: the ranges stay true)
+        self.blocks = exit_checks.defer(
+            self.blocks, self.vtypes, self.origin, nest.live_in(),
+            lambda op: any("PJ_BAIL" in line for line in self.op(op, 0)),
+            self.ranges.advances)
 
     # -- values --------------------------------------------------------------------------
     def val(self, x) -> str:
@@ -287,6 +293,11 @@ class NestKernel:
         d = f"v_{op.dst}" if op.dst else None
         if k == "copy":
             return [f"{d} = {a[0]};"] + self.copy_tag(op.dst, op.args[0])
+        if k == "finite":           # exit_checks.py
+            restore = []
+            for v, saved in zip(op.args[1::2], op.args[2::2]):
+                restore += [f"v_{v} = v_{saved};"] + self.copy_tag(v, saved)
+            return [f"if (!isfinite({a[0]})) {{ {' '.join(restore)} {bail} }}"]
         if k == "select":
             return [f"{d} = {a[0]} ? {a[1]} : {a[2]};"] + self.select_tag(op.dst, op.args)
         if k == "shape":

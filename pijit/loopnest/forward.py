@@ -61,9 +61,7 @@ def forward(blocks: list, types: dict, arrays: dict, known: dict) -> list:
                 continue
             if _one_step_back(lforms, forms, it, step):
                 marked.append((k, j, ("fw", fw, ok)))
-            elif _another_row(lforms, forms):
-                marked.append((k, j, ("apart",)))
-        if not any(m[2][0] == "fw" for m in marked):
+        if not marked:
             continue
         types[fw] = (arrays[arr][0],)
         types[ok] = (T.BOOL,)
@@ -171,10 +169,3 @@ def _one_step_back(lforms, sforms, it, step) -> bool:
             return False
     return True
 
-
-def _another_row(lforms, sforms) -> bool:
-    """An axis the loop does not iterate on which the load's index differs from the store's
-    by a constant (for ifconvert.py's choice only: a wrapped negative index may still
-    meet)."""
-    return any(lb == sb and lb[0] != "iter" and lc != sc
-               for (lb, lc), (sb, sc) in zip(lforms, sforms))

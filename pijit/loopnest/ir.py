@@ -49,8 +49,7 @@ class Op:
     resume: int | None = None
     # forward.py (C kernel only): ("fw", value, valid) on a store: it also sets `value` to
     # what it stored and `valid` to 1; on a load: the element is `value` when `valid`, the
-    # previous iteration having stored it. ("apart",) on a load: it reads no element the
-    # loop's stores write (another row)
+    # previous iteration having stored it
     reuse: tuple | None = None
 
     @property

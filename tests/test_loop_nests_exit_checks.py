@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.workloads import forward_subst
+from benchmarks.workloads import csr_matvec, forward_subst
 from tests.differential import assert_same
 from tests.test_loop_nests import resumes  # noqa: F401 - a fixture
 from tests.test_loop_nests_checks import kernels  # noqa: F401 - a fixture
@@ -82,6 +82,25 @@ def test_sums_products_nan_and_inf(level, resumes, kernels):
     same(scaled, padded([2.0, 3.0]), np.float64(np.inf), level=level)
     if level == "O1":
         assert all(exit_checks(k) for k in kernels)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("case", ["in bounds", "out of bounds", "overflow, then out of bounds"])
+def test_a_gather_hands_over_from_the_loops_start(level, case, resumes, kernels):
+    # x[indices[k]] may be out of bounds: that hand-over restarts the loop in Python too,
+    # which warns for the sum first when it overflowed before
+    n = 30
+    indptr = np.arange(0, 4 * n + 1, 4, dtype=np.int32)
+    indices = (np.arange(4 * n) * 7 % n).astype(np.int32)
+    data = np.linspace(0.5, 2.0, 4 * n)
+    if case != "in bounds":
+        indices[4 * 17 + 3] = n + 5             # row 17, its fourth element
+    if case.startswith("overflow"):
+        data[4 * 17:4 * 17 + 2] = 1e308         # the sum of row 17 overflows first
+    same(csr_matvec, indptr, indices, data, np.ones(n), level=level)
+    if level == "O1":
+        assert exit_checks(kernels[0])
+        assert (resumes == []) == (case == "in bounds")
 
 
 def consumed(a):

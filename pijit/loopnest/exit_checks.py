@@ -10,9 +10,11 @@ they had at its start (saved where its iterator is set up) and the kernel hands 
 Python runs the whole loop again and warns at the iteration plain Python does.
 
 That is exact when running the loop again from its start does what running it once did: the
-loop stores nothing (memory is as it was at the start), hands over nowhere else (its other
-ops cannot fail, its iterator advances by 1 or -1, which cannot overflow before its stop),
-has no branch, and its only check left (after float_checks.py) is the accumulator's.
+loop stores nothing (memory is as it was at the start), has no branch, its iterator cannot
+overflow, and its only float check left (after float_checks.py) is the accumulator's. Any
+other hand-over in the loop (an index out of bounds, `x[indices[k]]`) restores the saved
+variables and hands over at the loop's start too: Python then warns for the sum where plain
+Python does, then fails where the kernel did.
 """
 from __future__ import annotations
 
@@ -25,16 +27,17 @@ from pijit.loopnest.ir import Block, Op
 _ABSORBING = {"add": (0, 1), "sub": (0, 1), "mul": (0, 1)}
 
 
-def defer(blocks: list, types: dict, origin: dict, live_in: dict, bails, advances) -> list:
-    """blocks with each accumulator's check moved to its loop's exit (a "finite" op).
-    bails(op): whether op's C can hand over (after ranges.py); advances(it, var): a foriter
-    advancing iterator `it` cannot overflow (ranges.py); origin and live_in as for
-    float_checks.defer; `types` gets the saved variables."""
+def defer(blocks: list, types: dict, origin: dict, live_in: dict, advances) -> tuple:
+    """(blocks with each accumulator's check moved to its loop's exit (a "finite" op),
+    {block of such a loop: its finite op}, whose hand-overs restore and resume as it does).
+    advances(it, var): a foriter advancing iterator `it` cannot overflow (ranges.py); origin
+    and live_in as for float_checks.defer; `types` gets the saved variables."""
     by_id = {b.id: b for b in blocks}
+    restarts = {}
     dom = dominators(by_id, 0)
     loops = natural_loops(by_id, dom)
     for head, body in sorted(loops.items()):
-        found = _accumulator(by_id, head, body, loops, dom, types, bails, advances)
+        found = _accumulator(by_id, head, body, loops, dom, types, advances)
         if found is None:
             continue
         (k, j), acc, setup = found
@@ -58,13 +61,14 @@ def defer(blocks: list, types: dict, origin: dict, live_in: dict, bails, advance
         by_id[setup] = Block(sb.id, sb.ops[:at + 1] + saves + sb.ops[at + 1:], sb.term)
         term = by_id[head].term
         check = max(by_id) + 1
-        by_id[check] = Block(check, [Op("finite", None, (acc, *pairs), lineno=ops[j].lineno,
-                                        resume=resume)], ("jump", term[4]))
+        finite = Op("finite", None, (acc, *pairs), lineno=ops[j].lineno, resume=resume)
+        by_id[check] = Block(check, [finite], ("jump", term[4]))
         by_id[head] = Block(head, by_id[head].ops, term[:4] + (check,))
-    return [by_id[k] for k in sorted(by_id)]
+        restarts.update({x: finite for x in body if x != head})
+    return [by_id[k] for k in sorted(by_id)], restarts
 
 
-def _accumulator(by_id, head, body, loops, dom, types, bails, advances):
+def _accumulator(by_id, head, body, loops, dom, types, advances):
     """((block, op index) of the accumulator's op, the accumulator, the block setting up
     the loop's iterator) of a loop whose check can move to its exit, else None."""
     term = by_id[head].term
@@ -95,8 +99,6 @@ def _accumulator(by_id, head, body, loops, dom, types, bails, advances):
                 return None
             if _checked_float(op, types):
                 checked.append((x, n, op))
-            elif bails(op):
-                return None
     if len(checked) != 1:
         return None
     x, n, op = checked[0]

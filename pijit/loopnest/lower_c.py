@@ -227,10 +227,8 @@ class NestKernel:
                                     nest.known, nest.live_in()[0] - set(nest.inputs) - elements)
         # then an accumulator's float check moves to its loop's exit (restored variables
         # hold values they held before: the ranges stay true)
-        self.blocks = exit_checks.defer(
-            self.blocks, self.vtypes, self.origin, nest.live_in(),
-            lambda op: any("PJ_BAIL" in line for line in self.op(op, 0)),
-            self.ranges.advances)
+        self.blocks, self.restarts = exit_checks.defer(
+            self.blocks, self.vtypes, self.origin, nest.live_in(), self.ranges.advances)
 
     # -- values --------------------------------------------------------------------------
     def val(self, x) -> str:
@@ -294,10 +292,7 @@ class NestKernel:
         if k == "copy":
             return [f"{d} = {a[0]};"] + self.copy_tag(op.dst, op.args[0])
         if k == "finite":           # exit_checks.py
-            restore = []
-            for v, saved in zip(op.args[1::2], op.args[2::2]):
-                restore += [f"v_{v} = v_{saved};"] + self.copy_tag(v, saved)
-            return [f"if (!isfinite({a[0]})) {{ {' '.join(restore)} {bail} }}"]
+            return [f"if (!isfinite({a[0]})) {self.restart(op)}"]
         if k == "select":
             return [f"{d} = {a[0]} ? {a[1]} : {a[2]};"] + self.select_tag(op.dst, op.args)
         if k == "shape":
@@ -339,6 +334,14 @@ class NestKernel:
         if k in ("binop", "unop", "cmp") or k == "call":
             return self.compute(op, a, d, bail)
         raise AssertionError(k)
+
+    def restart(self, finite) -> str:
+        """C: the hand-over of a loop exit_checks.py checks at its exit, from its start (the
+        variables it assigned restored)."""
+        restore = []
+        for v, saved in zip(finite.args[1::2], finite.args[2::2]):
+            restore += [f"v_{v} = v_{saved};"] + self.copy_tag(v, saved)
+        return f"{{ {' '.join(restore)} PJ_BAIL({finite.resume}); }}"
 
     def foriter_test(self, name) -> str:
         """C condition: range iterator `name` has an element left (one comparison where its
@@ -633,6 +636,8 @@ class NestKernel:
             # when a check fails: nothing is written before (ifconvert.py)
             spec = f"goto b{target.get(b.term[2], b.term[2])};" if b.term[0] == "select" \
                 else None
+            if b.id in self.restarts:      # a loop whose sum exit_checks.py checks at its exit
+                spec = self.restart(self.restarts[b.id])
             for k, op in enumerate(b.ops):
                 text = self.op(op, resume if op.resume is None else op.resume, spec)
                 if any("PJ_BAIL" in s for s in text) and (k or not op.bails):

@@ -52,7 +52,8 @@ def test_the_benchmark_loops(level, resumes, kernels):
         assert resumes == []
         crc, lcs = kernels
         assert selects(crc)
-        # dp[i, j] from dp[i, j - 1] on one side: the branch stays (see _sunk_store)
+        # dp[i, j] from dp[i, j - 1] on one side: the branch stays (see _sunk_store), the
+        # element read from a variable (forward.py)
         assert not selects(lcs)
 
 

@@ -14,6 +14,8 @@ Stages, in the order data flows:
     bounds.py     the C kernel's loops versioned: accesses proven in range at a loop's
                   entry skip their bounds checks (the Python form never sees the copies)
     cse.py        loads and arithmetic the C kernel already holds on every path: copies
+    forward.py    an element the previous iteration of a loop stored, read again: taken from
+                  a variable the store sets (no round trip through memory)
     float_checks.py  NumPy float checks a later check covers (a non-finite value stays
                   non-finite through + - * and a numerator): dropped
     ifconvert.py  small branches of the C kernel made selects: both sides run, the condition
@@ -22,6 +24,10 @@ Stages, in the order data flows:
                   IEEE operation) and scalar casts; anything else recognise.py cannot call
     inline.py     calls of user functions: their bytecode -> a CFG expanded in the C kernel
                   at the call (the Python form calls the function)
+    ranges.py     integer value ranges of the C kernel's variables: the overflow, zero
+                  divisor and range checks that cannot fail, left out by lower_c
+    exit_checks.py  a loop accumulating a NumPy float (and storing nothing) checks the sum
+                  once at its exit; not finite, it runs again in Python from its start
     lower_c.py    Nest -> C (gotos), built by backends/cfused's build and disk cache
     node.py       NestOp: the graph node's function
     capture.py    the capture hook: at an outermost loop's first instruction, try the nest

@@ -22,7 +22,7 @@ MAX_GROWTH = 4                 # versioned blocks at most 4x the nest's, ...
 MIN_BLOCKS = 256               # ... or this many
 
 
-def _dominators(blocks: dict, entry: int) -> dict:
+def dominators(blocks: dict, entry: int) -> dict:
     """Block id -> the set of blocks dominating it (reachable blocks only)."""
     reach, stack = set(), [entry]
     while stack:
@@ -45,7 +45,7 @@ def _dominators(blocks: dict, entry: int) -> dict:
     return dom
 
 
-def _loops(blocks: dict, dom: dict) -> dict:
+def natural_loops(blocks: dict, dom: dict) -> dict:
     """Loop header -> the blocks of its natural loop (its back edges' sources merged)."""
     preds = predecessors(blocks)
     loops = {}
@@ -62,10 +62,12 @@ def _loops(blocks: dict, dom: dict) -> dict:
     return loops
 
 
-class _Loop:
-    """What the index analysis needs of one loop."""
+class Loop:
+    """The index forms of one loop's accesses (affine); forward.py reads them too."""
 
-    def __init__(self, blocks, head, body, dom, types):
+    def __init__(self, blocks, head, body, dom, types, at_entry=True):
+        """at_entry: an ("iter", it) base only for iterators set up once, in a block
+        dominating the loop (their range is checked there); else for any set up outside it."""
         self.blocks, self.body, self.dom, self.types = blocks, body, dom, types
         self.defs = {}                  # variable -> [(block, op index or None: terminator)]
         # iterators set up (by range ops) only before the loop, on every path into it
@@ -74,8 +76,8 @@ class _Loop:
             for op in b.ops:
                 if op.kind == "range":
                     setups.setdefault(op.dst, set()).add(b.id)
-        self.outer = {it for it, ks in setups.items()
-                      if not ks & body and len(ks) == 1 and ks <= dom.get(head, set())}
+        self.outer = {it for it, ks in setups.items() if not ks & body and
+                      (not at_entry or len(ks) == 1 and ks <= dom.get(head, set()))}
         for k in body:
             b = blocks[k]
             for j, op in enumerate(b.ops):
@@ -130,7 +132,7 @@ class _Loop:
         return None
 
 
-def _checks(loop: _Loop, arrays: dict) -> tuple:
+def _checks(loop: Loop, arrays: dict) -> tuple:
     """({(block, op index)} of the accesses provably in bounds, the checks proving them:
     (base, c, array, axis))."""
     proven, checks = set(), set()
@@ -155,8 +157,8 @@ def version(nest) -> tuple:
     done = set()
     limit = max(MIN_BLOCKS, MAX_GROWTH * len(blocks))
     while True:
-        dom = _dominators(blocks, 0)
-        loops = _loops(blocks, dom)
+        dom = dominators(blocks, 0)
+        loops = natural_loops(blocks, dom)
         todo = [h for h in loops if origin.get(h, h) not in done]
         if not todo:
             break
@@ -165,7 +167,7 @@ def version(nest) -> tuple:
         body = loops[head]
         if head == 0:                   # no edge into the loop to put its check on
             continue
-        loop = _Loop(blocks, head, body, dom, nest.types)
+        loop = Loop(blocks, head, body, dom, nest.types)
         proven, checks = _checks(loop, nest.arrays)
         if not proven or len(blocks) + len(body) + 1 > limit:
             continue

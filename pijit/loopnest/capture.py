@@ -237,6 +237,8 @@ def _capture(cap, loop):
     if bounds is not None:
         args += [node_arg(b) for b in bounds]
     args += [node_arg(values[v[2:]]) for v in nest.inputs if v.startswith("l_")]
+    nest.known = {v: a for v, a in zip(nest.inputs, args[len(nest.arrays):])
+                  if type(a) in (int, bool, float)}
     unions = [o[2:] for o in nest.outputs if len(nest.types[o]) > 1]
     if unions and (cap.parent is not None or cap.config.strict):
         raise Unsupported(f"{', '.join(unions)} may be a Python or a NumPy scalar after the "

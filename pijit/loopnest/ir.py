@@ -35,8 +35,10 @@ class Const:
 class Op:
     """dst = kind(args) in `domain`; kinds: copy, binop, cmp, unop, call, load, store, shape,
     range (dst: the iterator's name), truth; select (dst = args[1] if args[0] else args[2]:
-    ifconvert.py, C kernel only); vdot, vsum, vstore (ARRAY_OPS: `array` says what, over
-    the operands in args)."""
+    ifconvert.py, C kernel only); finite (args[0] is a finite float, else the pairs after it
+    (variable, saved value) are restored and the kernel hands over at `resume`:
+    exit_checks.py, C kernel only); vdot, vsum, vstore (ARRAY_OPS: `array` says what,
+    over the operands in args)."""
     kind: str
     dst: str | None
     args: tuple
@@ -53,6 +55,10 @@ class Op:
     resume: int | None = None
     # an array op's views and expression (slices.ArrayOp, over positions in args)
     array: object = None
+    # forward.py (C kernel only): ("fw", value, valid) on a store: it also sets `value` to
+    # what it stored and `valid` to 1; on a load: the element is `value` when `valid`, the
+    # previous iteration having stored it
+    reuse: tuple | None = None
 
     @property
     def bails(self) -> bool:
@@ -60,7 +66,7 @@ class Op:
             return True
         if self.kind == "load" or self.kind == "binop" and not self.checked:
             return self.checked
-        if self.kind in ("store", "range"):
+        if self.kind in ("store", "range", "finite"):
             return True
         if self.kind not in ("binop", "unop", "cmp", "call"):
             return False
@@ -146,6 +152,9 @@ class Nest:
     written: set            # arrays the nest stores into
     funcs: dict             # call op name -> the Python callable (abs, math.sqrt, ...)
     lineno: int = 0
+    # input -> its value, for inputs whose node argument is a constant (capture.py): the
+    # same in every call of the node (ranges.py starts from it)
+    known: dict = field(default_factory=dict)
 
     def variables(self) -> list:
         return sorted(self.types)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pijit.loopnest import bounds, calls, cse, float_checks, ifconvert, slices
+from pijit.loopnest import (bounds, calls, cse, exit_checks, float_checks, forward,
+                            ifconvert, ranges, slices)
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Block, Const, Nest, reverse_postorder
 
@@ -217,8 +218,18 @@ class NestKernel:
         blocks, self.origin = bounds.version(nest)
         self.vtypes = dict(nest.types)
         blocks = cse.eliminate(blocks, nest.types)
+        blocks = forward.forward(blocks, self.vtypes, nest.arrays, nest.known)
         blocks = float_checks.defer(blocks, nest.types, self.origin, nest.live_in())
         self.blocks = ifconvert.convert(blocks, self.vtypes)
+        # integer checks that cannot fail are left out (ranges.py); a loop's element is set
+        # before its body reads it (live_in counts it live at the start)
+        elements = {b.term[2] for b in nest.blocks if b.term[0] == "foriter"}
+        self.ranges = ranges.Ranges(self.blocks, self.vtypes, nest.arrays, nest.inputs,
+                                    nest.known, nest.live_in()[0] - set(nest.inputs) - elements)
+        # then an accumulator's float check moves to its loop's exit (restored variables
+        # hold values they held before: the ranges stay true)
+        self.blocks, self.restarts = exit_checks.defer(
+            self.blocks, self.vtypes, self.origin, nest.live_in(), self.ranges.advances)
         # NumPy loops the kernel calls: slots 0.. of its module's table (it is alone there)
         self.ufunc_slots = calls.slots(nest.blocks)
         self.numpy_loop_count = len(self.ufunc_slots)
@@ -286,6 +297,8 @@ class NestKernel:
         d = f"v_{op.dst}" if op.dst else None
         if k == "copy":
             return [f"{d} = {a[0]};"] + self.copy_tag(op.dst, op.args[0])
+        if k == "finite":           # exit_checks.py
+            return [f"if (!isfinite({a[0]})) {self.restart(op)}"]
         if k == "select":
             return [f"{d} = {a[0]} ? {a[1]} : {a[2]};"] + self.select_tag(op.dst, op.args)
         if k == "shape":
@@ -303,11 +316,16 @@ class NestKernel:
                             f"    if ((uint64_t)i{j} >= (uint64_t)n_{arr}_{j}) {bail}"]
                 offs.append(f"i{j} * s_{arr}_{j}")
             ptr = f"(({ctype(dtype)} *)(d_{arr} + {' + '.join(offs) or '0'}))"
+            fw = op.reuse if op.reuse and op.reuse[0] == "fw" else None
             if k == "load":
                 out.append(f"    {d} = *{ptr};")
+                if fw:          # the previous iteration's store (forward.py)
+                    return [f"if (v_{fw[2]}) {d} = v_{fw[1]}; else"] + out + ["}"]
             else:
                 out += self.store_value(op.args[-1], dtype, bail)
                 out.append(f"    *{ptr} = sv;")
+                if fw:
+                    out.append(f"    v_{fw[1]} = sv; v_{fw[2]} = 1;")
             return out + ["}"]
         if k == "range":
             it = op.dst
@@ -315,12 +333,30 @@ class NestKernel:
                 a = ["0", a[0], "1"]
             elif len(a) == 2:
                 a = a + ["1"]
-            return [f"if ((int64_t){a[2]} == 0) {bail}",
-                    f"v_{it}_cur = (int64_t){a[0]}; v_{it}_stop = (int64_t){a[1]}; "
-                    f"v_{it}_step = (int64_t){a[2]};"]
+            zero = [] if self.ranges.excludes(f"{it}_step", 0) else \
+                [f"if ((int64_t){a[2]} == 0) {bail}"]
+            return zero + [f"v_{it}_cur = (int64_t){a[0]}; v_{it}_stop = (int64_t){a[1]}; "
+                           f"v_{it}_step = (int64_t){a[2]};"]
         if k in ("binop", "unop", "cmp") or k == "call":
             return self.compute(op, a, d, bail)
         raise AssertionError(k)
+
+    def restart(self, finite) -> str:
+        """C: the hand-over of a loop exit_checks.py checks at its exit, from its start (the
+        variables it assigned restored)."""
+        restore = []
+        for v, saved in zip(finite.args[1::2], finite.args[2::2]):
+            restore += [f"v_{v} = v_{saved};"] + self.copy_tag(v, saved)
+        return f"{{ {' '.join(restore)} PJ_BAIL({finite.resume}); }}"
+
+    def foriter_test(self, name) -> str:
+        """C condition: range iterator `name` has an element left (one comparison where its
+        step's sign is known)."""
+        it = "v_" + name
+        step = self.ranges.of(f"{name}_step")
+        if step is not None and (step[0] > 0 or step[1] < 0):
+            return f"{it}_cur {'<' if step[0] > 0 else '>'} {it}_stop"
+        return f"{it}_step > 0 ? {it}_cur < {it}_stop : {it}_cur > {it}_stop"
 
     def bound_check(self, base, c, arr, axis) -> str:
         """C condition: base + c is in [0, n) on axis of arr (for every element a range
@@ -337,13 +373,16 @@ class NestKernel:
         v = self.val(x)
         if dtype.kind in "iu" and dtype != T.I64:
             lo, hi = _range(dtype)
+            if self.ranges.within(x, lo, hi):
+                return [f"    {ct} sv = ({ct}){v};"]
             return [f"    if ((int64_t){v} < {lo}LL || (int64_t){v} > {hi}LL) {bail}",
                     f"    {ct} sv = ({ct}){v};"]
         if dtype == T.F32 and any(T.kind(m) == "f" and T.dtype_of(m) == T.F64
                                   for m in self.types(x)):
             return [f"    {ct} sv = ({ct}){v};",
                     f"    if (isinf(sv) && !isinf({v})) {bail}"]
-        if dtype == T.F32 and any(T.kind(m) == "i" for m in self.types(x)):
+        if dtype == T.F32 and any(T.kind(m) == "i" for m in self.types(x)) \
+                and not self.ranges.within(x, -2**24, 2**24):
             return [f"    if (PJ_I24((int64_t){v})) {bail}", f"    {ct} sv = ({ct}){v};"]
         return [f"    {ct} sv = ({ct}){v};"]
 
@@ -362,6 +401,11 @@ class NestKernel:
             cond = self.compare_expr(rel, y, x, kind, dom, bail, out)
             out.append(f"if ({cond}) {{ {d} = {a[1]}; {' '.join(self.copy_tag(op.dst, y))} }}"
                        f" else {{ {d} = {a[0]}; {' '.join(self.copy_tag(op.dst, x))} }}")
+            if kind == "ci":
+                # in a general register: gcc's scalar-to-vector pass (-mstv) otherwise makes
+                # an int64 max a vpmaxsq, whose moves between register files cost 6 cycles
+                # on a loop-carried chain (lcs_table's dp[i, j] from dp[i, j - 1])
+                out.append(f'__asm__("" : "+r"({d}));')
             return out
         if tag is None:
             raise AssertionError("a union result without its rule")
@@ -390,8 +434,12 @@ class NestKernel:
                     f"  if (!isfinite(x) || !isfinite(r)) {bail}",
                     f"  {d} = r; }}"] + tag
         if kind == "idiv":
-            return [f"{{ int64_t x = (int64_t){a[0]}, y = (int64_t){a[1]};",
-                    f"  if (y == 0 || PJ_I53(x) || PJ_I53(y)) {bail}",
+            fails = [c for c, ok in (("y == 0", self.ranges.excludes(ops[1], 0)),
+                                     ("PJ_I53(x)", self.ranges.within(ops[0], -2**53, 2**53)),
+                                     ("PJ_I53(y)", self.ranges.within(ops[1], -2**53, 2**53)))
+                     if not ok]
+            check = [f"  if ({' || '.join(fails)}) {bail}"] if fails else []
+            return [f"{{ int64_t x = (int64_t){a[0]}, y = (int64_t){a[1]};", *check,
                     f"  {d} = (double)x / (double)y; }}"] + tag
         if kind == "f":
             ct = "double" if dom[1] == T.F64 else "float"
@@ -399,7 +447,8 @@ class NestKernel:
             xs = []
             for j, x in enumerate(ops):
                 if ct == "float" and any(T.kind(m) == "i" and not T.is_np(m)
-                                         for m in self.types(x)):
+                                         for m in self.types(x)) \
+                        and not self.ranges.within(x, -2**24, 2**24):
                     out.append(f"if (PJ_I24((int64_t){a[j]})) {bail}")
                 xs.append(f"(({ct}){a[j]})")
             if op.kind == "call":          # abs, float()
@@ -448,18 +497,22 @@ class NestKernel:
         for j, v in enumerate(a):
             out.append(f"    int64_t x{j} = (int64_t){v};")
         lo_hi = None
+        rg = self.ranges
         if dom[0] == "int":
             lo_hi = _range(dom[1])
             for j, x in enumerate(op.args):
-                if any(not T.is_np(m) for m in self.types(x)):
+                if any(not T.is_np(m) for m in self.types(x)) and not rg.within(x, *lo_hi):
                     out.append(f"    if (x{j} < {lo_hi[0]}LL || x{j} > {lo_hi[1]}LL) {bail}")
         out.append("    int64_t r;")
         if op.kind == "call":           # abs
-            out.append(f"    if (x0 == INT64_MIN) {bail}")
+            if not rg.excludes(op.args[0], ranges.INT64[0]):
+                out.append(f"    if (x0 == INT64_MIN) {bail}")
             out.append("    r = x0 < 0 ? -x0 : x0;")
         elif op.kind == "unop":
             if name == "neg":
-                out += [f"    if (x0 == INT64_MIN) {bail}", "    r = -x0;"]
+                if not rg.excludes(op.args[0], ranges.INT64[0]):
+                    out.append(f"    if (x0 == INT64_MIN) {bail}")
+                out.append("    r = -x0;")
             elif name == "pos":
                 out.append("    r = x0;")
             else:
@@ -468,22 +521,30 @@ class NestKernel:
                     out.append(f"    r &= {lo_hi[1]}LL;")
         else:
             x, y = xs
-            if name in ("add", "sub", "mul"):
+            if name in ("add", "sub", "mul") and rg.fits(op, *ranges.INT64):
+                out.append(f"    r = {x} {({'add': '+', 'sub': '-', 'mul': '*'})[name]} {y};")
+            elif name in ("add", "sub", "mul"):
                 out.append(f"    if (__builtin_{name}_overflow({x}, {y}, &r)) {bail}")
             elif name in ("floordiv", "mod"):
-                out += [f"    if ({y} == 0 || ({x} == INT64_MIN && {y} == -1)) {bail}",
-                        f"    r = {'pj_ifloordiv' if name == 'floordiv' else 'pj_imod'}({x}, {y});"]
+                if not rg.divides(op):
+                    out.append(f"    if ({y} == 0 || ({x} == INT64_MIN && {y} == -1)) {bail}")
+                fn = "pj_ifloordiv" if name == "floordiv" else "pj_imod"
+                out.append(f"    r = {fn}({x}, {y});")
             elif name == "pow":
                 out.append(f"    if ({y} < 0 || !pj_ipow({x}, {y}, &r)) {bail}")
             elif name == "lshift":
-                out += [f"    if ({y} < 0 || {y} > 62) {bail}",
-                        f"    r = (int64_t)((uint64_t){x} << {y});",
-                        f"    if ((r >> {y}) != {x}) {bail}"]
+                if not rg.within(op.args[1], 0, 62):
+                    out.append(f"    if ({y} < 0 || {y} > 62) {bail}")
+                out.append(f"    r = (int64_t)((uint64_t){x} << {y});")
+                if not rg.fits(op, *ranges.INT64):
+                    out.append(f"    if ((r >> {y}) != {x}) {bail}")
             elif name == "rshift":
-                out += [f"    if ({y} < 0 || {y} > 63) {bail}", f"    r = {x} >> {y};"]
+                if not rg.within(op.args[1], 0, 63):
+                    out.append(f"    if ({y} < 0 || {y} > 63) {bail}")
+                out.append(f"    r = {x} >> {y};")
             else:
                 out.append(f"    r = {x} {({'and': '&', 'or': '|', 'xor': '^'})[name]} {y};")
-        if lo_hi is not None:
+        if lo_hi is not None and not rg.fits(op, *lo_hi):
             out.append(f"    if (r < {lo_hi[0]}LL || r > {lo_hi[1]}LL) {bail}")
         out += [f"    {d} = r;", "}"]
         return out
@@ -493,9 +554,9 @@ class NestKernel:
         if kind == "ci":
             return f"((int64_t){a} {rel} (int64_t){b})"
         ct = "double" if dom[1] == T.F64 else "float"
-        check = "PJ_I53" if ct == "double" else "PJ_I24"
-        for v, t in ((a, self.types(x)), (b, self.types(y))):
-            if any(T.kind(m) == "i" for m in t):
+        check, bound = ("PJ_I53", 2**53) if ct == "double" else ("PJ_I24", 2**24)
+        for v, t, z in ((a, self.types(x), x), (b, self.types(y), y)):
+            if any(T.kind(m) == "i" for m in t) and not self.ranges.within(z, -bound, bound):
                 out.append(f"if ({check}((int64_t){v})) {bail}")
         return f"(({ct}){a} {rel} ({ct}){b})"
 
@@ -583,6 +644,8 @@ class NestKernel:
             # when a check fails: nothing is written before (ifconvert.py)
             spec = f"goto b{target.get(b.term[2], b.term[2])};" if b.term[0] == "select" \
                 else None
+            if b.id in self.restarts:      # a loop whose sum exit_checks.py checks at its exit
+                spec = self.restart(self.restarts[b.id])
             for k, op in enumerate(b.ops):
                 text = self.op(op, resume if op.resume is None else op.resume, spec)
                 if any("PJ_BAIL" in s for s in text) and (k or not op.bails):
@@ -600,8 +663,9 @@ class NestKernel:
                 L.append(f"    if ({cond}) goto b{t[2]}; else goto b{t[3]};")
             elif t[0] == "foriter":
                 it = "v_" + t[1]
-                L += [f"    if ({it}_step > 0 ? {it}_cur < {it}_stop : {it}_cur > {it}_stop) {{",
-                      "        int64_t nx;",
+                # the advance stays checked even where ranges.advances proves it cannot
+                # overflow: without the check gcc laid running_argmax's loop out 2x slower
+                L += [f"    if ({self.foriter_test(t[1])}) {{", "        int64_t nx;",
                       f"        if (__builtin_add_overflow({it}_cur, {it}_step, &nx))",
                       f"            PJ_BAIL({resume});",
                       f"        v_{t[2]} = {it}_cur; {it}_cur = nx;",

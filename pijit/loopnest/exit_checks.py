@@ -1,0 +1,124 @@
+"""A loop accumulating a NumPy float checks it once, at the loop's exit: the C kernel's
+blocks -> the same blocks, the accumulator's check moved out of the loop.
+
+`s += L[i, j] * x[j]` checks that each new s is finite (NumPy warns where a finite sum
+overflows, and the kernel hands over there so Python warns). But a non-finite s stays
+non-finite through every later `s + t`, `s - t` and `s * t` (inf + 1, nan * 0, inf - inf),
+so when the loop ends with s finite, no iteration made it non-finite. The check then
+runs once at the exit; when it fails, the variables the loop assigned get back the values
+they had at its start (saved where its iterator is set up) and the kernel hands over there:
+Python runs the whole loop again and warns at the iteration plain Python does.
+
+That is exact when running the loop again from its start does what running it once did: the
+loop stores nothing (memory is as it was at the start), has no branch, its iterator cannot
+overflow, and its only float check left (after float_checks.py) is the accumulator's. Any
+other hand-over in the loop (an index out of bounds, `x[indices[k]]`) restores the saved
+variables and hands over at the loop's start too: Python then warns for the sum where plain
+Python does, then fails where the kernel did.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pijit.loopnest.bounds import dominators, natural_loops
+from pijit.loopnest.float_checks import _checked_float
+from pijit.loopnest.ir import Block, Op
+
+_ABSORBING = {"add": (0, 1), "sub": (0, 1), "mul": (0, 1)}
+
+
+def defer(blocks: list, types: dict, origin: dict, live_in: dict, advances) -> tuple:
+    """(blocks with each accumulator's check moved to its loop's exit (a "finite" op),
+    {block of such a loop: its finite op}, whose hand-overs restore and resume as it does).
+    advances(it, var): a foriter advancing iterator `it` cannot overflow (ranges.py); origin
+    and live_in as for float_checks.defer; `types` gets the saved variables."""
+    by_id = {b.id: b for b in blocks}
+    restarts = {}
+    dom = dominators(by_id, 0)
+    loops = natural_loops(by_id, dom)
+    for head, body in sorted(loops.items()):
+        found = _accumulator(by_id, head, body, loops, dom, types, advances)
+        if found is None:
+            continue
+        (k, j), acc, setup = found
+        it = by_id[head].term[1]
+        resume = origin.get(setup, setup)
+        assigned = {op.dst for x in body for op in by_id[x].ops if op.dst is not None}
+        assigned.add(by_id[head].term[2])
+        saved = sorted(v for v in assigned if v in live_in[resume])
+        pairs = []
+        for v in saved:
+            types[f"{v}__at{head}"] = types[v]
+            pairs += [v, f"{v}__at{head}"]
+        # the op runs unchecked; the exit checks the accumulator
+        b = by_id[k]
+        ops = list(b.ops)
+        ops[j] = replace(ops[j], checked=False)
+        by_id[k] = Block(b.id, ops, b.term)
+        sb = by_id[setup]
+        at = next(n for n, op in enumerate(sb.ops) if op.kind == "range" and op.dst == it)
+        saves = [Op("copy", f"{v}__at{head}", (v,), lineno=sb.ops[at].lineno) for v in saved]
+        by_id[setup] = Block(sb.id, sb.ops[:at + 1] + saves + sb.ops[at + 1:], sb.term)
+        term = by_id[head].term
+        check = max(by_id) + 1
+        finite = Op("finite", None, (acc, *pairs), lineno=ops[j].lineno, resume=resume)
+        by_id[check] = Block(check, [finite], ("jump", term[4]))
+        by_id[head] = Block(head, by_id[head].ops, term[:4] + (check,))
+        restarts.update({x: finite for x in body if x != head})
+    return [by_id[k] for k in sorted(by_id)], restarts
+
+
+def _accumulator(by_id, head, body, loops, dom, types, advances):
+    """((block, op index) of the accumulator's op, the accumulator, the block setting up
+    the loop's iterator) of a loop whose check can move to its exit, else None."""
+    term = by_id[head].term
+    if term[0] != "foriter" or by_id[head].ops or any(h != head and h in body for h in loops):
+        return None
+    it = term[1]
+    if not advances(it, term[2]):
+        return None
+    # the setup of this copy of the loop (bounds.py copies an outer loop's body with it)
+    setups = [b.id for b in by_id.values() for op in b.ops
+              if op.kind == "range" and op.dst == it and b.id in dom[head]]
+    if len(setups) != 1 or setups[0] in body:
+        return None
+    # a straight run of blocks from the body's entry back to the head
+    k, seen = term[3], []
+    while k != head:
+        b = by_id[k]
+        if k in seen or k not in body or b.term[0] != "jump":
+            return None
+        seen.append(k)
+        k = b.term[1]
+    if set(seen) | {head} != body:
+        return None
+    checked = []
+    for x in seen:
+        for n, op in enumerate(by_id[x].ops):
+            if op.kind in ("store", "vstore", "range", "finite"):
+                return None
+            if _checked_float(op, types):
+                checked.append((x, n, op))
+    if len(checked) != 1:
+        return None
+    x, n, op = checked[0]
+    if op.op not in ("add", "sub", "mul"):
+        return None
+    # acc = op(acc, ...) or t = op(acc, ...); ...; acc = t, acc assigned nowhere else
+    dsts = {o.dst: (y, m) for y in seen for m, o in enumerate(by_id[y].ops)}
+    later = [o for y in seen for o in by_id[y].ops]
+    at = later.index(op)
+    acc = op.dst
+    for o in later[at + 1:]:
+        if o.kind == "copy" and o.args == (op.dst,):
+            acc = o.dst
+            break
+    if acc is None or not any(op.args[p] == acc for p in _ABSORBING[op.op]):
+        return None
+    defs = [o for o in later if o.dst == acc]
+    if len(defs) != 1 or acc not in dsts:
+        return None
+    if any(acc in o.args for o in later[:at]) or any(
+            acc in o.args for o in later[at + 1:] if o is not defs[0]):
+        return None             # read before the op, or after it: a later read sees inf
+    return (x, n), acc, setups[0]

@@ -1,0 +1,167 @@
+"""A loop accumulating a NumPy float checks it once at the loop's exit (pijit/loopnest/
+exit_checks.py): a non-finite sum stays non-finite, so a finite one at the end means no
+iteration overflowed; else the loop runs again in Python from its start, warning where plain
+Python does. Each case runs plain and jitted (results, partial writes, warnings; one
+loop_nest node, explain), with sums that overflow at a middle iteration, and the near misses
+the rule must leave alone (a store the loop reads back, two accumulators, a branch), and
+looks at the kernel's blocks to see the check moved, or not."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from benchmarks.workloads import csr_matvec, forward_subst
+from tests.differential import assert_same
+from tests.test_loop_nests import resumes  # noqa: F401 - a fixture
+from tests.test_loop_nests_checks import kernels  # noqa: F401 - a fixture
+
+LEVELS = ["O0", "O1"]
+
+
+def same(fn, *args, level="O1", breaks=0):
+    return assert_same(fn, *args, ops=["loop_nest"], breaks=breaks,
+                       jit_kwargs={"jit_config": {"jit_level": level}})
+
+
+def exit_checks(kernel) -> list:
+    return [op for b in kernel.blocks for op in b.ops if op.kind == "finite"]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_triangular_solve_checks_each_row_once(level, resumes, kernels):
+    rng = np.random.default_rng(2)
+    L = np.tril(rng.random((12, 12))) + 12 * np.eye(12)
+    same(forward_subst, L, rng.random(12), level=level)
+    if level == "O1":
+        assert resumes == []
+        (k,) = kernels
+        assert exit_checks(k)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("where", [(7, 3), (7, 0), (7, 6), (11, 10)])
+def test_an_overflow_midway_warns_at_its_iteration(level, where, resumes, kernels):
+    rng = np.random.default_rng(2)
+    L = np.tril(rng.random((12, 12))) + 12 * np.eye(12)
+    L[where] = 1e308
+    same(forward_subst, L, rng.random(12) + 1e3, level=level)
+    if level == "O1":
+        assert resumes and exit_checks(kernels[0])
+
+
+def dot_rows(A, x, out):
+    for i in range(A.shape[0]):
+        s = x[0] * 0.0          # an np.float64 (np.float64(0.0) is no call a nest makes)
+        for j in range(A.shape[1]):
+            s = s + A[i, j] * x[j]
+        out[i] = s
+    return out
+
+
+def scaled(a, s):
+    for j in range(a.shape[0]):
+        s = a[j] * s            # the accumulator on the right
+    return s
+
+
+def padded(values, n=120, fill=1.0):
+    """values then fill up to n elements: long enough to be a loop nest (shorter loops over
+    arrays of a known length are unrolled)."""
+    return np.concatenate([np.array(values, dtype=float), np.full(n - len(values), fill)])
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_sums_products_nan_and_inf(level, resumes, kernels):
+    A = np.arange(120.0).reshape(3, 40) / 100
+    A[1, 2] = np.inf            # inf from the data: no warning, the rows after go on
+    A[2, 0] = np.nan
+    same(dot_rows, A, padded([1.0, -1.0, 2.0, 0.5], 40), np.zeros(3), level=level)
+    big = padded([1e308, 1e308, -1e308, 0.0, 3.0])      # the sum overflows: warns
+    same(dot_rows, np.stack([big, -big]), np.ones(120), np.zeros(2), level=level)
+    same(scaled, padded([2.0, 1e200, 1e200, 0.0, 5.0]), np.float64(3.0), level=level)
+    same(scaled, padded([2.0, 3.0]), np.float64(np.inf), level=level)
+    if level == "O1":
+        assert all(exit_checks(k) for k in kernels)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("case", ["in bounds", "out of bounds", "overflow, then out of bounds"])
+def test_a_gather_hands_over_from_the_loops_start(level, case, resumes, kernels):
+    # x[indices[k]] may be out of bounds: that hand-over restarts the loop in Python too,
+    # which warns for the sum first when it overflowed before
+    n = 30
+    indptr = np.arange(0, 4 * n + 1, 4, dtype=np.int32)
+    indices = (np.arange(4 * n) * 7 % n).astype(np.int32)
+    data = np.linspace(0.5, 2.0, 4 * n)
+    if case != "in bounds":
+        indices[4 * 17 + 3] = n + 5             # row 17, its fourth element
+    if case.startswith("overflow"):
+        data[4 * 17:4 * 17 + 2] = 1e308         # the sum of row 17 overflows first
+    same(csr_matvec, indptr, indices, data, np.ones(n), level=level)
+    if level == "O1":
+        assert exit_checks(kernels[0])
+        assert (resumes == []) == (case == "in bounds")
+
+
+def consumed(a):
+    s = np.float64(0.0)
+    for j in range(a.shape[0]):
+        s = s + a[j]
+        a[j] = 2.0              # run again from the start, the loop would read these
+    return s, a
+
+
+def two_sums(a, b):
+    s = np.float64(0.0)
+    t = np.float64(0.0)
+    for j in range(a.shape[0]):
+        s = s + a[j]
+        t = t + b[j]
+    return s, t
+
+
+def branchy(a):
+    s = np.float64(0.0)
+    for j in range(a.shape[0]):
+        if a[j] > 0:
+            s = s + a[j]
+    return s
+
+
+def last_product(a):
+    s = np.float64(0.0)
+    for j in range(a.shape[0]):
+        s = a[j] * 1e300        # not read again: a finite s at the end says nothing
+    return s
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_near_misses_keep_their_checks(level, resumes, kernels):
+    same(consumed, padded([1.0, 1e308, 1e308, 2.0, 3.0]), level=level)
+    # s overflows at j = 1, t at j = 3: t's hand-over there must find s's warning done
+    same(two_sums, padded([1e308, 1e308, 1.0, 1.0, 1.0]),
+         padded([1.0, 1.0, 1e308, 1e308, 1.0]), level=level)
+    same(branchy, padded([1e308, -1.0, 1e308, 2.0]), level=level)
+    same(last_product, padded([1.0, 1e10, 2.0]), level=level)
+    if level == "O1":
+        assert resumes
+        for k in kernels:
+            assert not exit_checks(k)
+
+
+def sum_and_double_rows(x, A):
+    s = x[0] * 0.0
+    for i in range(x.shape[0]):
+        s += x[i]
+        A[i, :] *= 2.0          # a slice write (slices.py's vstore): the loop stores
+    return s
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_loop_writing_slices_keeps_its_checks_in_the_loop(level, resumes, kernels):
+    """The sum's check stays per iteration: a restart of the loop from its start after an
+    overflow would double the rows written before it a second time."""
+    x = np.array([1.0, 1e308, 1e308, 2.0, 3.0])
+    same(sum_and_double_rows, x, np.ones((5, 3)), level=level)
+    if level == "O1":
+        assert not exit_checks(kernels[0])

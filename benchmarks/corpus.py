@@ -63,7 +63,8 @@ def what_pijit_did(module) -> dict:
     graph breaks; and per function, the entries' fallbacks and break reasons."""
     import pijit
     from pijit import cache
-    totals = {"compiles": 0, "deferred": 0, "bypassed": 0, "breaks": 0, "plain_entries": 0}
+    totals = {"compiles": 0, "entries": 0, "deferred": 0, "bypassed": 0, "breaks": 0,
+              "plain_entries": 0}
     detail = []
     for name, fn in jitted_functions(module):
         st = pijit.stats(fn)
@@ -74,6 +75,7 @@ def what_pijit_did(module) -> dict:
                   for e in cache.record(c).entries for b in e.breaks]
         plain = [e["fallback"] for e in st["entries"] if e["fallback"]]
         totals["compiles"] += compiles
+        totals["entries"] += len(st["entries"])
         totals["deferred"] += st["deferred"]
         totals["bypassed"] += st["bypassed"]
         totals["breaks"] += len(breaks)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import pijit
-from differential import assert_equal_values
+from differential import assert_equal_values, assert_same
 from pijit import eval_frame
 
 
@@ -203,3 +203,42 @@ def test_strict_capture_never_gives_up(no_capture_time):
                                                      "loop_nests": False})
     assert jitted(50) == pure_loop(50)
     assert "of capture" not in (pijit.stats(jitted)["entries"][0]["fallback"] or "")
+
+
+def _filter(img):
+    out = img * 0.25
+    for k in range(1, 4):
+        out = out + np.roll(img, k) * (0.25 / k) - img * 0.01
+    return out
+
+
+def filter_all(images):
+    sums = []
+    for img in images:
+        sums.append(_filter(img).sum())
+    return sums
+
+
+def test_unrolling_stops_at_the_node_limit():
+    """A loop over 40 arrays calling an inlined 20-node filter is not unrolled past
+    UNROLLED_NODES: the loop runs as residual code calling its body's graph (capture of the
+    unrolled copies cost far more than the function's plain run)."""
+    from pijit.capture.ops_loop import UNROLLED_NODES
+    images = [np.linspace(0.0, 1.0, 32) * k for k in range(40)]
+    report = pijit.explain(filter_all, images)
+    assert any("unrolling past %d graph nodes" % UNROLLED_NODES in b["reason"]
+               for b in report.break_reasons)
+    assert all(len(ops) <= UNROLLED_NODES + 32 for ops in report.ops_per_graph)
+    assert_same(filter_all, images, graphs=None, breaks=None,
+                jit_kwargs={"jit_config": {"adaptive": False}})
+
+
+def test_a_first_call_with_big_arrays_compiles_at_once():
+    """The Wrapper's own plain runs leave a call with big array arguments to the hook, which
+    compiles it at once (as for any signature once hot)."""
+    jitted = pijit.jit(fresh(scale), jit_config={"compile_after_ms": 10_000,
+                                                 "perf_statistics": False})
+    big = np.linspace(0.0, 1.0, 10_000)
+    assert_equal_values(jitted(big, 2.0), scale(big, 2.0))
+    stats = pijit.stats(jitted)
+    assert stats["compile_count"] == 1 and stats["deferred"] == 0

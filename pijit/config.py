@@ -61,7 +61,7 @@ OPTIONS = (
            "loop node)."),
     Option("MAX_LOOP_UNROLLING", int, 100,
            "Most iterations unrolled per loop (all loops nested in it included). Whatever this "
-           "says, no loop unrolls further once the graph holds 256 nodes (inlined calls' loops "
+           "says, no loop unrolls further once the graph holds 1024 nodes (inlined calls' loops "
            "included): the loop then runs as residual code (capture, fusion and gcc of thousands "
            "of unrolled nodes cost seconds).", minimum=0),
     Option("loop_nodes", bool, True,

@@ -220,11 +220,11 @@ def filter_all(images):
 
 
 def test_unrolling_stops_at_the_node_limit():
-    """A loop over 40 arrays calling an inlined 20-node filter is not unrolled past
+    """A loop over 80 arrays calling an inlined 20-node filter is not unrolled past
     UNROLLED_NODES: the loop runs as residual code calling its body's graph (capture of the
     unrolled copies cost far more than the function's plain run)."""
     from pijit.capture.ops_loop import UNROLLED_NODES
-    images = [np.linspace(0.0, 1.0, 32) * k for k in range(40)]
+    images = [np.linspace(0.0, 1.0, 32) * k for k in range(80)]
     report = pijit.explain(filter_all, images)
     assert any("unrolling past %d graph nodes" % UNROLLED_NODES in b["reason"]
                for b in report.break_reasons)

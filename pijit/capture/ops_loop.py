@@ -127,8 +127,9 @@ def POP_JUMP_BACKWARD_IF(cap, instr):
 # 0.7 ms a node (fusion more than linearly), so a loop whose unrolled copies (inlined calls'
 # loops included, which MAX_LOOP_UNROLLING counts per function) reach this size is cheaper
 # as residual code calling its body's graph: unrolling 60 calls of a 78-node image filter
-# took 40 s of capture, fusion and gcc for a function whose plain run took 7 ms.
-UNROLLED_NODES = 256
+# took 40 s of capture, fusion and gcc for a function whose plain run took 7 ms. (1024:
+# MAX_LOOP_UNROLLING iterations of a ten-node body still unroll, as before.)
+UNROLLED_NODES = 1024
 
 
 def count_iteration(cap):

@@ -6,6 +6,7 @@ module parses the command line and sets them first, and imports NumPy only after
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -49,6 +50,19 @@ def parser():
                    help="leave glibc malloc's mmap/trim thresholds dynamic (by default they "
                         "are pinned, so a workload's time does not depend on what ran before "
                         "it; see benchmarks/allocator.py)")
+    p.add_argument("--programs", nargs="?", const="", metavar="NAME,...",
+                   help="instead of the suite, the real-code corpus (benchmarks/programs: "
+                        "every function of each program jitted, run plain and jitted "
+                        "interleaved): speed per program, geometric mean, the slowest with "
+                        "what pijit did; optionally only these programs")
+    p.add_argument("--rounds", type=int, default=5, metavar="N",
+                   help="--programs: runs of each program's main per variant (default 5; "
+                        "the first, with capture and compiles, counts)")
+    p.add_argument("--library", nargs="?", const="", metavar="SUITE,...",
+                   help="instead of the suite, library mode: every public function of "
+                        "numpy.polynomial's polynomial/chebyshev/legendre and of statistics "
+                        "jitted, their own test files run plain and jitted (cold and warm "
+                        "kernel cache) in fresh processes: outcomes and time ratios")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
@@ -72,7 +86,8 @@ def _progress():
         def lines(items):
             items = list(items)
             for i, w in enumerate(items, 1):
-                print(f"[{i}/{len(items)}] {w.name}", file=sys.stderr, flush=True)
+                name = getattr(w, "name", w)            # a workload, or a program's name
+                print(f"[{i}/{len(items)}] {name}", file=sys.stderr, flush=True)
                 yield w
         return lines
     try:
@@ -81,7 +96,8 @@ def _progress():
         def bar(items):
             items = list(items)
             for i, w in enumerate(items, 1):
-                print(f"\r[{i}/{len(items)}] {w.name:<24}", end="", file=sys.stderr, flush=True)
+                name = getattr(w, "name", w)
+                print(f"\r[{i}/{len(items)}] {name:<24}", end="", file=sys.stderr, flush=True)
                 yield w
             print(file=sys.stderr)
         return bar
@@ -91,6 +107,16 @@ def _progress():
 def main(argv=None):
     args = parser().parse_args(argv)
     _set_thread_env(args)
+    if args.programs is not None:
+        return _programs(args)
+    if args.library is not None:
+        from benchmarks import library
+        rows = library.run([s for s in args.library.split(",") if s] or None)
+        print(library.table(rows))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+        return 1 if any(r["differ"] for r in rows) else 0
     from benchmarks import report, runner, sweep, workloads    # NumPy: after the env
     sizes = None if args.sizes is None else sweep.parse_sizes(args.sizes)
     chosen = workloads.select(args.only) if sizes is None else sweep.workloads(sizes, args.only)
@@ -125,6 +151,21 @@ def main(argv=None):
                  for w in results["workloads"] for n, r in w["variants"].items()
                  if n in runner.OWN)
     return 1 if failed else 0
+
+
+def _programs(args):
+    from benchmarks import corpus, programs
+    names = [n for n in args.programs.split(",") if n] or None
+    if args.list:
+        print("\n".join(programs.NAMES))
+        return 0
+    results = corpus.run_all(names, size="tiny" if args.tiny else "quick", rounds=args.rounds,
+                             progress=None if args.no_progress else _progress())
+    print(corpus.table(results))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 1 if any(r["mismatches"] for r in results) else 0
 
 
 if __name__ == "__main__":

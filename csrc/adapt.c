@@ -19,10 +19,15 @@
  *                   faster: the entry's margin) runs from then on (MindSpore's
  *                   perf_statistics, made to compare the graph with plain Python).
  *   plain calls     A signature whose calls run plain for good (it hit an entry that runs
- *                   plain: nothing to compile, or capture gave up) is remembered; the Wrapper then calls the function without
- *                   the hook at all for calls of that signature that pass exactly the
- *                   positional parameters, so the calls inside it are inlined as in plain
- *                   Python.  (Running plain is always right; this only saves the hook.)
+ *                   plain: nothing to compile, or capture gave up) is remembered; the
+ *                   Wrapper then calls the function outside the hook for calls of that
+ *                   signature that pass positional arguments (all parameters, or all but
+ *                   trailing ones with defaults), so the calls inside it are inlined as in
+ *                   plain Python.  (Running plain is always right; this only saves the hook.)
+ *
+ * Every plain run (a signature not hot yet, an entry that runs plain, a trial's plain side)
+ * is evaluated outside this thread's jitted calls (eval_frame.c's eval_outside): no hook
+ * for its frames, so plain Python at plain Python's speed.
  *
  * The adapt callback hears of promotions and of trial results (for stats and logs); a
  * test may replace the clock (set_perf_clock) to make trials deterministic.
@@ -107,21 +112,65 @@ frame_signature(_PyInterpreterFrame *frame, Py_ssize_t nargs)
 /* Array elements (64 KiB of float64) from which one call is worth compiling for at once. */
 #define BIG_CALL_ELEMENTS ((Py_ssize_t)8 << 10)
 
+static Py_ssize_t
+array_elements(PyObject *v)
+{
+    if (v == NULL || Py_TYPE(v) != pijit_array_type)
+        return 0;
+    PyArrayObject_fields *a = (PyArrayObject_fields *)v;
+    Py_ssize_t n = 1;
+    for (int d = 0; d < a->nd; d++)
+        n *= a->dimensions[d];
+    return n;
+}
+
 static int
 big_call(_PyInterpreterFrame *frame, Py_ssize_t nargs)
 {
     Py_ssize_t elements = 0;
-    for (Py_ssize_t i = 0; i < nargs; i++) {
-        PyObject *v = frame->localsplus[i];
-        if (v != NULL && Py_TYPE(v) == pijit_array_type) {
-            PyArrayObject_fields *a = (PyArrayObject_fields *)v;
-            Py_ssize_t n = 1;
-            for (int d = 0; d < a->nd; d++)
-                n *= a->dimensions[d];
-            elements += n;
-        }
-    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        elements += array_elements(frame->localsplus[i]);
     return elements >= BIG_CALL_ELEMENTS;
+}
+
+/* The slot of signature `key` in the table of st's signatures not hot yet: its own, else
+ * the least run one, taken over. */
+static int
+signature_slot(CodeState *st, uint64_t key)
+{
+    int slot = 0;
+    for (int i = 0; i < PJ_SIGNATURES; i++) {
+        if (st->sig_time[i] >= 0 && st->sig_key[i] == key)
+            return i;
+        if (st->sig_time[i] < st->sig_time[slot])
+            slot = i;
+    }
+    st->sig_key[slot] = key;
+    st->sig_time[slot] = 0;
+    return slot;
+}
+
+/* Has `slot` run plain for the budget?  Then it leaves the table: its signature compiles. */
+static int
+slot_is_hot(CodeState *st, int slot)
+{
+    if (st->sig_time[slot] < st->budget)
+        return 0;
+    st->sig_time[slot] = -1;
+    return 1;
+}
+
+/* Add a timed plain run [t0, t1] to `slot`; NULL (res released) when a stand-in clock
+ * failed. */
+static PyObject *
+slot_ran(CodeState *st, int slot, double t0, double t1, PyObject *res)
+{
+    st->deferred++;
+    if (t0 >= 0 && t1 >= t0)
+        st->sig_time[slot] += t1 - t0;
+    else if (PyErr_Occurred() && res != NULL)      /* a failing stand-in clock */
+        Py_CLEAR(res);
+    return res;
 }
 
 /* A miss: NULL (without an exception) when it should compile now; else runs the frame plain,
@@ -133,54 +182,85 @@ run_until_hot(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st)
 {
     if (st->budget <= 0 || big_call(frame, st->nargs))
         return NULL;
-    uint64_t key = frame_signature(frame, st->nargs);
-    int slot = 0;
-    for (int i = 0; i < PJ_SIGNATURES; i++) {
-        if (st->sig_time[i] >= 0 && st->sig_key[i] == key) {
-            slot = i;
-            goto found;
-        }
-        if (st->sig_time[i] < st->sig_time[slot])
-            slot = i;
-    }
-    st->sig_key[slot] = key;
-    st->sig_time[slot] = 0;
-found:
-    if (st->sig_time[slot] >= st->budget) {
-        st->sig_time[slot] = -1;
+    int slot = signature_slot(st, frame_signature(frame, st->nargs));
+    if (slot_is_hot(st, slot))
         return NULL;
-    }
-    st->deferred++;
     double t0 = perf_now();
-    PyObject *res = eval_plain(ts, frame, 0);
-    double t1 = perf_now();
-    if (t0 >= 0 && t1 >= t0)
-        st->sig_time[slot] += t1 - t0;
-    else if (PyErr_Occurred() && res != NULL)      /* a failing stand-in clock */
-        Py_CLEAR(res);
-    return res;
+    PyObject *res = eval_outside(ts, frame);
+    return slot_ran(st, slot, t0, perf_now(), res);
 }
 
-/* May the Wrapper call the function of `st` without the hook?  Only for a call passing
- * exactly the code's positional parameters (then its argument slots are the arguments),
- * whose signature runs plain for good. */
+/* The Wrapper's view of a call of `fn` (of st's code): when it passes positional arguments
+ * only, all of the code's parameters or all but trailing ones that have defaults, its
+ * argument slots are the arguments then those defaults, and 1 is returned with the
+ * signature the hook would compute from them in *key and their array elements in
+ * *elements; else 0 (keywords, *args, **kwargs, keyword-only parameters). */
 static int
-wrapper_may_bypass(CodeState *st, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+call_signature(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
+               PyObject *kwnames, uint64_t *key, Py_ssize_t *elements)
 {
-    if (st->nplain == 0 || kwnames != NULL)
+    if (kwnames != NULL)
         return 0;
-    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-    if (n != st->nargs || n != st->code->co_argcount)
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf), argcount = st->code->co_argcount;
+    if (st->nargs != argcount || n > argcount)
         return 0;
-    uint64_t h = (uint64_t)n;
-    for (Py_ssize_t i = 0; i < n; i++)
-        h = mix_arg(h, args[i]);
+    PyObject *defaults = n < argcount ? PyFunction_GET_DEFAULTS(fn) : NULL;
+    Py_ssize_t first_default = argcount - (defaults ? PyTuple_GET_SIZE(defaults) : 0);
+    if (n < first_default)
+        return 0;
+    uint64_t h = (uint64_t)argcount;
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < argcount; i++) {
+        PyObject *v = i < n ? args[i] : PyTuple_GET_ITEM(defaults, i - first_default);
+        h = mix_arg(h, v);
+        m += array_elements(v);
+    }
+    *key = h;
+    *elements = m;
+    return 1;
+}
+
+/* May the Wrapper call `fn` (of `st`'s code) without the hook?  Only for a call whose
+ * signature call_signature can tell and that runs plain for good. */
+static int
+wrapper_may_bypass(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
+                   PyObject *kwnames)
+{
+    uint64_t key;
+    Py_ssize_t elements;
+    if (st->nplain == 0 || !call_signature(st, fn, args, nargsf, kwnames, &key, &elements))
+        return 0;
     for (int i = 0; i < st->nplain; i++)
-        if (st->plain_key[i] == h) {
+        if (st->plain_key[i] == key) {
             st->bypassed++;
             return 1;
         }
     return 0;
+}
+
+/* The Wrapper's own run_until_hot, for a call of a code that has no entry yet (so the
+ * hook's walk could only miss) whose signature call_signature can tell: runs `fn` plain,
+ * timed, outside the hook, and returns its result; NULL without an exception when the call
+ * should go through the hook (to compile, or not such a call).  Saves a plain call of a
+ * function not hot yet the hook's install, walk and removal. */
+static PyObject *
+wrapper_run_until_hot(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
+                      PyObject *kwnames)
+{
+    uint64_t key;
+    Py_ssize_t elements;
+    if (st->budget <= 0 || st->nentries != 0 || st->state != ST_CANDIDATE || tls.compiling
+        || !call_signature(st, fn, args, nargsf, kwnames, &key, &elements)
+        || elements >= BIG_CALL_ELEMENTS)
+        return NULL;
+    int slot = signature_slot(st, key);
+    if (st->sig_time[slot] >= st->budget)
+        return NULL;            /* the hook's run_until_hot finds it hot: compiles */
+    st->calls++;
+    st->misses++;
+    double t0 = perf_now();
+    PyObject *res = call_outside(fn, args, nargsf, kwnames);
+    return slot_ran(st, slot, t0, perf_now(), res);     /* NULL: with an exception */
 }
 
 /* ---- promotion ------------------------------------------------------------------------------ */
@@ -236,7 +316,7 @@ trial_run(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Entry *e
     PyObject *res;
     if (plain) {
         Py_DECREF(fn);
-        res = eval_plain(ts, frame, 0);
+        res = eval_outside(ts, frame);
     }
     else {
         res = call_with_slots(fn, frame, st->nargs);
@@ -300,7 +380,7 @@ run_hit(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Entry *e, 
         if (fn == NULL)
             remember_plain(st, frame);
         Py_XDECREF(fn);
-        return eval_plain(ts, frame, 0);
+        return eval_outside(ts, frame);
     }
     if (e->trial_left > 0)
         return trial_run(ts, frame, st, e, fn);

@@ -6,9 +6,10 @@
  * Frames of marked codes get their cache entries walked in C (guards.c); a hit calls the
  * entry's transformed function with the frame's argument slots and returns its result as
  * the frame's result (the frame itself is released unevaluated: compat.h says by whom).
- * A miss calls the Python callback that compiles a new entry.  A frame being traced
- * (sys.settrace, sys.monitoring's line events: coverage, debuggers) runs its original
- * bytecode, so tracers see the user's code.
+ * A miss calls the Python callback that compiles a new entry.  A call pijit decides to run
+ * as plain Python runs outside the hook (eval_outside), at plain Python's speed.  A frame
+ * being traced (sys.settrace, sys.monitoring's line events: coverage, debuggers) runs its
+ * original bytecode, so tracers see the user's code.
  *
  * C stack.  While any hook is installed the interpreter stops inlining Python-to-Python
  * calls, so every Python call recurses in C.  A recursion that plain Python runs inline
@@ -164,6 +165,67 @@ eval_unhooked(PyThreadState *ts, _PyInterpreterFrame *frame, int throwflag)
     return res;
 }
 
+/* Leave / re-enter the jitted calls of this thread around a plain run (see eval_outside):
+ * `depth` keeps this thread's count meanwhile. */
+static inline Py_ssize_t
+outside_enter(void)
+{
+    Py_ssize_t depth = tls.depth;
+    if (depth > 0) {
+        tls.depth = 0;
+        if (--active_threads == 0)
+            hook_uninstall();
+    }
+    return depth;
+}
+
+static inline void
+outside_leave(Py_ssize_t depth)
+{
+    if (depth > 0) {
+        tls.depth = depth;
+        if (active_threads++ == 0)
+            hook_install();
+    }
+}
+
+/* Evaluate `frame` as plain Python with this thread outside its jitted calls, as if no
+ * jitted call were in progress: the hook is removed (unless another thread is inside a
+ * jitted call; it then passes this thread's frames straight on), so the frame's calls are
+ * inlined again and frames of unjitted code cost nothing.  Used where pijit has decided to
+ * run a call plain (a signature not hot yet, an entry that runs plain, a code left to plain
+ * Python): calls it makes of jitted functions go through their Wrappers, which enter a
+ * jitted call again.  Under the hook a plain run paid the hook at each of its frames and
+ * lost CPython's inlined calls: a program of small functions, jitted whole, ran at 0.5x
+ * plain before its functions were hot. */
+static PyObject *
+eval_outside(PyThreadState *ts, _PyInterpreterFrame *frame)
+{
+    Py_ssize_t depth = outside_enter();
+    PyObject *res = prev_eval(ts, frame, 0);
+    outside_leave(depth);
+    return res;
+}
+
+/* Call `fn` outside this thread's jitted calls, as eval_outside runs a frame (the
+ * Wrapper's plain calls).  Each such call recurses in C through the Wrapper: past
+ * hook_enter's stack limit it raises RecursionError, as a jitted call does. */
+static PyObject *
+call_outside(PyObject *fn, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    if (stack_left() < STACK_HARD) {
+        PyErr_SetString(PyExc_RecursionError,
+                        "maximum recursion depth exceeded (C stack, in a jitted call)");
+        return NULL;
+    }
+    Py_INCREF(fn);
+    Py_ssize_t depth = outside_enter();
+    PyObject *res = PyObject_Vectorcall(fn, args, nargsf, kwnames);
+    outside_leave(depth);
+    Py_DECREF(fn);
+    return res;
+}
+
 /* The frame's result when the hook does not evaluate it: `res` (a new reference or NULL
  * with an exception), after releasing the frame. */
 static inline PyObject *
@@ -290,9 +352,9 @@ on_miss(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Py_ssize_t
         st->state = st->nentries ? ST_CALLABLE : ST_CANDIDATE;
     if (res == NULL)
         return answer(ts, frame, NULL);
-    if (res == Py_None) {
+    if (res == Py_None) {           /* plain Python for this call */
         Py_DECREF(res);
-        return eval_plain(ts, frame, 0);
+        return eval_outside(ts, frame);
     }
     PyObject *out = call_with_slots(res, frame, n);
     Py_DECREF(res);
@@ -343,7 +405,7 @@ dispatch(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st)
     }
     st->misses++;
     if (st->state == ST_FROZEN)
-        return eval_plain(ts, frame, 0);
+        return eval_outside(ts, frame);
     PyObject *res = run_until_hot(ts, frame, st);
     if (res != NULL || PyErr_Occurred())
         return res;
@@ -379,7 +441,9 @@ pijit_hook(PyThreadState *ts, _PyInterpreterFrame *frame, int throwflag)
         || !PJ_FRAME_RELEASABLE(frame))
         return eval_plain(ts, frame, throwflag);
     st->calls++;
-    if (st->state == ST_NEVER_COMPILE || being_built(st) || pj_traced(ts, code))
+    if (st->state == ST_NEVER_COMPILE)
+        return eval_outside(ts, frame);
+    if (being_built(st) || pj_traced(ts, code))
         return eval_plain(ts, frame, throwflag);
     /* Running the entry or the compiler may drop every other owner of the state. */
     Py_INCREF(st);

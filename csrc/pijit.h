@@ -122,8 +122,10 @@ static CodeState *state_of(PyObject *o);
 
 /* adapt.c */
 static PyObject *run_until_hot(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st);
-static int wrapper_may_bypass(CodeState *st, PyObject *const *args, size_t nargsf,
-                              PyObject *kwnames);
+static int wrapper_may_bypass(CodeState *st, PyObject *fn, PyObject *const *args,
+                              size_t nargsf, PyObject *kwnames);
+static PyObject *wrapper_run_until_hot(CodeState *st, PyObject *fn, PyObject *const *args,
+                                       size_t nargsf, PyObject *kwnames);
 static void remember_plain_slots(CodeState *st, PyObject *slots);
 static int maybe_promote(CodeState *st, Entry *e);
 static PyObject *run_hit(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st,

@@ -60,7 +60,10 @@ OPTIONS = (
            "captured in a resume function (or, with loop_nodes, a range loop may become a "
            "loop node)."),
     Option("MAX_LOOP_UNROLLING", int, 100,
-           "Most iterations unrolled per loop (all loops nested in it included).", minimum=0),
+           "Most iterations unrolled per loop (all loops nested in it included). Whatever this "
+           "says, no loop unrolls further once the graph holds 1024 nodes (inlined calls' loops "
+           "included): the loop then runs as residual code (capture, fusion and gcc of thousands "
+           "of unrolled nodes cost seconds).", minimum=0),
     Option("loop_nodes", bool, True,
            "A `for` loop over range(...) whose bounds are known only at run time, or longer "
            "than MAX_LOOP_UNROLLING, or that cannot be unrolled, becomes one loop node: the body is captured once "
@@ -140,15 +143,23 @@ OPTIONS = (
            "reciprocal, within 1.5 ulp), and a*b+c contracted into fused multiply-adds.",
            choices=("O0", "O1", "O2")),
     Option("adaptive", bool, True,
-           "Compile where it pays (PIJIT_ADAPTIVE=0 turns this off for every function): an "
-           "input signature (argument types, dtypes and ndims of arrays) runs as plain Python "
-           "until its calls took compile_after_ms (at once for a call with 8192 array elements "
-           "or more among its arguments); a graph touching fewer than 65536 array elements per call "
-           "first runs on the NumPy backend and is compiled at jit_level at its "
-           "promote_after-th hit; a graph with no array work (and no array for the code after "
-           "a graph break) runs as plain Python, and calls of such a signature skip the hook; "
-           "perf_statistics. False: every signature compiles at its first call at jit_level "
-           "and always runs compiled (what explain and the tests use)."),
+           "Compile where it pays (PIJIT_ADAPTIVE=0 turns this off for every function): an input "
+           "signature (argument types, dtypes and ndims of arrays) runs as plain Python until its "
+           "calls took compile_after_ms (at once for a call with 8192 array elements or more among"
+           " its arguments); a graph touching fewer than 65536 array elements per call first runs "
+           "on the NumPy backend and is compiled at jit_level at its promote_after-th hit; a graph"
+           " with no array work (and no array for the code after a graph break) runs as plain "
+           "Python, and calls of such a signature skip the hook; perf_statistics. Every call pijit"
+           " runs as plain Python (a signature not hot yet, an entry that runs plain, a trial's "
+           "plain side) runs outside the hook, as if no jitted call were in progress: its own "
+           "calls are inlined by CPython and unjitted code it calls is not seen by the hook "
+           "(jitted functions it calls enter it again through their wrappers). Capture itself "
+           "gives up on a call with no array among its arguments once it has walked 10 ms without "
+           "finding array work: that signature runs as plain Python (an entry guarded by the "
+           "argument types), since capturing pure Python to the end (every unrolled iteration and "
+           "inlined call) cost up to seconds for nothing to fuse. False: every signature compiles "
+           "at its first call at jit_level and always runs compiled (what explain and the tests "
+           "use)."),
     Option("compile_after_ms", int, 20,
            "With adaptive: milliseconds an input signature's calls run as plain Python (timed) "
            "before it is captured and compiled: capture costs a few ms an entry, so a "

@@ -14,13 +14,13 @@ import numpy as np
 
 from pijit import cache, eval_frame, explain, tracebacks
 from pijit.cache import BreakInfo, EntryInfo
-from pijit.capture.graph_break import STATIC_REASONS, GraphBreak
+from pijit.capture.graph_break import STATIC_REASONS, CaptureAbandoned, GraphBreak
 from pijit.capture.sources import LocalSource
 from pijit.capture.wrap import DYNAMIC_VALUE
 from pijit.bytecode_gen.resume import STACK_NAME, build_loop_body, build_resume
 from pijit.compile_frame import compile_frame
 from pijit.graph.verify import GraphInvariantError
-from pijit.guards import first_failure, hash_args_guard, to_program
+from pijit.guards import Guard, first_failure, hash_args_guard, to_program
 from pijit.interface import GraphBreakError
 
 
@@ -92,6 +92,8 @@ def _compile_miss(func, args, rec, entries, generation):
             raise signalled
         if isinstance(failure, GraphBreak):
             return _fallback(rec, code, generation, failure, extra, reason)
+        if isinstance(failure, CaptureAbandoned):
+            return _abandoned(rec, code, generation, failure, args, extra, reason)
         if not config.compile_with_try or isinstance(failure, GraphInvariantError):
             raise failure
         return _failed(rec, code, generation, failure)
@@ -276,6 +278,28 @@ def _fallback(rec, code, generation, e: GraphBreak, extra, reason):
             eval_frame.set_state(code, eval_frame.NEVER_COMPILE)
         else:
             eval_frame.add_entry(code, *program, None)
+    return None
+
+
+def _abandoned(rec, code, generation, e: CaptureAbandoned, args, extra, reason):
+    """Capture gave up on pure Python: calls with these argument types run as plain Python
+    (an entry that runs plain, guarded by the types only, and remembered by the C hook so
+    that the Wrapper calls them without it)."""
+    guards = [Guard(LocalSource(i, code.co_varnames[i]), "type", (type(a),))
+              for i, a in enumerate(args)] + list(extra)
+    where = BreakInfo(f"no array work: runs as plain Python ({e})", code.co_filename,
+                      code.co_firstlineno)
+    program = to_program(guards)
+    with rec.lock:
+        if rec.generation != generation:
+            return None
+        rec.entries.insert(0, EntryInfo(guards=guards, fallback=where))
+        rec.compile_count += 1
+        if reason is not None:
+            rec.recompile_reasons.append(reason)
+        eval_frame.add_entry(code, *program, None, plain_args=tuple(args))
+    explain.log("graph_breaks", f"{_where(code)}: {code.co_name} runs as plain Python: {e}",
+                warn=rec.config.LOG_GRAPH_BREAK)
     return None
 
 

@@ -313,3 +313,17 @@ def raises_at_capture(x):
 
 def test_error_the_user_would_see_is_raised_unchanged():
     assert_same(raises_at_capture, X, graphs=0, breaks=1)
+
+
+def copy_then_swap(items, x):
+    """A slice of a list is a new list: item assignment into it works, the input is left
+    alone (capture once made it a tuple: TypeError at the swap)."""
+    items = items[:]
+    items[0], items[-1] = items[-1], items[0]
+    head = items[1:3]
+    head.append(9)
+    return items, head, x * 2.0
+
+
+def test_a_list_slice_is_a_list():
+    assert_same(copy_then_swap, [4, 5, 6, 7], X, graphs=None, breaks=None)

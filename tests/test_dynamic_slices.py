@@ -4,6 +4,8 @@ run time like any other, instead of a graph break. Differential against plain Py
 graph with no break, on both backends."""
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 
@@ -130,6 +132,7 @@ def test_static_value_into_a_slice_of_dynamic_length(level):
 def _fused_groups(fn, *args, level="O1"):
     """The fused groups' comment lines of fn's one compiled entry (fn jitted at `level`,
     compiled at its first call)."""
+    gc.collect()    # an earlier test's wrapper of fn, still alive, would give ours a code copy
     jitted = pijit.jit(fn, jit_config={"jit_level": level, "adaptive": False})
     pijit.reset(jitted)
     jitted(*args)

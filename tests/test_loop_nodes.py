@@ -5,6 +5,7 @@ dumps, graph passes and the reference semantics of the node."""
 from __future__ import annotations
 
 import functools
+import gc
 
 import numpy as np
 import pytest
@@ -488,6 +489,9 @@ def test_slices_by_the_index_of_a_constant_range(level, n):
     """d[:, k:k+1] has one shape for every k of range(n) (capture/index_facts.py): the loop is
     one node over a body with the slice kept symbolic, whether it is short (unrolling off) or
     long; at O1 the body's elementwise work is a fused kernel."""
+    # The previous parametrization's wrapper may still wait for the garbage collector: jit
+    # would then give this one a code copy of its own, and the record read below be the old.
+    gc.collect()
     d = np.random.default_rng(n).uniform(0, 10, (n, n))
     # loop nests off: a nest takes copy_columns (tests/test_loop_nests_slices.py)
     options = {"loop_nests": False} if n > 100 else {"loop_unrolling": False,

@@ -41,3 +41,10 @@ class GraphBreak(Exception):
         self.position = None      # index of the instruction in the abstract instruction list
         self.callee = None        # a user function the call could not inline: jit it alone
         self.would_raise = False  # the rule found the real call raises: plain Python raises it
+
+
+class CaptureAbandoned(Exception):
+    """Capture gave up on a call that shows no array work after PURE_CAPTURE_S of walking
+    (csrc's budget lets plain runs take compile_after_ms before capture; capture of pure
+    Python, which walks every unrolled iteration and inlined call, took up to 1.7 s for a
+    result known in advance: nothing to fuse). The call's signature runs as plain Python."""

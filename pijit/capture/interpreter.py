@@ -7,13 +7,17 @@ named after the opcodes; an instruction no handler accepts raises GraphBreak.
 from __future__ import annotations
 
 import operator
+import time
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from bytecode import Instr, Label, SetLineno, TryBegin, TryEnd
 
 from pijit.capture import numpy_rules
 from pijit.capture.flow import Flow
-from pijit.capture.graph_break import STATIC_REASONS, TO_END_REASONS, GraphBreak, Reason
+from pijit.capture.graph_break import (STATIC_REASONS, TO_END_REASONS, CaptureAbandoned,
+                                      GraphBreak, Reason)
 from pijit.capture.index_facts import IndexFacts
 from pijit.capture.instructions import read_instructions
 from pijit.loopnest.capture import at as loopnest_at
@@ -27,6 +31,7 @@ from pijit.capture.values import (GraphValue, NullValue, TupleValue, Value, infe
                                   node_arg)
 from pijit.capture.wrap import ValueBuilder
 from pijit.graph.ir import Graph, Ref
+from pijit.graph.work import graph_work
 
 # Importing the handler modules registers their opcode handlers.
 from pijit.capture import (ops_arith, ops_build, ops_call, ops_load_store,  # noqa: F401,E402
@@ -94,8 +99,11 @@ class FrameCapture:
 
     def __init__(self, func, args, config, dynamic_dims, instrs, flow, stop_at, *,
                  parent=None, fn_source=None, bound=None, closure=None, plan=None,
-                 eager=frozenset()):
+                 eager=frozenset(), pure_deadline=None):
         self.func = func
+        # perf_counter() past which a capture that found no array work gives up (None: the
+        # call has array arguments, never); shared by the frames of one capture.
+        self.pure_deadline = pure_deadline if parent is None else parent.pure_deadline
         self.instrs = instrs
         self.flow = flow
         self.stop_at = stop_at          # loop heads where capture breaks instead of unrolling
@@ -202,6 +210,10 @@ class FrameCapture:
         item = self.graph.add_node("tuple_item", operator.getitem, (ref, i), {}, meta, self.lineno)
         return GraphValue(item, meta)
 
+    def _give_up_if_pure(self):
+        if time.perf_counter() > self.pure_deadline and graph_work(self.graph) == 0:
+            raise CaptureAbandoned(f"no array work in {PURE_CAPTURE_S * 1e3:.0f} ms of capture")
+
     # -- the walk ----------------------------------------------------------------------
     def run(self) -> CaptureResult:
         self.walk(0)
@@ -220,6 +232,8 @@ class FrameCapture:
             if pc == until:
                 return
             steps += 1
+            if steps % 128 == 0 and self.pure_deadline is not None:
+                self._give_up_if_pure()
             if steps > MAX_STEPS or pc >= len(instrs):
                 raise self._at(GraphBreak(Reason.CONTROL_FLOW, "walked off the end of the code"), pc)
             if span is not None and not span[0] <= pc <= span[1]:
@@ -355,12 +369,14 @@ def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:
     """
     instrs = read_instructions(func.__code__)
     flow = Flow(instrs)
+    deadline = None if not config.is_adaptive or config.strict or \
+        any(_holds_ndarray(a) for a in args) else time.perf_counter() + PURE_CAPTURE_S
     stop_at = {}          # loop head position -> the break found inside that loop
     plan = LoopPlan()
     eager = set()         # stores that must run where they stand (see side_effects.py)
     while True:
         capture = FrameCapture(func, args, config, dynamic_dims, instrs, flow, stop_at,
-                               plan=plan, eager=eager)
+                               plan=plan, eager=eager, pure_deadline=deadline)
         try:
             result = capture.run()
             result.instructions = instrs
@@ -390,6 +406,22 @@ def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:
             if _retry_eager(capture, result, eager):
                 continue
             return result
+
+
+# Seconds of capture (retries included) after which a call whose arguments hold no array
+# and whose graph so far has no array work is left to plain Python (CaptureAbandoned).
+PURE_CAPTURE_S = 0.01
+
+
+def _holds_ndarray(obj, depth=2) -> bool:
+    """An ndarray, or a list/tuple/dict holding one (two levels deep)."""
+    if isinstance(obj, np.ndarray):
+        return True
+    if depth and isinstance(obj, (list, tuple)):
+        return any(_holds_ndarray(v, depth - 1) for v in obj)
+    if depth and isinstance(obj, dict):
+        return any(_holds_ndarray(v, depth - 1) for v in obj.values())
+    return False
 
 
 def _retry_eager(capture, result, eager) -> bool:

@@ -169,7 +169,11 @@ def subscript(cap, container, key):
             item = container.items[key.value]
         except (IndexError, TypeError) as e:
             cap.unsupported(Reason.UNSUPPORTED_OP, f"subscript raises {type(e).__name__}")
-        return make_tuple(item) if type(key.value) is slice else item
+        if type(key.value) is not slice:
+            return item
+        if isinstance(container, ListValue):      # a new list, this frame's to mutate
+            return ListValue(list(item), frame=cap, body=cap.bodies[-1] if cap.bodies else None)
+        return make_tuple(item)
     if isinstance(container, DictValue):
         if key.value not in container.items:
             cap.unsupported(Reason.UNSUPPORTED_OP, f"key {key.value!r} missing")

@@ -1,0 +1,112 @@
+"""The real-code corpus (benchmarks/programs): every program, with each of its functions and
+methods jitted as a user who jits a whole program would, gives plain Python's results bit
+for bit, whether every signature compiles at its first call (the suite's PIJIT_ADAPTIVE=0:
+every function is captured) or adaptively (the default: what users get)."""
+import sys
+
+import pytest
+
+import pijit
+from benchmarks import corpus, programs
+from pijit import eval_frame
+
+
+@pytest.fixture
+def adaptive(monkeypatch):
+    """The suite compiles at the first call (PIJIT_ADAPTIVE=0): these tests turn it on."""
+    monkeypatch.delenv("PIJIT_ADAPTIVE")
+    yield
+    eval_frame.set_perf_clock(None)
+
+
+def run_both(name, runs=2):
+    plain_mod, jit_mod = programs.load(name), programs.load(name, jitted=True)
+    try:
+        n = plain_mod.SIZES["tiny"]
+        for _ in range(runs):
+            expected, got = plain_mod.main(n), jit_mod.main(n)
+            assert corpus.same(got, expected), (name, got, expected)
+        return corpus.what_pijit_did(jit_mod)
+    finally:
+        programs.unload(plain_mod)
+        programs.unload(jit_mod)
+
+
+# Known bugs of capture at the first call (main at 174759f too), reported to the lead, not
+# fixed here (pijit/loopnest belongs to other work in progress):
+# - a loop nest over Python ints assigning `a, b = b, a + b` reads the new `a` (fib_iter
+#   doubles, gcd returns 0: ZeroDivisionError);
+# - loop-nest recognition raises inside (caught and logged, results right): IndexError on
+#   prime_factors; on 3.13 also gauss_lists, mandelbrot_python and matrix_numpy;
+# - SIGSEGV on 3.12+ jitting `len({i * j for i in range(1, n) for j in range(1, n)})` (an
+#   inlined set comprehension over two loops, loop_nests on or off), and on 3.13 newton's
+#   `sorted({round(newton_root(...), 9) for s in range(...)})`.
+WRONG = {
+    "fib_memo": "loop nest: tuple assignment a, b = b, a + b reads the new a",
+    "number_theory": "loop nest: tuple assignment a, b = b, a % b reads the new a",
+}
+PY = sys.version_info[:2]
+INTERNAL_ERRORS = {"prime_factors"} | ({"gauss_lists", "mandelbrot_python", "matrix_numpy"}
+                                       if PY >= (3, 13) else set())
+CRASHES = ({"comprehensions"} if PY >= (3, 12) else set()) | \
+    ({"newton"} if PY >= (3, 13) else set())
+
+
+def first_call_case(name):
+    if name in WRONG:
+        return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=WRONG[name]))
+    if name in CRASHES:
+        return pytest.param(name, marks=pytest.mark.skip(reason="SIGSEGV: an inlined set "
+                                                                "comprehension (reported)"))
+    if name in INTERNAL_ERRORS:
+        return pytest.param(name, marks=pytest.mark.internal_errors)
+    return name
+
+
+@pytest.mark.parametrize("name", [first_call_case(n) for n in programs.NAMES])
+def test_program_compiled_at_first_call_gives_plain_results(name):
+    did = run_both(name)
+    assert did["entries"] > 0           # pijit decided each call, not waved through
+
+
+@pytest.mark.parametrize("name", programs.NAMES)
+def test_program_under_default_options_gives_plain_results(name, adaptive):
+    run_both(name, runs=3)
+
+
+def test_corpus_has_the_programs_the_runner_reports():
+    assert len(programs.NAMES) >= 40
+    for name in programs.NAMES:
+        module = programs.load(name)
+        try:
+            assert callable(module.main) and {"tiny", "quick"} <= set(module.SIZES)
+        finally:
+            programs.unload(module)
+
+
+def test_jit_all_wraps_functions_and_methods():
+    module = programs.load("particles", jitted=True)
+    try:
+        names = {name for name, _ in corpus.jitted_functions(module)}
+    finally:
+        programs.unload(module)
+    assert {"main", "Vec.__init__", "Vec.add", "Particle.step", "World.run"} <= names
+
+
+def test_a_pure_python_program_ends_up_plain(adaptive):
+    """Every function of a pure-Python program (caesar: string work, a generator expression,
+    a Counter) jitted: after a few runs its hot helper has only plain entries and is called
+    without the hook; results are plain Python's."""
+    jit_mod = programs.load("caesar", jitted=True, jit_config={"compile_after_ms": 1})
+    plain_mod = programs.load("caesar")
+    try:
+        for _ in range(4):
+            assert corpus.same(jit_mod.main(20), plain_mod.main(20))
+        stats = pijit.stats(jit_mod.shift_char)
+        assert stats["compile_count"] >= 1
+        assert all(e["fallback"] and e["fallback"].startswith("no array work")
+                   for e in stats["entries"])
+        assert stats["bypassed"] > 1000
+    finally:
+        programs.unload(jit_mod)
+        programs.unload(plain_mod)

@@ -1,0 +1,244 @@
+"""Calls pijit runs as plain Python (csrc/adapt.c, csrc/eval_frame.c's eval_outside): a
+signature not hot yet, an entry that runs plain, a call the Wrapper bypasses. They run
+outside the hook, as if no jitted call were in progress (unjitted code they call is not
+seen by the hook, CPython inlines their calls), and jitted functions they call enter a
+jitted call again. Asserted through what code inside such a call sees (the thread's jitted
+depth, whether the hook is installed) and the hook's counters, never by timing."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pijit
+from differential import assert_equal_values, assert_same
+from pijit import eval_frame
+
+
+@pytest.fixture(autouse=True)
+def adaptive(monkeypatch):
+    """The suite compiles at the first call (PIJIT_ADAPTIVE=0): these tests turn it on."""
+    monkeypatch.delenv("PIJIT_ADAPTIVE")
+    yield
+    eval_frame.set_perf_clock(None)
+
+
+def fresh(fn):
+    """A copy of fn with a code object of its own: the hook keeps its state per code."""
+    code = fn.__code__.replace(co_name=fn.__code__.co_name)
+    assert code is not fn.__code__
+    return type(fn)(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+def seen_by_hook():
+    """Called from inside a jitted function's run: (this thread's jitted-call depth, is the
+    hook installed?) as an unjitted helper sees them."""
+    return eval_frame.depth(), eval_frame.is_installed()
+
+
+def calls_helper(k):
+    return seen_by_hook(), k + 1
+
+
+def test_a_call_not_hot_yet_runs_outside_the_hook():
+    """Its signature has not run for compile_after_ms: the call runs plain, as if no jitted
+    call were in progress (its calls inlined, unjitted frames not seen by the hook)."""
+    jitted = pijit.jit(fresh(calls_helper), jit_config={"compile_after_ms": 10_000})
+    assert jitted(1) == ((0, False), 2)
+    assert pijit.stats(jitted)["deferred"] == 1
+
+
+def test_a_jitted_call_inside_a_plain_run_enters_the_hook_again():
+    inner = pijit.jit(fresh(calls_helper), jit_config={"compile_after_ms": 10_000})
+
+    def outer(k):
+        return inner(k), seen_by_hook()
+    jitted = pijit.jit(outer, jit_config={"compile_after_ms": 10_000})
+    assert jitted(1) == (((0, False), 2), (0, False))
+    assert pijit.stats(inner)["deferred"] == 1 and pijit.stats(jitted)["deferred"] == 1
+    assert eval_frame.depth() == 0 and not eval_frame.is_installed()
+
+
+def test_a_plain_entry_and_its_bypass_run_outside_the_hook():
+    """compile_after_ms=0: captured at once, no array work -> a plain entry; its next calls
+    skip the hook (bypassed), also when called from inside another jitted call."""
+    inner = pijit.jit(fresh(calls_helper), jit_config={"compile_after_ms": 0})
+    assert inner(1) == ((0, False), 2)          # compiled: the plain entry's first run
+    stats = pijit.stats(inner)
+    assert stats["compile_count"] == 1
+    assert stats["entries"][0]["fallback"].startswith("no array work")
+
+    def outer(k):
+        return inner(k)
+    jitted = pijit.jit(outer, jit_config={"compile_after_ms": 10_000})
+    assert jitted(2) == ((0, False), 3)
+    assert pijit.stats(inner)["bypassed"] >= 1
+
+
+def with_default(k, step=1):
+    return seen_by_hook(), k + step
+
+
+def test_bypass_covers_calls_that_leave_defaults_out():
+    jitted = pijit.jit(fresh(with_default), jit_config={"compile_after_ms": 0})
+    assert jitted(1) == ((0, False), 2)
+    before = pijit.stats(jitted)["bypassed"]
+    assert jitted(5) == ((0, False), 6)         # the signature of (int, default int)
+    assert jitted(5, 2) == ((0, False), 7)      # the same signature, passed in full
+    assert pijit.stats(jitted)["bypassed"] == before + 2
+    assert jitted(5, 2.5) == ((0, False), 7.5)  # another signature: not remembered
+    assert pijit.stats(jitted)["bypassed"] == before + 2
+
+
+def test_recursion_through_the_wrapper_in_a_plain_run():
+    """A recursive jitted function run plain recurses through its Wrapper: each level is a
+    plain call of its own, and the thread is back outside every jitted call after it."""
+    def depth_of(n):
+        return 0 if n == 0 else 1 + jitted(n - 1)
+    jitted = pijit.jit(depth_of, jit_config={"compile_after_ms": 10_000})
+    assert jitted(200) == 200
+    assert pijit.stats(jitted)["deferred"] == 201
+    assert eval_frame.depth() == 0 and not eval_frame.is_installed()
+
+
+def scale(x, k):
+    return x * k + 1.0
+
+
+def test_once_compiled_a_signature_hits_its_entry_not_the_wrappers_plain_run():
+    """The Wrapper runs a call plain by itself only while its code has no entry: once a
+    signature compiled, its calls hit the entry (and other signatures miss in the hook)."""
+    clock = [0.0]
+
+    def tick():
+        clock[0] += 0.004                   # every clock read: plain runs last 4 ms
+        return clock[0]
+    eval_frame.set_perf_clock(tick)
+    jitted = pijit.jit(fresh(scale), jit_config={"compile_after_ms": 6, "perf_statistics": False,
+                                          "promote_after": 0})
+    x = np.linspace(0.0, 1.0, 16)
+    for _ in range(2):                      # 4, then 8 ms: hot at the next call
+        assert_equal_values(jitted(x, 2.0), scale(x, 2.0))
+    assert pijit.stats(jitted)["deferred"] == 2 and pijit.stats(jitted)["compile_count"] == 0
+    for _ in range(3):
+        assert_equal_values(jitted(x, 2.0), scale(x, 2.0))
+    stats = pijit.stats(jitted)
+    assert stats["compile_count"] == 1 and stats["cache_hits"] == 2
+    assert stats["deferred"] == 2
+
+
+def test_deep_recursion_through_a_bypassed_wrapper_raises_recursion_error():
+    """A pure-Python recursive function under default options ends up bypassed by its
+    Wrapper (outside the hook); each level still recurses in C through the Wrapper, so past
+    what the C stack holds it raises RecursionError, never a segfault."""
+    src = textwrap.dedent("""
+        import sys, pijit
+        sys.setrecursionlimit(200000)
+
+        @pijit.jit(jit_config={"compile_after_ms": 0})
+        def g(n):
+            return 0 if n == 0 else 1 + g(n - 1)
+
+        print(g(5), g(300))
+        print(pijit.stats(g)["bypassed"] > 0)
+        try:
+            g(150000)
+        except RecursionError:
+            print("RecursionError")
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "PIJIT_ADAPTIVE"}
+    proc = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["5", "300", "True", "RecursionError"]
+
+
+def pure_loop(n):
+    total = 0
+    for i in range(n):
+        total += (i * 7) % 5
+    return total
+
+
+def builds_arrays(n):
+    a = np.zeros(64)
+    for i in range(n):
+        a = a * 1.5 + i
+    return a
+
+
+@pytest.fixture
+def no_capture_time(monkeypatch):
+    """Capture of pure Python gives up at its first check (PURE_CAPTURE_S = 0)."""
+    from pijit.capture import interpreter
+    monkeypatch.setattr(interpreter, "PURE_CAPTURE_S", 0.0)
+
+
+def test_capture_of_pure_python_past_its_time_runs_plain(no_capture_time):
+    jitted = pijit.jit(fresh(pure_loop), jit_config={"compile_after_ms": 0,
+                                                     "loop_nests": False})
+    for n in (50, 60):                          # unrolled: hundreds of steps of capture
+        assert jitted(n) == pure_loop(n)
+    stats = pijit.stats(jitted)
+    assert stats["compile_count"] == 1
+    assert stats["entries"][0]["fallback"].startswith("no array work: runs as plain Python "
+                                                      "(no array work in 0 ms of capture)")
+    assert stats["bypassed"] == 1               # the second call: types remembered
+
+
+def test_capture_that_found_array_work_goes_on_past_the_time(no_capture_time):
+    jitted = pijit.jit(fresh(builds_arrays), jit_config={"compile_after_ms": 0,
+                                                         "perf_statistics": False})
+    assert_equal_values(jitted(30), builds_arrays(30))
+    entry = pijit.stats(jitted)["entries"][0]
+    assert entry["fallback"] is None and "mul" in " ".join(entry["ops"] or ())
+
+
+def test_strict_capture_never_gives_up(no_capture_time):
+    """fullgraph must capture all or raise: it is never abandoned (the plan may still run
+    a graph without array work plain)."""
+    jitted = pijit.jit(fresh(pure_loop), jit_config={"compile_after_ms": 0, "fullgraph": True,
+                                                     "loop_nests": False})
+    assert jitted(50) == pure_loop(50)
+    assert "of capture" not in (pijit.stats(jitted)["entries"][0]["fallback"] or "")
+
+
+def _filter(img):
+    out = img * 0.25
+    for k in range(1, 4):
+        out = out + np.roll(img, k) * (0.25 / k) - img * 0.01
+    return out
+
+
+def filter_all(images):
+    sums = []
+    for img in images:
+        sums.append(_filter(img).sum())
+    return sums
+
+
+def test_unrolling_stops_at_the_node_limit():
+    """A loop over 80 arrays calling an inlined 20-node filter is not unrolled past
+    UNROLLED_NODES: the loop runs as residual code calling its body's graph (capture of the
+    unrolled copies cost far more than the function's plain run)."""
+    from pijit.capture.ops_loop import UNROLLED_NODES
+    images = [np.linspace(0.0, 1.0, 32) * k for k in range(80)]
+    report = pijit.explain(filter_all, images)
+    assert any("unrolling past %d graph nodes" % UNROLLED_NODES in b["reason"]
+               for b in report.break_reasons)
+    assert all(len(ops) <= UNROLLED_NODES + 32 for ops in report.ops_per_graph)
+    assert_same(filter_all, images, graphs=None, breaks=None,
+                jit_kwargs={"jit_config": {"adaptive": False}})
+
+
+def test_a_first_call_with_big_arrays_compiles_at_once():
+    """The Wrapper's own plain runs leave a call with big array arguments to the hook, which
+    compiles it at once (as for any signature once hot)."""
+    jitted = pijit.jit(fresh(scale), jit_config={"compile_after_ms": 10_000,
+                                                 "perf_statistics": False})
+    big = np.linspace(0.0, 1.0, 10_000)
+    assert_equal_values(jitted(big, 2.0), scale(big, 2.0))
+    stats = pijit.stats(jitted)
+    assert stats["compile_count"] == 1 and stats["deferred"] == 0

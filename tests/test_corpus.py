@@ -32,32 +32,13 @@ def run_both(name, runs=2):
         programs.unload(jit_mod)
 
 
-# Known bugs of capture at the first call (main at 174759f too), reported to the lead, not
-# fixed here (pijit/loopnest belongs to other work in progress):
-# - a loop nest over Python ints assigning `a, b = b, a + b` reads the new `a` (fib_iter
-#   doubles, gcd returns 0: ZeroDivisionError);
-# - loop-nest recognition raises inside (caught and logged, results right): IndexError on
-#   prime_factors; on 3.13 also gauss_lists, mandelbrot_python and matrix_numpy;
-# - SIGSEGV on 3.12+ jitting `len({i * j for i in range(1, n) for j in range(1, n)})` (an
-#   inlined set comprehension over two loops, loop_nests on or off), and on 3.13 newton's
-#   `sorted({round(newton_root(...), 9) for s in range(...)})`.
-WRONG = {
-    "fib_memo": "loop nest: tuple assignment a, b = b, a + b reads the new a",
-    "number_theory": "loop nest: tuple assignment a, b = b, a % b reads the new a",
-}
 PY = sys.version_info[:2]
-INTERNAL_ERRORS = {"prime_factors"} | ({"gauss_lists", "mandelbrot_python", "matrix_numpy"}
-                                       if PY >= (3, 13) else set())
-CRASHES = ({"comprehensions"} if PY >= (3, 12) else set()) | \
-    ({"newton"} if PY >= (3, 13) else set())
+# Programs where loop-nest recognition raises inside (caught and logged, results right).
+INTERNAL_ERRORS = {"gauss_lists", "mandelbrot_python", "matrix_numpy"} if PY >= (3, 13) \
+    else set()
 
 
 def first_call_case(name):
-    if name in WRONG:
-        return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=WRONG[name]))
-    if name in CRASHES:
-        return pytest.param(name, marks=pytest.mark.skip(reason="SIGSEGV: an inlined set "
-                                                                "comprehension (reported)"))
     if name in INTERNAL_ERRORS:
         return pytest.param(name, marks=pytest.mark.internal_errors)
     return name

@@ -87,7 +87,12 @@ def test_a_pure_python_program_ends_up_plain(adaptive):
         assert stats["compile_count"] >= 1
         assert all(e["fallback"] and e["fallback"].startswith("no array work")
                    for e in stats["entries"])
-        assert stats["bypassed"] > 1000
+        # how many of the program's calls were bypassed depends on what else got hot (a
+        # caller compiled may inline the helper); a call of the plain signature itself is
+        before = stats["bypassed"]
+        for _ in range(100):
+            assert jit_mod.shift_char("q", 3) == "t"
+        assert pijit.stats(jit_mod.shift_char)["bypassed"] == before + 100
     finally:
         programs.unload(jit_mod)
         programs.unload(plain_mod)

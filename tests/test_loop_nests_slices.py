@@ -10,38 +10,11 @@ import numpy as np
 import pytest
 
 from benchmarks.workloads import cholesky, forward_subst_dot
-from pijit.loopnest import node as nest_node
-from tests.differential import assert_same
+from tests.test_loop_nests import compiled, resumes, same  # noqa: F401 - resumes: a fixture
 
 LEVELS = ["O0", "O1"]
 # around BLAS's unroll sizes and NumPy's pairwise leaves
 LENGTHS = [0, 1, 2, 3, 7, 8, 9, 31, 32, 33, 127, 128, 129, 1000]
-
-
-@pytest.fixture
-def resumes(monkeypatch):
-    """Counts the C kernels' hand-overs to Python (block -1: arguments it does not take)."""
-    seen = []
-    original = nest_node.NestOp.resume
-
-    def spy(self, block, *state):
-        seen.append(block)
-        return original(self, block, *state)
-
-    monkeypatch.setattr(nest_node.NestOp, "resume", spy)
-    return seen
-
-
-def same(fn, *args, level="O1", **kw):
-    return assert_same(fn, *args, ops=["loop_nest"],
-                       jit_kwargs={"jit_config": {"jit_level": level}}, **kw)
-
-
-def compiled(fn, *args, resumes, level="O1"):
-    """Same as plain Python, one graph, and at O1 the kernel ran the nest to its end."""
-    same(fn, *args, level=level)
-    if level == "O1":
-        assert resumes == [], f"the kernel handed over to Python at blocks {resumes}"
 
 
 # -- the workloads ---------------------------------------------------------------------------

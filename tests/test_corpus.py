@@ -2,8 +2,6 @@
 methods jitted as a user who jits a whole program would, gives plain Python's results bit
 for bit, whether every signature compiles at its first call (the suite's PIJIT_ADAPTIVE=0:
 every function is captured) or adaptively (the default: what users get)."""
-import sys
-
 import pytest
 
 import pijit
@@ -32,19 +30,9 @@ def run_both(name, runs=2):
         programs.unload(jit_mod)
 
 
-PY = sys.version_info[:2]
-# Programs where loop-nest recognition raises inside (caught and logged, results right).
-INTERNAL_ERRORS = {"gauss_lists", "mandelbrot_python", "matrix_numpy"} if PY >= (3, 13) \
-    else set()
 
 
-def first_call_case(name):
-    if name in INTERNAL_ERRORS:
-        return pytest.param(name, marks=pytest.mark.internal_errors)
-    return name
-
-
-@pytest.mark.parametrize("name", [first_call_case(n) for n in programs.NAMES])
+@pytest.mark.parametrize("name", programs.NAMES)
 def test_program_compiled_at_first_call_gives_plain_results(name):
     did = run_both(name)
     assert did["entries"] > 0           # pijit decided each call, not waved through

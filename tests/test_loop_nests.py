@@ -279,6 +279,22 @@ def test_a_while_loop_entered_after_a_break_in_its_condition_is_not_a_nest():
     assert_same(first_with_residues, 2, graphs=None, breaks=None)
 
 
+def pivot_row(a):
+    n = a.shape[0]
+    rows = []
+    for col in range(n):
+        rows.append(max(range(col, n), key=lambda r: abs(a[r, col])))    # col: a cell
+    return rows
+
+
+def test_a_loop_reading_a_variable_a_closure_shares_is_not_a_nest():
+    """On 3.13 the bytecode package gives such a variable's loads as CellVar objects:
+    recognition raised TypeError (caught and logged) before saying Unsupported."""
+    a = np.random.default_rng(3).random((6, 6))
+    jitted = pijit.jit(pivot_row, jit_config={"adaptive": False})
+    assert [jitted(a), jitted(a)] == [pivot_row(a)] * 2
+
+
 def copy_scale(a, out):
     for i in range(a.shape[0]):
         out[i] = a[i] * 3 + 1

@@ -171,8 +171,12 @@ def _capture(cap, loop):
         # a while loop whose head follows a value still on the stack (a resume function
         # entered after a call in its condition): the walk starts from an empty stack
         raise Unsupported("a while loop entered with values on the stack")
-    names = {i.arg for i in instrs[loop.start:loop.end + 1]
-             if isinstance(i, Instr) and i.name in _LOADS}
+    loads = [i.arg for i in instrs[loop.start:loop.end + 1]
+             if isinstance(i, Instr) and i.name in _LOADS]
+    if not all(isinstance(name, str) for name in loads):
+        # 3.13's LOAD_FAST of a local a closure also holds (the bytecode package's CellVar)
+        raise Unsupported("a variable a closure shares is read in the loop")
+    names = set(loads)
     entries, values, unread = {}, {}, []
     nargs = len(cap.builder.args)
     for name in sorted(names & flow.live_in[loop.start]):

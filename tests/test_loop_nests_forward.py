@@ -10,16 +10,10 @@ import numpy as np
 import pytest
 
 from benchmarks.workloads import lcs_table
-from tests.differential import assert_same
-from tests.test_loop_nests import resumes  # noqa: F401 - a fixture
+from tests.test_loop_nests import resumes, same  # noqa: F401 - resumes: a fixture
 from tests.test_loop_nests_checks import kernels  # noqa: F401 - a fixture
 
 LEVELS = ["O0", "O1"]
-
-
-def same(fn, *args, level="O1", breaks=0):
-    return assert_same(fn, *args, ops=["loop_nest"], breaks=breaks,
-                       jit_kwargs={"jit_config": {"jit_level": level}})
 
 
 def forwarded(kernel) -> list:

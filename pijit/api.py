@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import gc
 import os
 import sys
 import threading
@@ -96,6 +97,9 @@ _WRAPPERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def _has_live_wrapper(code) -> bool:
     refs = [r for r in _WRAPPERS.get(code, ()) if r() is not None]
+    if refs:        # a wrapper nothing holds may still wait in a cycle for the collector
+        gc.collect()
+        refs = [r for r in refs if r() is not None]
     _WRAPPERS[code] = refs
     return bool(refs)
 

@@ -4,6 +4,8 @@ re-register its code under the new options: `o1 = jit(f)` then `o2 = jit(f, O2)`
 at O2 and return O2's (not NumPy's) bits."""
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 
@@ -57,3 +59,21 @@ def test_a_function_rejitted_after_its_wrapper_died_keeps_its_own_code():
     assert o1.fn.__code__ is double_exp.__code__
     assert o1(X).tobytes() == (np.exp(X) * 2.0).tobytes()
     assert pijit.cache.record(double_exp.__code__).config.jit_level == "O1"
+
+
+def test_a_dead_wrapper_in_a_cycle_does_not_keep_its_options():
+    """A wrapper no one can reach, kept only by a reference cycle until the collector runs,
+    does not count as alive: the function is re-registered, not copied."""
+    def triple_exp(x):
+        return np.exp(x) * 3.0
+
+    gc.disable()
+    try:
+        o2 = pijit.jit(triple_exp, jit_config={"jit_level": "O2", "adaptive": False})
+        o2.cycle = o2
+        del o2
+        o1 = pijit.jit(triple_exp, jit_config={"adaptive": False})
+    finally:
+        gc.enable()
+    assert o1.fn.__code__ is triple_exp.__code__
+    assert o1(X).tobytes() == (np.exp(X) * 3.0).tobytes()

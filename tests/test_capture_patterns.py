@@ -327,3 +327,18 @@ def copy_then_swap(items, x):
 
 def test_a_list_slice_is_a_list():
     assert_same(copy_then_swap, [4, 5, 6, 7], X, graphs=None, breaks=None)
+
+
+# -- constants in generated code ---------------------------------------------------------
+def scalar_constants_with_equal_bytes(x):
+    # The generated code's constants: each NumPy scalar's raw bytes equal another's.
+    return (x + 1, np.uint8(0), np.False_, b"\x00", np.float64(-0.0),
+            np.int64(-2 ** 63), np.float32(1.0), np.int32(1065353216), (np.uint8(1), 1),
+            (np.True_, 1))
+
+
+def test_constants_with_equal_bytes_stay_apart():
+    """The bytecode package merged constants whose marshal dumps are equal, and marshal
+    writes a NumPy scalar as its raw bytes: np.False_ came back as np.uint8(0)."""
+    report = assert_same(scalar_constants_with_equal_bytes, X, graphs=1, breaks=0)
+    assert report.op_count >= 1

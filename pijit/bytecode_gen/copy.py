@@ -83,9 +83,10 @@ def assemble(instrs, code, argnames, name, qualname) -> types.CodeType:
 
 
 class Box:
-    """A constant that cannot be hashed (an array, a list), loaded as `box.value`: a code
+    """A constant loaded as `box.value`: one that cannot be hashed (an array, a list): a code
     object hashes its constants, and tools hash code objects (IPython's traceback display
-    counts frames by code: an array constant made it fail on any error in that frame)."""
+    counts frames by code: an array constant made it fail on any error in that frame); and
+    one the bytecode package would merge with another constant (see _marshal_exact)."""
     __slots__ = ("value",)
 
     def __init__(self, value):
@@ -95,7 +96,7 @@ class Box:
 def _boxed_constants(instrs) -> list:
     out = []
     for item in instrs:
-        if isinstance(item, Instr) and item.name == "LOAD_CONST" and not _hashable(item.arg):
+        if isinstance(item, Instr) and item.name == "LOAD_CONST" and not _kept_apart(item.arg):
             out += [Instr("LOAD_CONST", Box(item.arg), location=item.location),
                     forms.load_attr("value", lineno=item.lineno)]
         else:
@@ -103,9 +104,25 @@ def _boxed_constants(instrs) -> list:
     return out
 
 
-def _hashable(obj) -> bool:
+def _kept_apart(obj) -> bool:
+    """Whether `obj` can be a constant of its own: hashable, and told apart from every other
+    constant by the bytecode package, which merges constants whose marshal dumps are equal.
+    marshal writes any buffer (a NumPy scalar) as its raw bytes, so np.uint8(0), np.False_
+    and b"\\x00" were one constant, as were np.float64(-0.0) and np.int64(-2**63)."""
     try:
         hash(obj)
     except TypeError:
         return False
-    return True
+    return _marshal_exact(obj)
+
+
+# Types marshal writes as themselves (by exact type: a subclass it cannot write is keyed
+# by identity, which is right).
+_MARSHAL_TYPES = (int, float, complex, str, bytes, bool, type(None), type(Ellipsis),
+                  types.CodeType)
+
+
+def _marshal_exact(obj) -> bool:
+    if type(obj) in (tuple, frozenset):
+        return all(_marshal_exact(item) for item in obj)
+    return type(obj) in _MARSHAL_TYPES

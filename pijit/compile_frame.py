@@ -72,7 +72,6 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
                                lambda body: body_code_for(capture.instructions, body),
                                restart=restart)
         info.level, info.code, info.graph_source = level, fn.__code__, compiled.source
-        info.bytecode = explain.bytecode_text(fn.__code__)
         if config.print_after_all:
             explain.dump(f"compiled graph ({compiled.backend} backend)", compiled.source)
             if compiled.kernels:

@@ -30,10 +30,14 @@ def _setup_channels():
 _setup_channels()
 
 
-def log(channel: str, message: str, *, warn: bool = False):
-    """Log on channel `pijit.<channel>`; `warn` forces WARNING level (LOG_GRAPH_BREAK)."""
+def log(channel: str, message, *, warn: bool = False):
+    """Log on channel `pijit.<channel>`; `warn` forces WARNING level (LOG_GRAPH_BREAK).
+    `message`: a string, or a function making it, called only when someone listens (a
+    graph's or a disassembly's text costs milliseconds an entry)."""
     logger = logging.getLogger(f"pijit.{channel}")
-    logger.log(logging.WARNING if warn else logging.INFO, message)
+    level = logging.WARNING if warn else logging.INFO
+    if logger.isEnabledFor(level):
+        logger.log(level, message() if callable(message) else message)
 
 
 def dump(title: str, text: str):

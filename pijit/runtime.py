@@ -112,10 +112,11 @@ def _compile_miss(func, args, rec, entries, generation):
     for brk in info.breaks:
         explain.log("graph_breaks", f"{brk.filename}:{brk.lineno}: graph break in "
                     f"{code.co_name}: {brk.reason}", warn=config.LOG_GRAPH_BREAK)
-    explain.log("guards", f"{_where(code)}: new entry for {code.co_name}:\n" +
+    explain.log("guards", lambda: f"{_where(code)}: new entry for {code.co_name}:\n" +
                 "\n".join(f"  {g}" for g in info.guards))
-    explain.log("graph", f"{_where(code)}: graph of {code.co_name}:\n{info.graph}")
-    explain.log("bytecode", f"{_where(code)}: transformed {code.co_name}:\n{info.bytecode}")
+    explain.log("graph", lambda: f"{_where(code)}: graph of {code.co_name}:\n{info.graph}")
+    explain.log("bytecode",
+                lambda: f"{_where(code)}: transformed {code.co_name}:\n{info.bytecode}")
     return fn
 
 

@@ -632,3 +632,87 @@ def test_bodies_compile_with_another_backend():
     for n in (5, 0, 30):
         (got,) = compiled.fn(*[{"n": n, "x": x}[name] for name in graph.input_names])
         assert_equal_values(got, decay(x, n))
+
+
+# -- what stops unrolling ----------------------------------------------------------------------
+def _heat_step(u, r):
+    out = np.empty_like(u)
+    out[0] = u[0]
+    out[-1] = u[-1]
+    for i in range(1, u.shape[0] - 1):
+        out[i] = u[i] + r * (u[i - 1] - 2.0 * u[i] + u[i + 1])
+    return out
+
+
+def heat_steps(u, r):
+    for _ in range(6):
+        u = _heat_step(u, r)
+    return u
+
+
+def test_a_loop_nest_in_the_body_stops_unrolling():
+    """Six steps of a step function with an element loop: one loop node around one loop
+    nest, not six unrolled nests (each one more nest to capture and compile; nothing fuses
+    across them)."""
+    u = np.sin(np.linspace(0.0, 3.0, 12))
+    report = assert_same(heat_steps, u, 0.4, graphs=1, breaks=0)
+    top = report.ops_per_graph[0]
+    assert top.count("loop") == 1 and "loop_nest" not in top, top
+
+
+def long_chain(x):
+    for _ in range(60):
+        x = np.tanh(x) * 0.5 + x * 0.25 - 0.125
+    return x
+
+
+def counting_iterations(monkeypatch) -> list:
+    from pijit.capture import ops_loop
+    counted = []
+    original = ops_loop.count_iteration
+    monkeypatch.setattr(ops_loop, "count_iteration",
+                        lambda cap: (counted.append(1), original(cap)))
+    return counted
+
+
+def test_a_loop_too_long_to_unroll_is_seen_after_one_iteration(monkeypatch):
+    """60 copies of a 6-node body pass the unrolling budget: capture knows it after the
+    first iteration and makes a loop node, without unrolling up to the budget first."""
+    counted = counting_iterations(monkeypatch)
+    report = assert_same(long_chain, np.linspace(-1.0, 1.0, 8), graphs=1, breaks=0)
+    assert loop_count(report) == 1
+    assert 0 < len(counted) <= 4, len(counted)      # per capture: two, then the loop node
+
+
+def weighted(x, weights):
+    for w in weights:
+        x = x * w + 1.0
+    return x
+
+
+def test_a_loop_longer_than_max_unrolling_is_seen_at_its_start(monkeypatch):
+    """A loop over a tuple of 150 weights (more than MAX_LOOP_UNROLLING): capture knows it
+    at the first FOR_ITER and leaves the loop to residual code, without unrolling 100
+    copies first."""
+    counted = counting_iterations(monkeypatch)
+    weights = tuple(1.0 - k / 300 for k in range(150))
+    report = assert_same(weighted, np.linspace(-1.0, 1.0, 8), weights,
+                         graphs=None, breaks=None)
+    assert "MAX_LOOP_UNROLLING" in report.break_reasons[0]["reason"]
+    assert 0 < len(counted) <= 4, len(counted)
+
+
+def first_big(x):
+    for k in range(1000):
+        if k == 3:
+            break
+        x = x * 2.0 + 1.0
+    return x
+
+
+def test_a_loop_that_breaks_early_still_unrolls():
+    """A loop of 1000 that leaves at its fourth iteration unrolls those: its length says
+    nothing about how often its body runs."""
+    report = assert_same(first_big, np.linspace(-1.0, 1.0, 8), graphs=1, breaks=0,
+                         jit_kwargs={"jit_config": {"loop_nodes": False}})
+    assert loop_count(report) == 0

@@ -233,6 +233,26 @@ def test_unrolling_stops_at_the_node_limit():
                 jit_kwargs={"jit_config": {"adaptive": False}})
 
 
+def chain_while(x):
+    i = 0
+    while i < 60:
+        x = np.tanh(x) * 0.5 + x * 0.25 - 0.125
+        i += 1
+    return x
+
+
+def test_a_while_loop_stops_unrolling_at_the_node_limit():
+    """A while loop's length is not known before it ends: it unrolls up to UNROLLED_NODES,
+    then runs as residual code (60 copies of its 6-node body would pass the limit)."""
+    from pijit.capture.ops_loop import UNROLLED_NODES
+    report = pijit.explain(chain_while, np.linspace(-1.0, 1.0, 8))
+    assert any("unrolling past %d graph nodes" % UNROLLED_NODES in b["reason"]
+               for b in report.break_reasons)
+    assert all(len(ops) <= UNROLLED_NODES + 32 for ops in report.ops_per_graph)
+    assert_same(chain_while, np.linspace(-1.0, 1.0, 8), graphs=None, breaks=None,
+                jit_kwargs={"jit_config": {"adaptive": False}})
+
+
 def test_a_first_call_with_big_arrays_compiles_at_once():
     """The Wrapper's own plain runs leave a call with big array arguments to the hook, which
     compiles it at once (as for any signature once hot)."""

@@ -107,22 +107,28 @@ def _boxed_constants(instrs) -> list:
 def _kept_apart(obj) -> bool:
     """Whether `obj` can be a constant of its own: hashable, and told apart from every other
     constant by the bytecode package, which merges constants whose marshal dumps are equal.
-    marshal writes any buffer (a NumPy scalar) as its raw bytes, so np.uint8(0), np.False_
-    and b"\\x00" were one constant, as were np.float64(-0.0) and np.int64(-2**63)."""
+    marshal writes any object with a buffer (a NumPy scalar) as its raw bytes, so
+    np.uint8(0), np.False_ and b"\\x00" were one constant, as were np.float64(-0.0) and
+    np.int64(-2**63); objects marshal refuses (functions) are keyed by identity."""
     try:
         hash(obj)
     except TypeError:
         return False
-    return _marshal_exact(obj)
+    return not _written_as_bytes(obj)
 
 
-# Types marshal writes as themselves (by exact type: a subclass it cannot write is keyed
-# by identity, which is right).
+# Types marshal writes as themselves (by exact type).
 _MARSHAL_TYPES = (int, float, complex, str, bytes, bool, type(None), type(Ellipsis),
                   types.CodeType)
 
 
-def _marshal_exact(obj) -> bool:
+def _written_as_bytes(obj) -> bool:
     if type(obj) in (tuple, frozenset):
-        return all(_marshal_exact(item) for item in obj)
-    return type(obj) in _MARSHAL_TYPES
+        return any(_written_as_bytes(item) for item in obj)
+    if type(obj) in _MARSHAL_TYPES:
+        return False
+    try:
+        memoryview(obj)
+    except TypeError:
+        return False
+    return True

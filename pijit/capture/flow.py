@@ -169,6 +169,24 @@ class Flow:
                     changed = True
         return best
 
+    def runs_to_exhaustion(self, for_iter: int) -> bool:
+        """Whether the `for` loop whose FOR_ITER is at `for_iter` is the outermost loop there
+        and leaves only through that FOR_ITER: no break, return or raise in it (its trip
+        count is then how many times its body runs)."""
+        loop = self.outermost_loop(for_iter)
+        if loop is None or self._next_instr(loop.start + 1) != for_iter or \
+                getattr(self.instrs[loop.start], "name", None) != "GET_ITER":
+            return False
+        for pos in range(loop.start, loop.end + 1):
+            item = self.instrs[pos]
+            if not isinstance(item, Instr) or pos == for_iter:
+                continue
+            if item.name in _compat.RETURNS or item.name in ("RAISE_VARARGS", "RERAISE"):
+                return False
+            if item.has_jump() and not loop.start <= self.label_pos[item.arg] <= loop.end:
+                return False
+        return True
+
     def call_start(self, pos: int) -> int:
         """The position of the KW_NAMES/PRECALL that belong to the CALL at `pos`."""
         start = pos

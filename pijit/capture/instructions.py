@@ -6,13 +6,38 @@ for: handlers, liveness and copied code then see one local access per instructio
 """
 from __future__ import annotations
 
+import weakref
+
 from bytecode import Bytecode, Instr
 
 from pijit._compat import SUPERINSTRUCTIONS
+from pijit.capture.flow import Flow
+
+# code -> (its instructions, their Flow). A capture inlines a helper at every call site (an
+# unrolled loop calling f(x) reads f's code hundreds of times), and reading the bytecode was
+# most of such a capture's time (60% of simpson's).
+_READ = weakref.WeakKeyDictionary()
 
 
-def read_instructions(code) -> list:
-    """The abstract instructions of `code` (Labels, TryBegin/TryEnd and SetLineno included)."""
+def read_instructions(code) -> tuple:
+    """The abstract instructions of `code` (Labels, TryBegin/TryEnd and SetLineno included),
+    read once per code object and shared: a tuple, and callers copy an Instr they change."""
+    return instructions_and_flow(code)[0]
+
+
+def instructions_and_flow(code) -> tuple:
+    """(read_instructions(code), the Flow of those instructions), shared like them: a Flow
+    only caches facts about its instructions."""
+    try:
+        return _READ[code]
+    except KeyError:
+        pass
+    instrs = _read(code)
+    _READ[code] = found = (instrs, Flow(instrs))
+    return found
+
+
+def _read(code) -> tuple:
     out = []
     for item in Bytecode.from_code(code):
         parts = SUPERINSTRUCTIONS.get(getattr(item, "name", None))
@@ -21,4 +46,4 @@ def read_instructions(code) -> list:
             continue
         for name, arg in zip(parts, item.arg):
             out.append(Instr(name, arg, location=item.location))
-    return out
+    return tuple(out)

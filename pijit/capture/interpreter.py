@@ -15,11 +15,10 @@ import numpy as np
 from bytecode import Instr, Label, SetLineno, TryBegin, TryEnd
 
 from pijit.capture import numpy_rules
-from pijit.capture.flow import Flow
 from pijit.capture.graph_break import (STATIC_REASONS, TO_END_REASONS, CaptureAbandoned,
                                       GraphBreak, Reason)
 from pijit.capture.index_facts import IndexFacts
-from pijit.capture.instructions import read_instructions
+from pijit.capture.instructions import instructions_and_flow
 from pijit.loopnest.capture import at as loopnest_at
 from pijit.capture.loop_node import LoopPlan, RetryCapture
 from pijit.capture.ops_load_store import DELETED
@@ -114,6 +113,7 @@ class FrameCapture:
         self.facts = IndexFacts() if parent is None else parent.facts   # loop indices
         self.snapshots = {}             # position -> (stack, locals, node count, lineno)
         self.loop_counts = {}           # loop head position -> iterations unrolled
+        self.loop_first_node = {}       # loop head position -> graph length at its first one
         self.pc = 0
         self.code = func.__code__
         self.config = config
@@ -144,8 +144,8 @@ class FrameCapture:
 
     def inline_frame(self, func, fn_source, bound, closure) -> "FrameCapture":
         """A frame capturing a call of `func` into this frame's graph."""
-        instrs = read_instructions(func.__code__)
-        return FrameCapture(func, (), self.config, None, instrs, Flow(instrs), {},
+        instrs, flow = instructions_and_flow(func.__code__)
+        return FrameCapture(func, (), self.config, None, instrs, flow, {},
                             parent=self, fn_source=fn_source, bound=bound, closure=closure)
 
     # -- sources of this frame's globals and free variables ------------------------------
@@ -367,8 +367,7 @@ def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:
     split (strict mode, or a reason in STATIC_REASONS); it carries `guards`, the facts read
     before capture stopped.
     """
-    instrs = read_instructions(func.__code__)
-    flow = Flow(instrs)
+    instrs, flow = instructions_and_flow(func.__code__)
     deadline = None if not config.is_adaptive or config.strict or \
         any(_holds_ndarray(a) for a in args) else time.perf_counter() + PURE_CAPTURE_S
     stop_at = {}          # loop head position -> the break found inside that loop

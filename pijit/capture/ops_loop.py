@@ -91,6 +91,7 @@ def FOR_ITER(cap, instr):
     if not isinstance(it, IteratorValue) or isinstance(it, RangeValue):
         cap.unsupported(Reason.LOOP, "FOR_ITER over an iterator capture does not know")
     count_iteration(cap)
+    check_length(cap, it)
     if it.index >= len(it.items):
         leave_for(cap)
         return instr.arg
@@ -124,21 +125,53 @@ def POP_JUMP_BACKWARD_IF(cap, instr):
 
 
 # Graph nodes past which no loop unrolls further: capture and the graph passes cost about
-# 0.7 ms a node (fusion more than linearly), so a loop whose unrolled copies (inlined calls'
-# loops included, which MAX_LOOP_UNROLLING counts per function) reach this size is cheaper
-# as residual code calling its body's graph: unrolling 60 calls of a 78-node image filter
-# took 40 s of capture, fusion and gcc for a function whose plain run took 7 ms. (1024:
-# MAX_LOOP_UNROLLING iterations of a ten-node body still unroll, as before.)
-UNROLLED_NODES = 1024
+# 0.7 ms a node (fusion more than linearly), and gcc grows with the kernels, so a loop whose
+# unrolled copies (inlined calls' loops included, which MAX_LOOP_UNROLLING counts per
+# function) reach this size is cheaper as a loop node (a range loop: its body compiled once)
+# or as residual code calling its body's graph: unrolling 60 calls of a 78-node image filter
+# took 40 s of capture, fusion and gcc for a function whose plain run took 7 ms, and 50
+# steps of an 11-node stencil 1 s for a 14 ms run. A loop whose length is known stops after
+# its first iteration when its copies would pass the limit (not after capturing them).
+UNROLLED_NODES = 256
 
 
 def count_iteration(cap):
     """Count unrolled iterations of the loop around the current instruction."""
     loop = cap.flow.outermost_loop(cap.pc)
     key = loop.start if loop is not None else cap.pc
-    cap.loop_counts[key] = cap.loop_counts.get(key, 0) + 1
+    count = cap.loop_counts.get(key, 0)
+    cap.loop_counts[key] = count + 1
+    if count == 0:
+        cap.loop_first_node[key] = len(cap.graph.nodes)
     if cap.loop_counts[key] > cap.config.MAX_LOOP_UNROLLING:
-        cap.unsupported(Reason.LOOP, f"more than MAX_LOOP_UNROLLING="
-                                     f"{cap.config.MAX_LOOP_UNROLLING} iterations")
+        _too_many(cap)
     if len(cap.graph.nodes) > UNROLLED_NODES:
         cap.unsupported(Reason.LOOP, f"unrolling past {UNROLLED_NODES} graph nodes")
+    if count and any(getattr(n.fn, "repeats", False)
+                     for n in cap.graph.nodes[cap.loop_first_node[key]:]):
+        # A loop (nest or node) in the body: nothing fuses across it, and each unrolled
+        # copy is one more loop to compile (a time-stepping loop calling a step function
+        # with an element loop built 50 nests, 2 s of capture and gcc for a 14 ms run).
+        cap.unsupported(Reason.LOOP, "a loop inside the body of a loop being unrolled")
+
+
+def check_length(cap, it: IteratorValue):
+    """At the FOR_ITER of an outermost loop that runs to its end: give up on unrolling it as
+    soon as its length shows that count_iteration would (at its start: too many iterations;
+    after its first iteration: copies of that body past UNROLLED_NODES), not after
+    capturing the copies it would refuse."""
+    if it.index > 1 or not cap.flow.runs_to_exhaustion(cap.pc):
+        return
+    trip = len(it.items)
+    first = cap.loop_first_node[cap.flow.outermost_loop(cap.pc).start]
+    if it.index == 0 and trip + 1 > cap.config.MAX_LOOP_UNROLLING:
+        _too_many(cap)
+    body = len(cap.graph.nodes) - first
+    if it.index == 1 and first + body * trip > UNROLLED_NODES:
+        cap.unsupported(Reason.LOOP, f"unrolling past {UNROLLED_NODES} graph nodes "
+                                     f"({trip} iterations of {body} nodes)")
+
+
+def _too_many(cap):
+    cap.unsupported(Reason.LOOP, f"more than MAX_LOOP_UNROLLING="
+                                 f"{cap.config.MAX_LOOP_UNROLLING} iterations")

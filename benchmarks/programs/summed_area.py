@@ -17,7 +17,7 @@ def table(img):
     for i in range(h):
         row = 0
         for j in range(w):
-            row += img[i, j]
+            row += int(img[i, j])
             s[i + 1, j + 1] = s[i, j + 1] + row
     return s
 

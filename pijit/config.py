@@ -66,7 +66,9 @@ OPTIONS = (
            "pass that), nor past an iteration whose body holds a loop (a loop nest or loop "
            "node: nothing fuses across it): the loop then becomes a loop node, else runs as "
            "residual code (capture, fusion and gcc of unrolled copies cost about a millisecond "
-           "a node).", minimum=0),
+           "a node). A list or tuple longer than this that the function reads (an argument, a "
+           "global, an attribute) is opaque: not guarded item by item, and reading its items "
+           "breaks the graph.", minimum=0),
     Option("loop_nodes", bool, True,
            "A `for` loop over range(...) whose bounds are known only at run time, or longer "
            "than MAX_LOOP_UNROLLING, or that cannot be unrolled, becomes one loop node: the body is captured once "

@@ -342,3 +342,21 @@ def test_constants_with_equal_bytes_stay_apart():
     writes a NumPy scalar as its raw bytes: np.False_ came back as np.uint8(0)."""
     report = assert_same(scalar_constants_with_equal_bytes, X, graphs=1, breaks=0)
     assert report.op_count >= 1
+
+
+# -- long sequences ------------------------------------------------------------------------
+def first_plus(xs, x):
+    return x * 2.0 + xs[0]
+
+
+@pytest.mark.parametrize("kind", [list, tuple])
+def test_a_sequence_too_long_to_unroll_is_not_guarded_item_by_item(kind):
+    """A 500-item list or tuple is opaque: its items are neither wrapped nor guarded (each
+    a guard, and a new value in any of them a recompile); reading one breaks the graph."""
+    xs = kind(range(500))
+    report = assert_same(first_plus, xs, X, graphs=2, breaks=1)
+    assert len(report.guards) < 20, len(report.guards)
+    jitted = pijit.jit(first_plus, jit_config={"adaptive": False})
+    for k in range(3):
+        jitted(kind(range(k, 500 + k)), X)
+    assert pijit.stats(jitted)["cache_misses"] == 1

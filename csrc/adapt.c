@@ -288,8 +288,7 @@ static PyObject *
 wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
                    PyObject *kwnames)
 {
-    int may_defer = st->budget > 0 && st->nentries == 0 && st->state == ST_CANDIDATE
-                    && !tls.compiling;
+    int may_defer = st->budget > 0 && st->nentries == 0 && st->state == ST_CANDIDATE;
     uint64_t key;
     Py_ssize_t elements;
     if ((st->nplain == 0 && !may_defer)
@@ -299,7 +298,7 @@ wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t na
         st->bypassed++;
         return call_outside(fn, args, nargsf, kwnames);
     }
-    if (!may_defer || elements >= BIG_CALL_ELEMENTS)
+    if (!may_defer || tls.compiling || elements >= BIG_CALL_ELEMENTS)
         return NULL;
     return wrapper_run_until_hot(st, key, fn, args, nargsf, kwnames);
 }

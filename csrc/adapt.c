@@ -7,7 +7,7 @@
  *                   not shapes or values, which automatic dynamic dims absorb) compiles once
  *                   its calls have run plain for the code's `budget` of seconds, or at once
  *                   for a call with big array arguments (8192 elements); until then it
- *                   runs plain, timed.
+ *                   runs plain, timed (its first calls, then a sample: slot_sample_weight).
  *                   Library code called with hundreds of small signatures a few times each
  *                   then pays for capture only where it is hot.
  *   promotion       An entry may ask to be rebuilt at its `promote_at`-th hit: the runtime
@@ -147,6 +147,7 @@ signature_slot(CodeState *st, uint64_t key)
     }
     st->sig_key[slot] = key;
     st->sig_time[slot] = 0;
+    st->sig_calls[slot] = 0;
     return slot;
 }
 
@@ -160,14 +161,32 @@ slot_is_hot(CodeState *st, int slot)
     return 1;
 }
 
-/* Add a timed plain run [t0, t1] to `slot`; NULL (res released) when a stand-in clock
- * failed. */
+/* Plain runs of a signature not hot yet are timed to tell when it is hot; but two clock
+ * reads cost more than a whole call of a one-line function (measured: 40 ns more a call,
+ * 3x what the call itself costs), and such functions are called the most.  So the first
+ * SAMPLE_ALL runs of a signature are timed, then one in SAMPLE_EVERY, counted for
+ * SAMPLE_EVERY runs (its untimed neighbours).  The weight of this run of `slot`: 0 for
+ * one left untimed. */
+#define SAMPLE_ALL 16
+#define SAMPLE_EVERY 16
+
+static inline double
+slot_sample_weight(CodeState *st, int slot)
+{
+    uint64_t k = st->sig_calls[slot]++;
+    if (k < SAMPLE_ALL)
+        return 1.0;
+    return k % SAMPLE_EVERY == 0 ? (double)SAMPLE_EVERY : 0.0;
+}
+
+/* Add a plain run [t0, t1] of `weight` runs to `slot`; NULL (res released) when a stand-in
+ * clock failed. */
 static PyObject *
-slot_ran(CodeState *st, int slot, double t0, double t1, PyObject *res)
+slot_ran(CodeState *st, int slot, double weight, double t0, double t1, PyObject *res)
 {
     st->deferred++;
     if (t0 >= 0 && t1 >= t0)
-        st->sig_time[slot] += t1 - t0;
+        st->sig_time[slot] += weight * (t1 - t0);
     else if (PyErr_Occurred() && res != NULL)      /* a failing stand-in clock */
         Py_CLEAR(res);
     return res;
@@ -185,9 +204,14 @@ run_until_hot(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st)
     int slot = signature_slot(st, frame_signature(frame, st->nargs));
     if (slot_is_hot(st, slot))
         return NULL;
+    double weight = slot_sample_weight(st, slot);
+    if (weight == 0) {
+        st->deferred++;
+        return eval_outside(ts, frame);
+    }
     double t0 = perf_now();
     PyObject *res = eval_outside(ts, frame);
-    return slot_ran(st, slot, t0, perf_now(), res);
+    return slot_ran(st, slot, weight, t0, perf_now(), res);
 }
 
 /* The Wrapper's view of a call of `fn` (of st's code): when it passes positional arguments
@@ -220,47 +244,63 @@ call_signature(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf
     return 1;
 }
 
-/* May the Wrapper call `fn` (of `st`'s code) without the hook?  Only for a call whose
- * signature call_signature can tell and that runs plain for good. */
-static int
-wrapper_may_bypass(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
-                   PyObject *kwnames)
+/* Does `key` run plain for good (a signature remembered by remember_plain_key)? */
+static inline int
+is_plain_key(CodeState *st, uint64_t key)
 {
-    uint64_t key;
-    Py_ssize_t elements;
-    if (st->nplain == 0 || !call_signature(st, fn, args, nargsf, kwnames, &key, &elements))
-        return 0;
     for (int i = 0; i < st->nplain; i++)
-        if (st->plain_key[i] == key) {
-            st->bypassed++;
+        if (st->plain_key[i] == key)
             return 1;
-        }
     return 0;
 }
 
 /* The Wrapper's own run_until_hot, for a call of a code that has no entry yet (so the
- * hook's walk could only miss) whose signature call_signature can tell: runs `fn` plain,
- * timed, outside the hook, and returns its result; NULL without an exception when the call
- * should go through the hook (to compile, or not such a call).  Saves a plain call of a
- * function not hot yet the hook's install, walk and removal. */
+ * hook's walk could only miss) of signature `key`: runs `fn` plain, outside the hook (timed
+ * as slot_sample_weight says), and returns its result; NULL without an exception when the
+ * call should go through the hook (to compile).  Saves a plain call of a function not hot
+ * yet the hook's install, walk and removal. */
 static PyObject *
-wrapper_run_until_hot(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
-                      PyObject *kwnames)
+wrapper_run_until_hot(CodeState *st, uint64_t key, PyObject *fn, PyObject *const *args,
+                      size_t nargsf, PyObject *kwnames)
 {
-    uint64_t key;
-    Py_ssize_t elements;
-    if (st->budget <= 0 || st->nentries != 0 || st->state != ST_CANDIDATE || tls.compiling
-        || !call_signature(st, fn, args, nargsf, kwnames, &key, &elements)
-        || elements >= BIG_CALL_ELEMENTS)
-        return NULL;
     int slot = signature_slot(st, key);
     if (st->sig_time[slot] >= st->budget)
         return NULL;            /* the hook's run_until_hot finds it hot: compiles */
     st->calls++;
     st->misses++;
+    double weight = slot_sample_weight(st, slot);
+    if (weight == 0) {
+        st->deferred++;
+        return call_outside(fn, args, nargsf, kwnames);
+    }
     double t0 = perf_now();
     PyObject *res = call_outside(fn, args, nargsf, kwnames);
-    return slot_ran(st, slot, t0, perf_now(), res);     /* NULL: with an exception */
+    return slot_ran(st, slot, weight, t0, perf_now(), res);     /* NULL: with an exception */
+}
+
+/* A call of `fn` (of `st`'s code) the Wrapper makes plain by itself, outside the hook:
+ * one whose signature call_signature can tell and that runs plain for good (bypassed), or
+ * one of a code with no entry yet whose signature is not hot (wrapper_run_until_hot).  The
+ * call's result, or NULL without an exception when it should go through the hook.  The
+ * signature is computed once for both questions: these are the calls a program of small
+ * functions makes most, each paying this on top of a plain call. */
+static PyObject *
+wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
+                   PyObject *kwnames)
+{
+    int may_defer = st->budget > 0 && st->nentries == 0 && st->state == ST_CANDIDATE;
+    uint64_t key;
+    Py_ssize_t elements;
+    if ((st->nplain == 0 && !may_defer)
+        || !call_signature(st, fn, args, nargsf, kwnames, &key, &elements))
+        return NULL;
+    if (is_plain_key(st, key)) {
+        st->bypassed++;
+        return call_outside(fn, args, nargsf, kwnames);
+    }
+    if (!may_defer || tls.compiling || elements >= BIG_CALL_ELEMENTS)
+        return NULL;
+    return wrapper_run_until_hot(st, key, fn, args, nargsf, kwnames);
 }
 
 /* ---- promotion ------------------------------------------------------------------------------ */
@@ -347,10 +387,7 @@ trial_run(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Entry *e
 static void
 remember_plain_key(CodeState *st, uint64_t key)
 {
-    for (int i = 0; i < st->nplain; i++)
-        if (st->plain_key[i] == key)
-            return;
-    if (st->nplain < PJ_SIGNATURES)
+    if (!is_plain_key(st, key) && st->nplain < PJ_SIGNATURES)
         st->plain_key[st->nplain++] = key;
 }
 

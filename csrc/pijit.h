@@ -97,6 +97,7 @@ typedef struct CodeState {
     Py_ssize_t deferred; /* misses that ran plain because their signature was not hot yet */
     uint64_t sig_key[PJ_SIGNATURES];
     double sig_time[PJ_SIGNATURES];     /* plain seconds so far, -1: slot free */
+    uint64_t sig_calls[PJ_SIGNATURES];  /* plain runs so far (which of them are timed) */
     /* Signatures of calls that run plain for good: the Wrapper calls the function without
      * the hook for them (calls passing exactly the positional parameters). */
     int nplain;
@@ -122,10 +123,8 @@ static CodeState *state_of(PyObject *o);
 
 /* adapt.c */
 static PyObject *run_until_hot(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st);
-static int wrapper_may_bypass(CodeState *st, PyObject *fn, PyObject *const *args,
-                              size_t nargsf, PyObject *kwnames);
-static PyObject *wrapper_run_until_hot(CodeState *st, PyObject *fn, PyObject *const *args,
-                                       size_t nargsf, PyObject *kwnames);
+static PyObject *wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args,
+                                    size_t nargsf, PyObject *kwnames);
 static void remember_plain_slots(CodeState *st, PyObject *slots);
 static int maybe_promote(CodeState *st, Entry *e);
 static PyObject *run_hit(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st,

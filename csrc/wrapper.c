@@ -64,9 +64,7 @@ wrapper_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObjec
     if (w->state != NULL && (PyCodeObject *)PyFunction_GET_CODE(fn) == w->state->code) {
         /* Calls that run plain (adapt.c) run outside this thread's jitted calls: called
          * from inside one, the hook would otherwise still see this call's frame. */
-        if (wrapper_may_bypass(w->state, fn, args, nargsf, kwnames))
-            return call_outside(fn, args, nargsf, kwnames);
-        PyObject *res = wrapper_run_until_hot(w->state, fn, args, nargsf, kwnames);
+        PyObject *res = wrapper_plain_call(w->state, fn, args, nargsf, kwnames);
         if (res != NULL || PyErr_Occurred())
             return res;
     }

@@ -166,8 +166,9 @@ OPTIONS = (
            "at its first call at jit_level and always runs compiled (what explain and the tests "
            "use)."),
     Option("compile_after_ms", int, 20,
-           "With adaptive: milliseconds an input signature's calls run as plain Python (timed) "
-           "before it is captured and compiled: capture costs a few ms an entry, so a "
+           "With adaptive: milliseconds an input signature's calls run as plain Python (timed: "
+           "its first 16 calls, then one in 16, counted 16 times) before it is captured and "
+           "compiled: capture costs a few ms an entry, so a "
            "signature that is called rarely, or runs fast, is never worth it.", minimum=0),
     Option("promote_after", int, 8,
            "With adaptive: hits of an entry with a small graph on the NumPy backend before it "

@@ -100,6 +100,58 @@ def test_signatures_are_told_apart_by_array_dtype_and_ndim():
     assert misses.calls == ["ndarray"]
 
 
+class CountingClock:
+    """A clock that counts its reads; time does not pass."""
+
+    def __init__(self):
+        self.reads = 0
+
+    def __call__(self):
+        self.reads += 1
+        return 0.0
+
+
+@pytest.mark.parametrize("how", ["wrapper", "hook"])
+def test_plain_runs_not_hot_yet_time_only_a_sample(how):
+    """Two clock reads cost more than a one-line function's call: a signature's first 16
+    plain runs are timed, then one in 16. Through the Wrapper (positional arguments) and
+    through the hook (a keyword argument: the Wrapper cannot tell the signature)."""
+    def f(x):
+        return x + 1
+    state = ef.mark(f.__code__)  # noqa: F841 (the Wrapper takes it over)
+    w = ef.Wrapper(f)
+    misses = Misses()
+    ef.set_callback(misses)
+    clock = CountingClock()
+    ef.set_perf_clock(clock)
+    ef.set_compile_budget(f.__code__, 1000.0)
+    call = (lambda k: w(k)) if how == "wrapper" else (lambda k: w(x=k))
+    assert [call(k) for k in range(200)] == [f(k) for k in range(200)]
+    assert misses.calls == [] and ef.counters(f.__code__)["deferred"] == 200
+    assert clock.reads == 2 * (16 + len(range(16, 200, 16)))
+
+
+def test_a_sampled_plain_run_counts_for_the_runs_it_stands_for():
+    """Past the first 16 runs, a timed run counts 16 times: under a clock where every
+    plain run lasts 1 s, 16 timed runs make 16 s, the 17th (timed) 32 s: a budget of
+    31.5 s is used up by 17 runs, and the 18th compiles."""
+    clock = PlainClock()
+
+    def f(x):
+        clock.ran()
+        return ("plain", x)
+    state = ef.mark(f.__code__)  # noqa: F841 (the Wrapper takes it over)
+    w = ef.Wrapper(f)
+    misses = Misses()
+    ef.set_callback(misses)
+    ef.set_perf_clock(clock)
+    ef.set_compile_budget(f.__code__, 31.5)
+    assert [w(k) for k in range(17)] == [("plain", k) for k in range(17)]
+    assert misses.calls == []
+    assert w(17) == ("plain", 17) and misses.calls == ["int"]
+    assert w(18) == ("compiled", 18)
+
+
 def test_promotion_replaces_the_entrys_function_at_its_hit():
     def f(x):
         return "plain"

@@ -798,6 +798,36 @@ def test_refcounts_stable_over_hits_and_misses():
     assert ef.counters(f.__code__)["hits"] == 200_001
 
 
+def test_refcounts_stable_over_the_wrappers_plain_calls():
+    """Plain calls the Wrapper makes by itself: not hot yet (timed and untimed ones, through
+    the Wrapper and through the hook), then bypassed once the signature runs plain."""
+    def f(a, b=None):
+        return a
+
+    a, b = np.zeros(3), "key"
+    mark(f.__code__)
+    w = ef.Wrapper(f)
+    cb = Recorder()
+    ef.set_callback(cb)
+    ef.set_compile_budget(f.__code__, 1000.0)
+
+    def counts():
+        return [sys.getrefcount(o) for o in (a, b, f, w, cb)]
+    w(a, b)
+    before = counts()
+    for _ in range(10_000):
+        w(a, b)
+        w(a, b=b)               # a keyword: the hook's run_until_hot
+    assert counts() == before
+    assert ef.counters(f.__code__)["deferred"] == 20_001
+    ef.add_entry(f.__code__, (("local", 0),), (("type", 0, np.ndarray),), None)
+    w(a, b=b)                   # hits the plain entry: its signature runs plain for good
+    for _ in range(10_000):
+        w(a, b)
+    assert counts() == before
+    assert ef.counters(f.__code__)["bypassed"] == 10_000
+
+
 def test_rss_stable_over_1m_hits():
     def f(x, y):
         return x

@@ -265,8 +265,10 @@ call_signature(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf
     if (n < first_default)
         return 0;
     uint64_t h = (uint64_t)argcount;
-    for (Py_ssize_t i = 0; i < argcount; i++)
-        h = mix_arg(h, i < n ? args[i] : PyTuple_GET_ITEM(defaults, i - first_default));
+    for (Py_ssize_t i = 0; i < argcount; i++) {
+        PyObject *v = i < n ? args[i] : PyTuple_GET_ITEM(defaults, i - first_default);
+        h = mix_arg(h, v);
+    }
     *key = h;
     return 1;
 }

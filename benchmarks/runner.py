@@ -9,7 +9,10 @@ For each workload (see benchmarks/README.md for how to read the numbers):
    first call). The first call's result is checked against the
    reference; a mismatch or an exception takes the variant out of the timing and is reported
    as a failure, never as a speed.
-3. Warm-up calls are excluded. Each variant's calls-per-sample is chosen timeit-style so a
+3. Warm-up calls are excluded. pijit (adaptive) is called until it has settled: its
+   signatures hot (compile_after_ms of plain runs), its entries promoted from the NumPy
+   backend to jit_level (promote_after_ms of hits, then the kernels' build, in the background
+   when they are not on disk, waited for here), so the samples time the code it settles on. Each variant's calls-per-sample is chosen timeit-style so a
    sample lasts at least `target` seconds (tiny workloads: hundreds of calls per sample,
    reported per call). Samples are interleaved round-robin (A, B, A, B ... with the order
    rotated every round), with a short sleep after each sample so spinning thread pools park.
@@ -92,6 +95,33 @@ def make_timer(fn, inputs):
                     fn(*args)
             return perf() - t0, cpu() - c0
     return run
+
+
+def settle_pijit(fn, inputs, *, warm_s=0.25, min_calls=3, limit_s=20.0):
+    """Calls a pijit-jitted fn until adaptive execution has settled (see the module's
+    docstring, step 3): for warm_s (at least min_calls calls), then, with its background
+    kernel builds waited for, until no entry of fn's code or its resume functions awaits a
+    promotion; at most limit_s in all. A perf_statistics trial may still be running: the
+    samples' median takes it, as before adaptive execution."""
+    import pijit
+    from pijit import cache
+    from pijit.backends.cfused import build as kernel_build
+    start = time.perf_counter()
+    calls = 0
+    while calls < min_calls or time.perf_counter() - start < warm_s:
+        call_all(fn, inputs)
+        calls += 1
+        if time.perf_counter() - start > limit_s:
+            return
+
+    def awaiting():
+        family = cache.family(pijit.api._code_of(fn))
+        return any(info.promote is not None for c in family if cache.record(c)
+                   for info in cache.record(c).entries)
+    while awaiting() and time.perf_counter() - start < limit_s:
+        for build in list(kernel_build._builds.values()):
+            build.thread.join(max(limit_s - (time.perf_counter() - start), 0.0))
+        call_all(fn, inputs)
 
 
 def timed_call(fn, inputs):
@@ -248,6 +278,8 @@ def measure_workload(workload, scale, backends, *, threads=1, repeat=None, budge
             rec["status"] = "mismatch"
             rec["error"] = check["reason"]
             continue
+        if name.startswith("pijit"):
+            settle_pijit(fn, call_inputs)
         timers[name] = make_timer(fn, call_inputs)
         prepared[name] = (fn, call_inputs, own, to_np, name in OWN)
 

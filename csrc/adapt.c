@@ -5,14 +5,27 @@
  *
  *   hot signatures  An input signature (the arguments' types, and dtype and ndim of arrays:
  *                   not shapes or values, which automatic dynamic dims absorb) compiles once
- *                   its calls have run plain for the code's `budget` of seconds, or at once
- *                   for a call with big array arguments (8192 elements); until then it
- *                   runs plain, timed (its first calls, then a sample: slot_sample_weight).
+ *                   its calls have run plain for the code's `budget` of seconds, however
+ *                   big their arrays; until then it runs plain, timed (its first calls,
+ *                   then a sample: slot_sample_weight).  Time spent compiling inside a
+ *                   timed plain run (a callee's capture) does not count: it says nothing
+ *                   of what the signature's own calls cost.
  *                   Library code called with hundreds of small signatures a few times each
- *                   then pays for capture only where it is hot.
- *   promotion       An entry may ask to be rebuilt at its `promote_at`-th hit: the runtime
- *                   first compiles a cheap version (no C compiler) and promotes hot entries
- *                   to fused kernels (the adapt callback returns the new function).
+ *                   then pays for capture only where it is hot, and a program that runs a
+ *                   few ms in all never pays for one.
+ *   varied values   While a signature is not hot, whether each of its int and float
+ *                   arguments took more than one value is noted (hashes of the first
+ *                   call's values, a bit per argument): when it becomes hot, the runtime
+ *                   reads the bits (take_varied) and captures those arguments dynamic at
+ *                   once, instead of specialising on the value of the call that happened to
+ *                   be the hot one and recompiling at the next.
+ *   promotion       An entry may ask to be rebuilt from its `promote_at`-th hit once its hits
+ *                   took `promote_after` seconds in all (timed while the promotion is
+ *                   pending): the runtime first compiles a cheap version (no C compiler) and
+ *                   promotes entries whose calls have cost as much as a C compile to fused
+ *                   kernels.  The adapt callback returns the new function, None (never), or
+ *                   a number of hits after which to ask again (a C compile running in the
+ *                   background: the entry keeps its function meanwhile).
  *   trials          An entry may ask for a timed trial (after its promotion, if it asked for
  *                   one): its next hits alternate plain Python and the entry's function, and
  *                   the faster one (the fastest run of each side, plain only when clearly
@@ -78,6 +91,35 @@ tell(const char *event, CodeState *st, Entry *e, const char *fmt, ...)
     return res;
 }
 
+/* ---- time spent compiling inside timed plain runs ---------------------------------------- */
+
+/* The clock at the start of a compile inside a timed plain run; -1 outside one (then the
+ * clock is not read: a stand-in clock sees only the reads of timed runs). */
+static double
+compile_began(void)
+{
+    if (tls.timed_plain == 0)
+        return -1;
+    double t = perf_now();
+    if (t < 0)
+        PyErr_Clear();              /* a failing stand-in clock: the timed run says so */
+    return t;
+}
+
+/* Adds the compile that began at `began` to this thread's compile_seconds (not read when
+ * the compile raised: its exception stays the one set). */
+static void
+compile_ended(double began)
+{
+    if (began < 0 || PyErr_Occurred())
+        return;
+    double t = perf_now();
+    if (t < 0)
+        PyErr_Clear();
+    else if (t > began)
+        tls.compile_seconds += t - began;
+}
+
 /* ---- hot signatures ----------------------------------------------------------------------- */
 
 static inline uint64_t
@@ -109,30 +151,6 @@ frame_signature(_PyInterpreterFrame *frame, Py_ssize_t nargs)
     return h;
 }
 
-/* Array elements (64 KiB of float64) from which one call is worth compiling for at once. */
-#define BIG_CALL_ELEMENTS ((Py_ssize_t)8 << 10)
-
-static Py_ssize_t
-array_elements(PyObject *v)
-{
-    if (v == NULL || Py_TYPE(v) != pijit_array_type)
-        return 0;
-    PyArrayObject_fields *a = (PyArrayObject_fields *)v;
-    Py_ssize_t n = 1;
-    for (int d = 0; d < a->nd; d++)
-        n *= a->dimensions[d];
-    return n;
-}
-
-static int
-big_call(_PyInterpreterFrame *frame, Py_ssize_t nargs)
-{
-    Py_ssize_t elements = 0;
-    for (Py_ssize_t i = 0; i < nargs; i++)
-        elements += array_elements(frame->localsplus[i]);
-    return elements >= BIG_CALL_ELEMENTS;
-}
-
 /* The slot of signature `key` in the table of st's signatures not hot yet: its own, else
  * the least run one, taken over. */
 static int
@@ -148,7 +166,31 @@ signature_slot(CodeState *st, uint64_t key)
     st->sig_key[slot] = key;
     st->sig_time[slot] = 0;
     st->sig_calls[slot] = 0;
+    st->sig_varied[slot] = PJ_UNSEEN;
     return slot;
+}
+
+/* Note the values of the int and float arguments `args[0..n)` of a call of `slot`: the
+ * first call's are remembered (hashed), a later call's different ones set their bits in
+ * sig_varied.  (Hashing an exact int or float cannot fail.) */
+static void
+note_values(CodeState *st, int slot, PyObject *const *args, Py_ssize_t n)
+{
+    uint64_t varied = st->sig_varied[slot];
+    int first = (varied & PJ_UNSEEN) != 0;
+    if (n > PJ_VALUE_ARGS)
+        n = PJ_VALUE_ARGS;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = args[i];
+        if (v == NULL || !(PyLong_CheckExact(v) || PyFloat_CheckExact(v)))
+            continue;
+        Py_hash_t h = PyObject_Hash(v);     /* ints and floats: never fails */
+        if (first)
+            st->sig_value[slot][i] = h;
+        else if (st->sig_value[slot][i] != h)
+            varied |= (uint64_t)1 << i;
+    }
+    st->sig_varied[slot] = varied & ~PJ_UNSEEN;
 }
 
 /* Has `slot` run plain for the budget?  Then it leaves the table: its signature compiles. */
@@ -158,6 +200,7 @@ slot_is_hot(CodeState *st, int slot)
     if (st->sig_time[slot] < st->budget)
         return 0;
     st->sig_time[slot] = -1;
+    st->hot_varied = st->sig_varied[slot] & ~PJ_UNSEEN;
     return 1;
 }
 
@@ -179,14 +222,28 @@ slot_sample_weight(CodeState *st, int slot)
     return k % SAMPLE_EVERY == 0 ? (double)SAMPLE_EVERY : 0.0;
 }
 
-/* Add a plain run [t0, t1] of `weight` runs to `slot`; NULL (res released) when a stand-in
- * clock failed. */
-static PyObject *
-slot_ran(CodeState *st, int slot, double weight, double t0, double t1, PyObject *res)
+/* A timed plain run begins: its start on the perf clock (-1 with an exception when a
+ * stand-in clock failed) and, in *compiled, this thread's compile seconds so far. */
+static double
+timed_plain_begin(double *compiled)
 {
+    tls.timed_plain++;
+    *compiled = tls.compile_seconds;
+    return perf_now();
+}
+
+/* Add a timed plain run [t0, t1] of `weight` runs to `slot`, less the time spent compiling
+ * in it (this thread's compile seconds were `compiled` at t0); NULL (res released) when a
+ * stand-in clock failed. */
+static PyObject *
+slot_ran(CodeState *st, int slot, double weight, double t0, double compiled, double t1,
+         PyObject *res)
+{
+    tls.timed_plain--;
     st->deferred++;
+    double dt = t1 - t0 - (tls.compile_seconds - compiled);
     if (t0 >= 0 && t1 >= t0)
-        st->sig_time[slot] += weight * (t1 - t0);
+        st->sig_time[slot] += weight * (dt > 0 ? dt : 0);
     else if (PyErr_Occurred() && res != NULL)      /* a failing stand-in clock */
         Py_CLEAR(res);
     return res;
@@ -194,14 +251,15 @@ slot_ran(CodeState *st, int slot, double weight, double t0, double t1, PyObject 
 
 /* A miss: NULL (without an exception) when it should compile now; else runs the frame plain,
  * timed, and returns its result.  A signature compiles once its calls have run plain for
- * the code's budget in all, or at once for a call with big array arguments; the least run
- * of the remembered signatures makes room for a new one. */
+ * the code's budget in all; the least run of the remembered signatures makes room for a
+ * new one. */
 static PyObject *
 run_until_hot(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st)
 {
-    if (st->budget <= 0 || big_call(frame, st->nargs))
+    if (st->budget <= 0)
         return NULL;
     int slot = signature_slot(st, frame_signature(frame, st->nargs));
+    note_values(st, slot, (PyObject *const *)frame->localsplus, st->nargs);
     if (slot_is_hot(st, slot))
         return NULL;
     double weight = slot_sample_weight(st, slot);
@@ -209,19 +267,19 @@ run_until_hot(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st)
         st->deferred++;
         return eval_outside(ts, frame);
     }
-    double t0 = perf_now();
+    double compiled, t0 = timed_plain_begin(&compiled);
     PyObject *res = eval_outside(ts, frame);
-    return slot_ran(st, slot, weight, t0, perf_now(), res);
+    return slot_ran(st, slot, weight, t0, compiled, perf_now(), res);
 }
 
 /* The Wrapper's view of a call of `fn` (of st's code): when it passes positional arguments
  * only, all of the code's parameters or all but trailing ones that have defaults, its
  * argument slots are the arguments then those defaults, and 1 is returned with the
- * signature the hook would compute from them in *key and their array elements in
- * *elements; else 0 (keywords, *args, **kwargs, keyword-only parameters). */
+ * signature the hook would compute from them in *key; else 0 (keywords, *args, **kwargs,
+ * keyword-only parameters). */
 static int
 call_signature(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
-               PyObject *kwnames, uint64_t *key, Py_ssize_t *elements)
+               PyObject *kwnames, uint64_t *key)
 {
     if (kwnames != NULL)
         return 0;
@@ -233,14 +291,11 @@ call_signature(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf
     if (n < first_default)
         return 0;
     uint64_t h = (uint64_t)argcount;
-    Py_ssize_t m = 0;
     for (Py_ssize_t i = 0; i < argcount; i++) {
         PyObject *v = i < n ? args[i] : PyTuple_GET_ITEM(defaults, i - first_default);
         h = mix_arg(h, v);
-        m += array_elements(v);
     }
     *key = h;
-    *elements = m;
     return 1;
 }
 
@@ -266,6 +321,7 @@ wrapper_run_until_hot(CodeState *st, uint64_t key, PyObject *fn, PyObject *const
     int slot = signature_slot(st, key);
     if (st->sig_time[slot] >= st->budget)
         return NULL;            /* the hook's run_until_hot finds it hot: compiles */
+    note_values(st, slot, args, PyVectorcall_NARGS(nargsf));    /* defaults do not vary */
     st->calls++;
     st->misses++;
     double weight = slot_sample_weight(st, slot);
@@ -273,9 +329,9 @@ wrapper_run_until_hot(CodeState *st, uint64_t key, PyObject *fn, PyObject *const
         st->deferred++;
         return call_outside(fn, args, nargsf, kwnames);
     }
-    double t0 = perf_now();
+    double compiled, t0 = timed_plain_begin(&compiled);
     PyObject *res = call_outside(fn, args, nargsf, kwnames);
-    return slot_ran(st, slot, weight, t0, perf_now(), res);     /* NULL: with an exception */
+    return slot_ran(st, slot, weight, t0, compiled, perf_now(), res);  /* NULL: exception */
 }
 
 /* A call of `fn` (of `st`'s code) the Wrapper makes plain by itself, outside the hook:
@@ -290,43 +346,80 @@ wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t na
 {
     int may_defer = st->budget > 0 && st->nentries == 0 && st->state == ST_CANDIDATE;
     uint64_t key;
-    Py_ssize_t elements;
     if ((st->nplain == 0 && !may_defer)
-        || !call_signature(st, fn, args, nargsf, kwnames, &key, &elements))
+        || !call_signature(st, fn, args, nargsf, kwnames, &key))
         return NULL;
     if (is_plain_key(st, key)) {
         st->bypassed++;
         return call_outside(fn, args, nargsf, kwnames);
     }
-    if (!may_defer || tls.compiling || elements >= BIG_CALL_ELEMENTS)
+    if (!may_defer || tls.compiling)
         return NULL;
     return wrapper_run_until_hot(st, key, fn, args, nargsf, kwnames);
 }
 
 /* ---- promotion ------------------------------------------------------------------------------ */
 
-/* Before the entry's promote_at-th hit: ask for a better function and put it in the entry.
- * The callback compiles (the hook stays off for this thread meanwhile).  -1 with an
- * exception to propagate. */
+/* Before a hit of an entry whose promotion is due (from its promote_at-th hit, once its hits
+ * took promote_after seconds): ask for a better function and put it in the entry.  The
+ * callback compiles (the hook stays off for this thread meanwhile) and answers a function,
+ * None (no promotion, ever), or a number of hits after which to ask again (the compiler
+ * is still at work).  -1 with an exception to propagate. */
 static int
 maybe_promote(CodeState *st, Entry *e)
 {
-    if (e->promote_at <= 0 || e->hits + 1 != e->promote_at || e->fn == NULL)
+    if (e->promote_at <= 0 || e->hits + 1 < e->promote_at || e->spent < e->promote_after
+        || e->fn == NULL)
         return 0;
     int was = tls.compiling;
     tls.compiling = 1;
+    double began = compile_began();
     PyObject *fn = tell("promote", st, e, "()");
+    compile_ended(began);
     tls.compiling = was;
-    if (fn == NULL)
+    if (fn == NULL) {
+        e->promote_at = 0;
         return PyErr_ExceptionMatches(PyExc_Exception) ? (PyErr_WriteUnraisable(
             (PyObject *)st->code), 0) : -1;
-    if (fn != Py_None && PyCallable_Check(fn) && e->fn != NULL) {
-        Py_SETREF(e->fn, Py_NewRef(fn));
-        e->trial_left = e->trial_runs;      /* time the promoted function */
-        e->n_fn = e->n_plain = 0;
+    }
+    Py_ssize_t later = PyLong_CheckExact(fn) ? PyLong_AsSsize_t(fn) : 0;
+    if (later > 0) {
+        e->promote_at = e->hits + 1 + later;
+    }
+    else {
+        PyErr_Clear();              /* (an int too big: never again) */
+        e->promote_at = 0;
+        if (fn != Py_None && PyCallable_Check(fn) && e->fn != NULL) {
+            Py_SETREF(e->fn, Py_NewRef(fn));
+            e->trial_left = e->trial_runs;      /* time the promoted function */
+            e->n_fn = e->n_plain = 0;
+        }
     }
     Py_DECREF(fn);
     return 0;
+}
+
+/* Call the entry's function `fn` (a new reference, released) for `frame`; its run is timed
+ * into the entry's `spent` while a promotion is pending. */
+static PyObject *
+call_entry(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Entry *e,
+           PyObject *fn)
+{
+    double t0 = e->promote_at > 0 ? perf_now() : 0;
+    if (t0 < 0) {
+        Py_DECREF(fn);
+        return answer(ts, frame, NULL);
+    }
+    PyObject *res = call_with_slots(fn, frame, st->nargs);
+    Py_DECREF(fn);
+    if (e->promote_at > 0 && res != NULL) {
+        double t1 = perf_now();
+        if (t1 < 0)
+            Py_CLEAR(res);
+        else if (t1 > t0)
+            e->spent += t1 - t0;
+    }
+    return answer(ts, frame, res);
 }
 
 /* ---- trials --------------------------------------------------------------------------------- */
@@ -421,9 +514,7 @@ run_hit(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Entry *e, 
     }
     if (e->trial_left > 0)
         return trial_run(ts, frame, st, e, fn);
-    PyObject *res = call_with_slots(fn, frame, st->nargs);
-    Py_DECREF(fn);
-    return answer(ts, frame, res);
+    return call_entry(ts, frame, st, e, fn);
 }
 
 /* ---- module functions ------------------------------------------------------------------------- */
@@ -462,7 +553,20 @@ m_set_compile_budget(PyObject *m, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* [{hits, plain, trial_left, best_fn, best_plain}] per entry, most recently hit first. */
+/* take_varied(code) -> bits of the argument slots whose int or float values varied while
+ * the signature that became hot last was not hot (0 once read). */
+static PyObject *
+m_take_varied(PyObject *m, PyObject *o)
+{
+    CodeState *st = state_of(o);
+    if (st == NULL)
+        return PyErr_Occurred() ? NULL : PyLong_FromLong(0);
+    uint64_t varied = st->hot_varied;
+    st->hot_varied = 0;
+    return PyLong_FromUnsignedLongLong(varied);
+}
+
+/* [{hits, plain, trial_left, spent, best_fn, best_plain}] per entry, most recently hit first. */
 static PyObject *
 m_entry_stats(PyObject *m, PyObject *o)
 {
@@ -473,8 +577,8 @@ m_entry_stats(PyObject *m, PyObject *o)
     for (Py_ssize_t i = 0; out && i < st->nentries; i++) {
         Entry *e = st->entries[i];
         PyObject *d = Py_BuildValue(
-            "{s:n,s:O,s:i,s:N,s:N}", "hits", e->hits, "plain", e->plain ? Py_True : Py_False,
-            "trial_left", e->trial_left,
+            "{s:n,s:O,s:i,s:d,s:N,s:N}", "hits", e->hits, "plain", e->plain ? Py_True : Py_False,
+            "trial_left", e->trial_left, "spent", e->spent,
             "best_fn", e->n_fn ? PyFloat_FromDouble(e->best_fn) : Py_NewRef(Py_None),
             "best_plain", e->n_plain ? PyFloat_FromDouble(e->best_plain) : Py_NewRef(Py_None));
         if (d == NULL)
@@ -491,4 +595,7 @@ m_entry_stats(PyObject *m, PyObject *o)
     {"set_perf_clock", m_set_perf_clock, METH_O, "set_perf_clock(clock or None): trials' clock"}, \
     {"set_compile_budget", m_set_compile_budget, METH_VARARGS, \
      "set_compile_budget(code, seconds): plain run time of a signature before it compiles"}, \
-    {"entry_stats", m_entry_stats, METH_O, "entry_stats(code) -> [dict] per entry, MRU first"},
+    {"entry_stats", m_entry_stats, METH_O, "entry_stats(code) -> [dict] per entry, MRU first"}, \
+    {"take_varied", m_take_varied, METH_O, \
+     "take_varied(code) -> int: bit i: argument slot i's int/float value varied before the " \
+     "signature that became hot last was hot (reset to 0)"},

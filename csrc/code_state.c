@@ -73,6 +73,7 @@ code_state_mark(PyCodeObject *code)
     st->build_epoch = 0;
     st->budget = 0;
     st->deferred = 0;
+    st->hot_varied = 0;
     for (int i = 0; i < PJ_SIGNATURES; i++)
         st->sig_time[i] = -1;
     st->nplain = 0;

@@ -38,6 +38,8 @@ static uint64_t fork_epoch = 1;                   /* bumped in a forked child */
 typedef struct {
     Py_ssize_t depth;       /* jitted calls in progress on this thread */
     int compiling;          /* inside the compile callback: the compiler's calls run plain */
+    int timed_plain;        /* timed plain runs in progress (adapt.c) */
+    double compile_seconds; /* compiling inside them, in all (adapt.c's compile_clock) */
     int stack_probed;
     char *stack_lo;         /* lowest address of this thread's C stack, NULL if unknown */
     size_t stack_size;
@@ -343,8 +345,10 @@ on_miss(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Py_ssize_t
     st->build_epoch = fork_epoch;
     int was = tls.compiling;
     tls.compiling = 1;
+    double began = compile_began();
     PyObject *res = PyObject_CallFunctionObjArgs(cb, func ? (PyObject *)func : Py_None, args,
                                                  NULL);
+    compile_ended(began);
     tls.compiling = was;
     Py_DECREF(args);
     Py_DECREF(cb);

@@ -70,6 +70,7 @@ m_reset(PyObject *m, PyObject *o)
     st->nplain = 0;
     for (int i = 0; i < PJ_SIGNATURES; i++)
         st->sig_time[i] = -1;
+    st->hot_varied = 0;
     st->state = ST_CANDIDATE;
     Py_DECREF(st);
     Py_RETURN_NONE;
@@ -110,14 +111,14 @@ static PyObject *
 m_add_entry(PyObject *m, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"code", "sources", "checks", "fn", "promote_at", "trial",
-                             "margin", "plain_args", NULL};
+                             "margin", "plain_args", "promote_after", NULL};
     PyObject *o, *sources, *checks, *fn, *plain_args = NULL;
     Py_ssize_t promote_at = 0;
     int trial = 0;
-    double margin = 0.97;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|$nidO:add_entry", kwlist, &o,
+    double margin = 0.97, promote_after = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|$nidOd:add_entry", kwlist, &o,
                                      &sources, &checks, &fn, &promote_at, &trial, &margin,
-                                     &plain_args))
+                                     &plain_args, &promote_after))
         return NULL;
     if (plain_args == Py_None)
         plain_args = NULL;
@@ -126,9 +127,9 @@ m_add_entry(PyObject *m, PyObject *args, PyObject *kwargs)
                      plain_args);
         return NULL;
     }
-    if (promote_at < 0 || trial < 0 || !(margin > 0)) {
+    if (promote_at < 0 || trial < 0 || !(margin > 0) || !(promote_after >= 0)) {
         PyErr_SetString(PyExc_ValueError,
-                        "add_entry: promote_at and trial must be >= 0, margin > 0");
+                        "add_entry: promote_at, trial and promote_after must be >= 0, margin > 0");
         return NULL;
     }
     CodeState *st = state_of(o);
@@ -141,6 +142,7 @@ m_add_entry(PyObject *m, PyObject *args, PyObject *kwargs)
     Entry *e = entry_new(st->code, st->nargs, sources, checks, fn);
     if (e != NULL) {
         e->promote_at = promote_at;
+        e->promote_after = promote_after;
         e->trial_runs = e->fn != NULL ? trial : 0;
         e->trial_left = promote_at ? 0 : e->trial_runs;
         e->margin = margin;
@@ -291,8 +293,9 @@ static PyMethodDef module_methods[] = {
     {"set_state", m_set_state, METH_VARARGS, "set_state(code, state)"},
     {"get_state", m_get_state, METH_O, "get_state(code) -> int, or None if unmarked"},
     {"add_entry", (PyCFunction)(void (*)(void))m_add_entry, METH_VARARGS | METH_KEYWORDS,
-     "add_entry(code, sources, checks, fn, *, promote_at=0, trial=0, margin=0.97): "
-     "promote_at: the hit at which the adapt callback may replace fn; trial: timed runs "
+     "add_entry(code, sources, checks, fn, *, promote_at=0, trial=0, margin=0.97, "
+     "plain_args=None, promote_after=0.0): promote_at: the hit from which the adapt callback "
+     "may replace fn, once the entry's hits took promote_after seconds; trial: timed runs "
      "comparing fn with plain Python (after the promotion, if any); plain wins when its "
      "fastest run is under margin times fn's; plain_args (with fn None): the argument slots "
      "of a call whose signature runs plain for good, so the Wrapper skips the hook for it"},

@@ -69,7 +69,9 @@ typedef struct {
     PyObject *orig_checks;
     /* What the entry learned since it was added (adapt.c). */
     Py_ssize_t hits;
-    Py_ssize_t promote_at;  /* at this hit, ask the promote callback for a better fn (0: never) */
+    Py_ssize_t promote_at;  /* from this hit, ask the promote callback for a better fn (0: never) */
+    double promote_after;   /* ... once the entry's hits took this many seconds in all */
+    double spent;           /* seconds of the entry's hits while a promotion is pending */
     int trial_runs;         /* timed runs of a trial (0: none); after promotion if promote_at */
     int trial_left;         /* timed runs left, alternately plain Python and fn */
     double margin;          /* plain wins a trial when its best run < margin * fn's best */
@@ -79,6 +81,8 @@ typedef struct {
 } Entry;
 
 #define PJ_SIGNATURES 8
+#define PJ_VALUE_ARGS 16        /* argument slots whose int/float values a signature tracks */
+#define PJ_UNSEEN ((uint64_t)1 << 63)   /* sig_varied: no call of the slot noted yet */
 
 typedef struct CodeState {
     PyObject_HEAD
@@ -98,6 +102,11 @@ typedef struct CodeState {
     uint64_t sig_key[PJ_SIGNATURES];
     double sig_time[PJ_SIGNATURES];     /* plain seconds so far, -1: slot free */
     uint64_t sig_calls[PJ_SIGNATURES];  /* plain runs so far (which of them are timed) */
+    /* Whether the int and float arguments of a signature not hot yet took more than one
+     * value (adapt.c): bit i for argument slot i, from the hashes of the first call's. */
+    uint64_t sig_varied[PJ_SIGNATURES];
+    Py_hash_t sig_value[PJ_SIGNATURES][PJ_VALUE_ARGS];
+    uint64_t hot_varied;    /* sig_varied of the signature that became hot last */
     /* Signatures of calls that run plain for good: the Wrapper calls the function without
      * the hook for them (calls passing exactly the positional parameters). */
     int nplain;
@@ -122,6 +131,8 @@ static void code_state_clear_entries(CodeState *st);
 static CodeState *state_of(PyObject *o);
 
 /* adapt.c */
+static double compile_began(void);
+static void compile_ended(double began);
 static PyObject *run_until_hot(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st);
 static PyObject *wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args,
                                     size_t nargsf, PyObject *kwnames);

@@ -2,11 +2,16 @@
 starts in, a timed trial), and the C hook's adapt events (promotions, trial results).
 
 The Python side of csrc/adapt.c. Measured facts behind the rules (this machine, 3.11):
-capture costs about 2-10 ms an entry and gcc 60-300 ms a module, so the C compiler is paid
-only for graphs that touch many elements or for entries that keep being hit; a graph with no
-array work gains nothing over plain Python (its scalar ops run as Python objects either way)
-and costs a guard walk and a call per use; graph breaks cost a resume call each, so only a
-trial can tell whether an entry with breaks beats the original bytecode.
+capture costs about 2-10 ms an entry and gcc 60-300 ms a module, but only the code
+generation (a few ms) when the module is in the disk cache; so every entry starts on the
+NumPy backend and is compiled at jit_level once its calls have taken promote_after_ms, and a
+module the disk cache does not have is built in the background (background_compile: gcc is a
+subprocess already) while the entry keeps running on the NumPy backend, bit-identical at O1.
+A program of a few ms never pays for a compiler it cannot win back; a hot one switches as
+soon as its kernels exist. A graph with no array work gains nothing over plain Python (its
+scalar ops run as Python objects either way) and costs a guard walk and a call per use;
+graph breaks cost a resume call each, so only a trial can tell whether an entry with breaks
+beats the original bytecode.
 """
 from __future__ import annotations
 
@@ -15,20 +20,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from pijit import cache, explain
+from pijit.backends.cfused import build as kernel_build
 from pijit.graph.work import graph_work
 
-# Array elements a graph touches per call from which it compiles at jit_level at once.
-BIG_WORK = 65536
+# Hits between two checks of a background build, at most (they double from 1).
+MAX_POLL_HITS = 1024
 
 
 @dataclass(frozen=True)
 class Plan:
     """How a new entry runs: `plain` (why: its calls run as plain Python), else at `level`,
-    rebuilt at the configured level at hit `promote_at` (0: never), with a timed trial of
-    `trial` runs where plain Python wins when faster than `margin` times the entry."""
+    rebuilt at the configured level from hit `promote_at` (0: never) once its hits took
+    `promote_after_s`, with a timed trial of `trial` runs where plain Python wins when faster
+    than `margin` times the entry."""
     level: str
     plain: str | None = None
     promote_at: int = 0
+    promote_after_s: float = 0.0
     trial: int = 0
     margin: float = 1.0
 
@@ -47,8 +55,9 @@ def plan_entry(config, graph, break_values) -> Plan:
     margin = 10000 / config.PERF_STATISTICS_SCALE_10000X
     if work == 0:                   # only the residual code around a break: nothing to fuse
         return Plan("O0", trial=trial, margin=margin)
-    if config.jit_level != "O0" and config.promote_after and work < BIG_WORK:
-        return Plan("O0", promote_at=config.promote_after, trial=trial, margin=margin)
+    if config.jit_level != "O0" and (config.promote_after or config.promote_after_ms):
+        return Plan("O0", promote_at=max(config.promote_after, 1),
+                    promote_after_s=config.promote_after_ms / 1000, trial=trial, margin=margin)
     return Plan(config.jit_level, trial=trial, margin=margin)
 
 
@@ -65,36 +74,67 @@ def _holds_array(value) -> bool:
 
 
 def on_adapt(event, code, fn, details):
-    """The C hook's adapt callback: "promote" -> the entry's function rebuilt at jit_level
-    (or None to keep it); "trial" -> (best compiled, best plain, plain chosen) recorded."""
+    """The C hook's adapt callback: "promote" -> the entry's function rebuilt at jit_level,
+    None to keep it, or hits until the hook asks again (its kernels are being built in the
+    background); "trial" -> (best compiled, best plain, plain chosen) recorded."""
     rec = cache.record(code)
     info = _entry_of(rec, fn)
     if info is None:
         return None
-    where = f"{code.co_filename}:{code.co_firstlineno}"
     if event == "promote":
-        level, build, info.promote = rec.config.jit_level, info.promote, None    # once
-        if build is None:
-            return None
-        try:
-            new_fn = build(level)
-        except Exception as e:          # keep the NumPy-backend entry: it is right
-            explain.log("perf", f"{where}: {code.co_qualname}: promotion to {level} failed "
-                        f"({type(e).__name__}: {e}); the entry stays on the NumPy backend",
-                        warn=True)
-            return None
-        explain.log("perf", f"{where}: {code.co_qualname}: entry promoted to {level} at hit "
-                    f"{rec.config.promote_after}")
-        return new_fn
+        return _promote(rec, code, info)
     if event == "trial":
         best_fn, best_plain, plain = details
         info.perf = {"compiled_s": best_fn, "plain_s": best_plain,
                      "choice": "plain" if plain else "compiled"}
-        explain.log("perf", f"{where}: {code.co_qualname}: compiled {best_fn * 1e6:.1f} us, "
-                    f"plain {best_plain * 1e6:.1f} us (fastest of "
+        explain.log("perf", f"{_where(code)}: {code.co_qualname}: compiled "
+                    f"{best_fn * 1e6:.1f} us, plain {best_plain * 1e6:.1f} us (fastest of "
                     f"{rec.config.PERF_STATISTICS_COUNT}): keeps "
                     f"{'plain Python' if plain else 'the compiled entry'}")
     return None
+
+
+def _promote(rec, code, info):
+    """The promotion of entry `info`: its function rebuilt at jit_level; None to keep the
+    entry as it is (for good); or, while a kernel module it needs is built in the
+    background, the hits after which to check again (1, 2, 4, ... MAX_POLL_HITS)."""
+    level, build, config = rec.config.jit_level, info.promote, rec.config
+    if build is None:
+        return None
+    where = f"{_where(code)}: {code.co_qualname}"
+    if info.awaiting is not None and not kernel_build.finished(info.awaiting):
+        return _poll_later(info)
+    try:
+        with kernel_build.background(config.background_compile):
+            new_fn = build(level)
+    except kernel_build.KernelPending as pending:
+        if info.awaiting is None:
+            explain.log("perf", f"{where}: compiling its kernels at {level} in the "
+                        f"background; the entry runs on the NumPy backend meanwhile")
+        info.awaiting, info.polls = pending.key, 0
+        return _poll_later(info)
+    except kernel_build.KernelBuildFailed as e:
+        info.promote = info.awaiting = None
+        explain.log("perf", f"{where}: the background build of its kernels failed ({e}); "
+                    f"the entry stays on the NumPy backend", warn=True)
+        return None
+    except Exception as e:          # keep the NumPy-backend entry: it is right
+        info.promote = info.awaiting = None
+        explain.log("perf", f"{where}: promotion to {level} failed ({type(e).__name__}: {e});"
+                    f" the entry stays on the NumPy backend", warn=True)
+        return None
+    info.promote = info.awaiting = None         # once
+    explain.log("perf", f"{where}: entry promoted to {level}")
+    return new_fn
+
+
+def _poll_later(info) -> int:
+    info.polls += 1
+    return min(1 << (info.polls - 1), MAX_POLL_HITS)
+
+
+def _where(code) -> str:
+    return f"{code.co_filename}:{code.co_firstlineno}"
 
 
 def _entry_of(rec, fn):

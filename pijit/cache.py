@@ -33,6 +33,8 @@ class EntryInfo:
     level: str | None = None        # the jit_level its graph is compiled at (None: plain)
     code: object = None             # the transformed function's code (adapt events find it)
     promote: object = None          # level -> the transformed function rebuilt at that level
+    awaiting: str | None = None     # the promotion waits for this kernel module's build
+    polls: int = 0                  # checks of that build so far
     perf: dict | None = None        # the perf_statistics trial: both times and the choice
 
     @property

@@ -150,11 +150,14 @@ OPTIONS = (
     Option("adaptive", bool, True,
            "Compile where it pays (PIJIT_ADAPTIVE=0 turns this off for every function): an input "
            "signature (argument types, dtypes and ndims of arrays) runs as plain Python until its "
-           "calls took compile_after_ms (at once for a call with 8192 array elements or more among"
-           " its arguments); a graph touching fewer than 65536 array elements per call first runs "
-           "on the NumPy backend and is compiled at jit_level at its promote_after-th hit; a graph"
-           " with no array work (and no array for the code after a graph break) runs as plain "
-           "Python, and calls of such a signature skip the hook; perf_statistics. Every call pijit"
+           "calls took compile_after_ms (however big their arrays; time spent compiling other "
+           "functions inside those calls does not count), and its int and float arguments that "
+           "took more than one value meanwhile are captured dynamic at once; a captured graph "
+           "first runs on the NumPy backend and is compiled at jit_level once its calls took "
+           "promote_after_ms, in the background when its kernels are not in the disk cache "
+           "(background_compile); a graph with no array work (and no array for the code after a "
+           "graph break) runs as plain Python, and calls of such a signature skip the hook; "
+           "perf_statistics. Every call pijit"
            " runs as plain Python (a signature not hot yet, an entry that runs plain, a trial's "
            "plain side) runs outside the hook, as if no jitted call were in progress: its own "
            "calls are inlined by CPython and unjitted code it calls is not seen by the hook "
@@ -163,16 +166,31 @@ OPTIONS = (
            "finding array work: that signature runs as plain Python (an entry guarded by the "
            "argument types), since capturing pure Python to the end (every unrolled iteration and "
            "inlined call) cost up to seconds for nothing to fuse. False: every signature compiles "
-           "at its first call at jit_level and always runs compiled (what explain and the tests "
-           "use)."),
+           "at its first call at jit_level, synchronously, and always runs compiled (what explain "
+           "and the tests use)."),
     Option("compile_after_ms", int, 20,
            "With adaptive: milliseconds an input signature's calls run as plain Python (timed: "
-           "its first 16 calls, then one in 16, counted 16 times) before it is captured and "
-           "compiled: capture costs a few ms an entry, so a "
-           "signature that is called rarely, or runs fast, is never worth it.", minimum=0),
-    Option("promote_after", int, 8,
-           "With adaptive: hits of an entry with a small graph on the NumPy backend before it "
-           "is compiled at jit_level (fused C kernels). 0: at once.", minimum=0),
+           "its first 16 calls, then one in 16, counted 16 times; less the time spent compiling "
+           "inside them) before it is captured and compiled: "
+           "capture costs a few ms an entry, so a signature that is called rarely, or runs fast, "
+           "is never worth it.", minimum=0),
+    Option("promote_after", int, 1,
+           "With adaptive: hits of an entry on the NumPy backend before it may be compiled at "
+           "jit_level (fused C kernels), once promote_after_ms allows it. 0: at once.",
+           minimum=0),
+    Option("promote_after_ms", int, 20,
+           "With adaptive: milliseconds an entry's calls run on the NumPy backend (timed) before "
+           "it is compiled at jit_level: a C compile costs 60-300 ms when its kernels are not in "
+           "the disk cache (run in the background, see background_compile) and a few ms of "
+           "code generation when they are, so a program that runs a few ms in all never pays "
+           "for one.", minimum=0),
+    Option("background_compile", bool, True,
+           "With adaptive: a promotion whose C kernels are not in the disk cache starts the C "
+           "compiler in the background and the entry keeps running on the NumPy backend "
+           "(bit-identical at O1) until the kernels are built; later hits check (at hits 1, 2, 4, "
+           "... 1024 apart) and switch. A failed build keeps the NumPy-backend entry (logged on "
+           "PIJIT_LOG=perf). Builds still running at exit are stopped. False: the promotion "
+           "waits for the compiler."),
     Option("perf_statistics", bool, True,
            "With adaptive: time each new compiled entry against plain Python over its next "
            "2 * PERF_STATISTICS_COUNT hits (alternating; after its promotion, if any) and keep "
@@ -237,7 +255,9 @@ class JitConfig:
     jit_level: str = "O1"
     adaptive: bool = True
     compile_after_ms: int = 20
-    promote_after: int = 8
+    promote_after: int = 1
+    promote_after_ms: int = 20
+    background_compile: bool = True
     perf_statistics: bool = True
     PERF_STATISTICS_COUNT: int = 3
     PERF_STATISTICS_SCALE_10000X: int = 10300

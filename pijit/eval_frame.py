@@ -19,8 +19,8 @@ re-exported here:
   replaced ``__code__`` (``set_code_changed_callback``); ``__reduce__`` calls
   ``set_reduce_callback``'s function. ``set_enabled``/``is_enabled`` switch jit off.
 * Adaptive execution (``csrc/adapt.c``): ``set_compile_budget(code, seconds)``,
-  ``add_entry``'s ``promote_at``/``trial``/``margin``, ``set_adapt_callback``,
-  ``set_perf_clock``, ``entry_stats(code)``.
+  ``add_entry``'s ``promote_at``/``promote_after``/``trial``/``margin``,
+  ``set_adapt_callback``, ``set_perf_clock``, ``entry_stats(code)``, ``take_varied(code)``.
 * ``install()``, ``uninstall()`` (this thread enters / leaves a jitted call),
   ``is_installed()``, ``depth()`` (this thread's), ``active_threads()``,
   ``set_compiling(flag)``, ``after_fork_child()``, ``set_array_type(numpy.ndarray)``.
@@ -48,5 +48,5 @@ from pijit._eval_frame import (  # noqa: E402,F401
     pool_handler, pool_stats, release_pool, reset, set_array_type, set_callback,
     set_code_changed_callback, set_compiling, set_enabled, set_pool_limit, set_reduce_callback,
     set_state, state_of, uninstall, set_adapt_callback, set_perf_clock, set_compile_budget,
-    entry_stats,
+    entry_stats, take_varied,
 )

@@ -70,6 +70,7 @@ def _compile_miss(func, args, rec, entries, generation):
     declared = dict(rec.dynamic) or signature_dims(rec.input_signature, code)
     dynamic = dict(declared)
     reason = None
+    varied = eval_frame.take_varied(code)
     if entries:
         reason = first_failure(entries[0].guards, func, args) or "no entry matched"
         if len(entries) >= config.limit_graph_count:
@@ -77,6 +78,8 @@ def _compile_miss(func, args, rec, entries, generation):
         explain.log("recompiles", f"{_where(code)}: recompiling {code.co_name}: {reason}")
         if config.enable_dynamic_shape:
             _merge(dynamic, changed_dims(entries, func, args))
+    if varied and config.enable_dynamic_shape:
+        _merge(dynamic, varied_values(code, args, varied))
     extra = [hash_args_guard(rec.hash_args)] if rec.hash_args is not None else []
     known_breaks = {b.reason for e in entries for b in e.breaks}
     try:
@@ -106,7 +109,8 @@ def _compile_miss(func, args, rec, entries, generation):
         if reason is not None:
             rec.recompile_reasons.append(reason)
         eval_frame.add_entry(code, *program, fn, promote_at=plan.promote_at, trial=plan.trial,
-                             margin=plan.margin, plain_args=tuple(args) if plan.plain else None)
+                             margin=plan.margin, plain_args=tuple(args) if plan.plain else None,
+                             promote_after=plan.promote_after_s)
     if info.callee is not None:
         _jit_callee(rec, info.callee)
     for brk in info.breaks:
@@ -369,6 +373,16 @@ def changed_dims(entries, func, args) -> dict:
 
 
 _UNREADABLE = object()
+
+
+def varied_values(code, args, varied: int) -> dict:
+    """{source: {DYNAMIC_VALUE}} for the int and float arguments whose bit is set in `varied`
+    (csrc/adapt.c's take_varied: they took other values while the signature was not hot):
+    captured dynamic from the start, rather than specialised on this call's value and
+    recompiled at the next."""
+    return {LocalSource(i, code.co_varnames[i]): {DYNAMIC_VALUE}
+            for i in range(min(len(args), code.co_argcount + code.co_kwonlyargcount, 64))
+            if varied >> i & 1 and type(args[i]) in (int, float)}
 
 
 def _merge(into: dict, more: dict):

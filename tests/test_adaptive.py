@@ -97,8 +97,8 @@ def test_perf_statistics_keeps_the_faster_path(plain_s, compiled_s, choice):
         return e / e.sum()
 
     eval_frame.set_perf_clock(FakeClock(plain_s, compiled_s))
-    x = np.linspace(-1, 1, 1 << 17)        # big enough to compile at jit_level at once
-    jitted = pijit.jit(softmax, jit_config={"PERF_STATISTICS_COUNT": 2})
+    x = np.linspace(-1, 1, 1 << 17)
+    jitted = pijit.jit(softmax, jit_config={"PERF_STATISTICS_COUNT": 2, "compile_after_ms": 0, "promote_after": 0, "promote_after_ms": 0})
     pijit.reset(jitted)                     # the code (and its cache) outlives one parameter
     for _ in range(8):
         assert_equal_values(jitted(x), softmax(x))
@@ -117,9 +117,9 @@ def test_perf_statistics_scale_is_the_margin_plain_python_must_beat(scale, choic
         return e / e.sum()
 
     eval_frame.set_perf_clock(FakeClock(1.0, 1.02))
-    x = np.linspace(-1, 1, 1 << 17)        # big enough to compile at jit_level at once
+    x = np.linspace(-1, 1, 1 << 17)
     jitted = pijit.jit(softmax, jit_config={"PERF_STATISTICS_COUNT": 2,
-                                            "PERF_STATISTICS_SCALE_10000X": scale})
+                                            "PERF_STATISTICS_SCALE_10000X": scale, "compile_after_ms": 0, "promote_after": 0, "promote_after_ms": 0})
     pijit.reset(jitted)
     for _ in range(8):
         assert_equal_values(jitted(x), softmax(x))
@@ -145,16 +145,34 @@ def test_a_signature_compiles_once_its_plain_calls_took_compile_after_ms():
     assert pijit.stats(jitted)["deferred"] == 3
     assert_equal_values(jitted(x), f(x))
     assert pijit.stats(jitted)["compile_count"] == 1
-    big = np.ones(10_000)                   # a call with big arrays compiles at once
+
+
+def test_a_call_with_big_arrays_waits_for_compile_after_ms_too():
+    """A program that runs a few ms in all never pays for capture, however big its arrays."""
+    clock = [0.0]
+
+    def f(x):
+        return x * 2 + 1
+
+    def tick():
+        clock[0] += 0.004
+        return clock[0]
+    eval_frame.set_perf_clock(tick)
+    jitted = pijit.jit(f, jit_config={"compile_after_ms": 10, "perf_statistics": False})
+    big = np.ones(100_000)
+    for _ in range(3):
+        assert_equal_values(jitted(big), f(big))
+    assert pijit.stats(jitted)["compile_count"] == 0 and pijit.stats(jitted)["deferred"] == 3
     assert_equal_values(jitted(big), f(big))
-    assert pijit.stats(jitted)["compile_count"] == 2
+    assert pijit.stats(jitted)["compile_count"] == 1
 
 
 def test_a_small_graph_climbs_from_numpy_to_fused_kernels():
     def chain(x):
         return np.tanh(x * 0.5) * 2 + x * x
     jitted = pijit.jit(chain, jit_config={"promote_after": 4, "perf_statistics": False,
-                                          "compile_after_ms": 0})
+                                          "compile_after_ms": 0, "promote_after_ms": 0,
+                                          "background_compile": False})
     x = np.linspace(-2, 2, 100)
     levels = []
     for _ in range(6):
@@ -183,7 +201,7 @@ def test_an_entry_does_not_keep_what_the_function_read(adaptive):
     import weakref
     jitted = pijit.jit(_Model.forward, jit_config={
         "adaptive": adaptive, "promote_after": 3, "perf_statistics": False,
-        "compile_after_ms": 0})
+        "compile_after_ms": 0, "promote_after_ms": 0, "background_compile": False})
     x = np.linspace(-1, 1, 100)
     model = _Model()
     for _ in range(4 if adaptive else 1):
@@ -195,13 +213,26 @@ def test_an_entry_does_not_keep_what_the_function_read(adaptive):
     assert alive() is None
 
 
-def test_a_big_graph_compiles_fused_at_once():
+def test_a_big_graph_is_promoted_once_its_hits_took_promote_after_ms():
+    """However many elements a graph touches, it runs on the NumPy backend until its calls
+    have cost as much as a C compile may (promote_after_ms), then at jit_level."""
     def chain(x):
         return np.tanh(x * 0.5) * 2 + x * x
-    jitted = pijit.jit(chain, jit_config={"perf_statistics": False})
+    clock = [0.0]
+
+    def tick():
+        clock[0] += 0.002                   # every read: a timed hit lasts 2 ms
+        return clock[0]
+    eval_frame.set_perf_clock(tick)
+    jitted = pijit.jit(chain, jit_config={"perf_statistics": False, "compile_after_ms": 0,
+                                          "promote_after_ms": 5, "background_compile": False})
     x = np.linspace(-2, 2, 1 << 17)
-    assert_equal_values(jitted(x), chain(x))
-    assert pijit.stats(jitted)["entries"][0]["level"] == "O1"
+    levels = []
+    for _ in range(6):
+        assert_equal_values(jitted(x), chain(x))
+        levels.append(pijit.stats(jitted)["entries"][0]["level"])
+    # the compiling call, then hits of 2, 4, 6 ms: promoted before the hit after 6 >= 5
+    assert levels == ["O0"] * 4 + ["O1"] * 2
 
 
 def test_adaptive_off_compiles_at_the_first_call_at_jit_level():

@@ -47,6 +47,10 @@ OPTION_TESTS = {
     "compile_after_ms": [
         "test_adaptive.py::test_a_signature_compiles_once_its_plain_calls_took_compile_after_ms"],
     "promote_after": ["test_adaptive.py::test_a_small_graph_climbs_from_numpy_to_fused_kernels"],
+    "promote_after_ms": [
+        "test_adaptive.py::test_a_big_graph_is_promoted_once_its_hits_took_promote_after_ms"],
+    "background_compile": [
+        "test_compile_policy.py::test_without_background_compile_the_promotion_waits_for_the_compiler"],
     "perf_statistics": ["test_adaptive.py::test_perf_statistics_keeps_the_faster_path"],
     "PERF_STATISTICS_COUNT": ["test_adaptive.py::test_perf_statistics_keeps_the_faster_path"],
     "PERF_STATISTICS_SCALE_10000X": [

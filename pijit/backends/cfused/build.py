@@ -11,9 +11,19 @@ extension module of METH_FASTCALL kernel functions, so calls never cross cffi.
 A build never leaves a compiler running: each runs in a process group of its own, killed at
 PIJIT_BUILD_TIMEOUT or when the call is interrupted (KeyboardInterrupt or any other
 BaseException).
+
+Background builds (`background()`, what an adaptive promotion uses): a module that is
+neither loaded nor in the disk cache is built by a thread of its own (the compiler is a
+subprocess: the thread only waits for it), and load_kernels raises KernelPending at once;
+the caller tries again once `finished(key)`, and then gets the module from this process (or
+KernelBuildFailed). At exit the compilers of builds still running are killed and their
+threads joined (the build folder goes with them; the cache only ever receives a complete
+module, renamed into place); a forked child forgets its parent's builds.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -43,6 +53,92 @@ _forked = False             # this process was made by fork (see _in_forked_chil
 
 class BuildError(Exception):
     pass
+
+
+class KernelPending(BaseException):
+    """Under background(): the kernel module `key` is being built by a thread. A
+    BaseException, so that no fallback on the way (a backend's "build failed: use NumPy")
+    takes it for a failure: the caller keeps what it runs and tries again later."""
+
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+class KernelBuildFailed(BaseException):
+    """Under background(): the background build of a module this process needs failed (the
+    caller keeps what it runs; a build outside background() would try again)."""
+
+
+class _Background:
+    """A background build: its thread, and the exception that ended it (None: built)."""
+
+    def __init__(self, thread):
+        self.thread, self.error = thread, None
+
+
+_mode = threading.local()           # .background: this thread's load_kernels may not wait
+_builds: dict = {}                  # key -> _Background
+_running: set = set()               # compiler processes running (for _stop_builds)
+_stopping = False                   # the interpreter is exiting: start no compiler
+
+
+@contextlib.contextmanager
+def background(on: bool = True):
+    """Within it (when `on`), load_kernels builds a module it does not have in a thread and
+    raises KernelPending (see the module's docstring)."""
+    was = getattr(_mode, "background", False)
+    _mode.background = on
+    try:
+        yield
+    finally:
+        _mode.background = was
+
+
+def finished(key: str) -> bool:
+    """Is no background build of module `key` running (done, failed, or never started)?"""
+    build = _builds.get(key)
+    return build is None or not build.thread.is_alive()
+
+
+def pending_builds() -> int:
+    """Background builds still running."""
+    return sum(1 for b in list(_builds.values()) if b.thread.is_alive())
+
+
+def _in_background(key: str, source: str, cache_dir, openmp: bool):
+    """load_kernels under background(): KernelPending while the thread builds `key`,
+    KernelBuildFailed once it failed; a thread started for it when none ran."""
+    build = _builds.get(key)
+    if build is not None and build.thread.is_alive():
+        raise KernelPending(key)
+    if build is not None and build.error is not None:
+        raise KernelBuildFailed(f"{type(build.error).__name__}: {build.error}")
+    # (a build that ended well whose module is not loaded: forget_loaded; build it again)
+    build = _Background(None)
+
+    def run():
+        try:
+            load_kernels(source, cache_dir, openmp)
+        except BaseException as e:      # noqa: BLE001 - reported to the caller's next try
+            build.error = e
+    build.thread = threading.Thread(target=run, name=f"pijit-build-{key}", daemon=True)
+    _builds[key] = build
+    build.thread.start()
+    raise KernelPending(key)
+
+
+@atexit.register
+def _stop_builds():
+    """At exit: kill the compilers of background builds (their threads then remove their
+    build folders) and wait for those threads, so that no compiler outlives the process."""
+    global _stopping
+    _stopping = True
+    for p in list(_running):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(p.pid, signal.SIGKILL)
+    for build in list(_builds.values()):
+        build.thread.join(timeout=LOCK_MARGIN)
 
 
 @functools.lru_cache(maxsize=None)
@@ -106,6 +202,8 @@ def load_kernels(source: str, cache_dir: str | None = None, openmp: bool = False
     cache = diskcache.directory(cache_dir or config.cache_dir())
     path = os.path.join(cache, name + ".so")
     mod = _from_disk(path, name, warn=True)
+    if mod is None and getattr(_mode, "background", False):
+        _in_background(key, source, cache_dir, openmp)
     if mod is None:
         with diskcache.locked(path, timeout + LOCK_MARGIN):
             mod = _loaded.get(key) or _from_disk(path, name, warn=False)   # built meanwhile?
@@ -146,11 +244,14 @@ def forget_loaded():
 def _in_forked_child():
     """GNU OpenMP is not fork-safe: a child forked after its parent ran a parallel region
     waits forever on the parent's thread pool, which the child does not have. Kernels of a
-    forked child (multiprocessing's default start method on Linux) run on one thread."""
+    forked child (multiprocessing's default start method on Linux) run on one thread. The
+    parent's background builds are not the child's."""
     global _forked
     _forked = True
     for mod in _loaded.values():
         mod.single_thread()
+    _builds.clear()         # their threads are the parent's: a later promotion builds anew
+    _running.clear()
 
 
 os.register_at_fork(after_in_child=_in_forked_child)
@@ -258,8 +359,11 @@ def _run(cmds: list, deadline: float, folder: str) -> str | None:
     procs = []
     try:
         for cmd in cmds:
+            if _stopping:
+                raise BuildError("the interpreter is exiting")
             procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                           text=True, process_group=0, env=env))
+            _running.add(procs[-1])
         errors = []
         for p in procs:
             try:
@@ -274,6 +378,7 @@ def _run(cmds: list, deadline: float, folder: str) -> str | None:
         for p in procs:
             if p.returncode is None:
                 _kill(p)
+            _running.discard(p)
 
 
 def _kill(p: subprocess.Popen):

@@ -152,11 +152,30 @@ def locked(module: str, wait: float):
     fd = _lock(path, time.monotonic() + wait)
     if fd == -1:
         log.warning("kernel cache: %s still held after %.0f s; building unlocked", path, wait)
+    if fd >= 0:
+        _held.add(fd)
     try:
         yield
     finally:
         if fd >= 0:
+            _held.discard(fd)
             os.close(fd)        # releases the flock
+
+
+_held: set = set()          # descriptors of the locks this process holds
+
+
+def _release_in_child():
+    """A child forked while a build (a background one: another thread) held a lock would
+    hold it too, as long as it lives: the child closes its copies (the parent's build still
+    holds the lock, and releases it when done)."""
+    for fd in _held:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _held.clear()
+
+
+os.register_at_fork(after_in_child=_release_in_child)
 
 
 def _lock(path: str, deadline: float) -> int:

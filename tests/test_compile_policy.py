@@ -1,0 +1,212 @@
+"""When pijit pays for capture and for the C compiler (adaptive): scalar arguments that varied
+while a signature was not hot are captured dynamic at once, time spent compiling inside a
+plain run does not make its caller hot, and a promotion whose kernels are not in the disk
+cache compiles them in the background while the entry keeps running on the NumPy backend.
+Decisions are asserted on a fake clock and on counters, never on timings; every result is
+compared with plain Python's."""
+import logging
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import pijit
+from differential import assert_equal_values
+from pijit import eval_frame
+from pijit.backends.cfused import build as kernel_build
+
+
+@pytest.fixture(autouse=True)
+def adaptive(monkeypatch, tmp_path):
+    """Adaptive on (the suite compiles at the first call), and a kernel cache of this test's
+    own: its kernels are never on disk before it runs."""
+    monkeypatch.delenv("PIJIT_ADAPTIVE")
+    monkeypatch.setenv("PIJIT_CACHE_DIR", str(tmp_path / "kernels"))
+    yield
+    eval_frame.set_perf_clock(None)
+    for build in list(kernel_build._builds.values()):
+        build.thread.join()
+
+
+class Tick:
+    """Every read of the clock advances it by `step` seconds: a timed run lasts `step`."""
+
+    def __init__(self, step):
+        self.now, self.step = 0.0, step
+
+    def __call__(self):
+        self.now += self.step
+        return self.now
+
+
+def jit(fn, **config):
+    """pijit.jit(fn) with these options, with no entry left from another test (the code
+    object, and with it its entries, outlives one test)."""
+    jitted = pijit.jit(fn, jit_config=config)
+    pijit.reset(jitted)
+    return jitted
+
+
+def compiles(fn):
+    return pijit.stats(fn)["compile_count"]
+
+
+def scale_by(x, n):
+    return x * n + n
+
+
+def test_a_scalar_that_varied_while_not_hot_is_captured_dynamic():
+    """n took several values in the plain runs: the first entry leaves it dynamic, so later
+    values hit it (it used to specialise on the value of the call that became hot, then
+    recompile at the next one)."""
+    eval_frame.set_perf_clock(Tick(0.004))
+    jitted = jit(scale_by, **{"compile_after_ms": 10, "perf_statistics": False,
+                                             "jit_level": "O0"})
+    x = np.linspace(0.0, 1.0, 50)
+    for n in range(1, 8):
+        assert_equal_values(jitted(x, n), scale_by(x, n))
+    assert pijit.stats(jitted)["deferred"] == 3
+    assert compiles(jitted) == 1 and len(pijit.stats(jitted)["entries"]) == 1
+
+
+def test_a_scalar_that_stayed_the_same_is_still_specialised():
+    """The rule's other side: a value that never changed while not hot is a constant of the
+    entry (a shape or a branch may depend on it): another value misses it."""
+    eval_frame.set_perf_clock(Tick(0.004))
+    jitted = jit(scale_by, compile_after_ms=10, perf_statistics=False, jit_level="O0")
+    x = np.linspace(0.0, 1.0, 50)
+    for n in (3, 3, 3, 3, 4):
+        assert_equal_values(jitted(x, n), scale_by(x, n))
+    assert compiles(jitted) == 1 and pijit.stats(jitted)["deferred"] == 4
+
+
+def test_varied_scalars_are_seen_on_the_hooks_path_too():
+    """Calls passing keywords (which the Wrapper leaves to the hook) note their values the
+    same way."""
+    eval_frame.set_perf_clock(Tick(0.004))
+    jitted = jit(scale_by, compile_after_ms=10, perf_statistics=False, jit_level="O0")
+    x = np.linspace(0.0, 1.0, 50)
+    for n in range(1, 8):
+        assert_equal_values(jitted(x, n=n), scale_by(x, n=n))
+    assert compiles(jitted) == 1 and pijit.stats(jitted)["deferred"] == 3
+
+
+def test_time_spent_compiling_inside_a_plain_run_does_not_make_its_caller_hot():
+    """outer's first plain run compiles inner (4 ms on this clock of its 12): only the 8 ms
+    of its own count, so outer is hot at its third call, not its second."""
+    inner = jit(scale_by, **{"compile_after_ms": 0, "promote_after": 0,
+                                            "promote_after_ms": 0, "perf_statistics": False,
+                                            "jit_level": "O0"})
+
+    def outer(x):
+        return inner(x, 2) - 1
+    jitted = jit(outer, **{"compile_after_ms": 10, "perf_statistics": False,
+                                          "jit_level": "O0"})
+    eval_frame.set_perf_clock(Tick(0.004))
+    x = np.linspace(0.0, 1.0, 50)
+    for calls in (1, 2):
+        assert_equal_values(jitted(x), outer(x))
+        assert compiles(jitted) == 0, calls
+    assert compiles(inner) == 1
+    assert_equal_values(jitted(x), outer(x))
+    assert compiles(jitted) == 1
+
+
+def chain(x):
+    return np.tanh(x * 0.5) * 2 + x * x
+
+
+def levels_until_promoted(jitted, x, calls):
+    """Calls jitted(x) `calls` times, each result compared with plain Python's; -> the
+    entry's level after each call."""
+    levels = []
+    for _ in range(calls):
+        assert_equal_values(jitted(x), chain(x))
+        levels.append(pijit.stats(jitted)["entries"][0]["level"])
+    return levels
+
+
+def test_a_promotion_compiles_in_the_background_and_switches_when_built(caplog):
+    """The kernels are not on disk: the promotion starts their build and returns at once;
+    the entry runs on the NumPy backend meanwhile (bit-identical results), and the first
+    check after the build ended switches it to the fused kernels."""
+    jitted = jit(chain, **{"compile_after_ms": 0, "promote_after_ms": 0,
+                                          "perf_statistics": False})
+    x = np.linspace(-2, 2, 1000)
+    with caplog.at_level(logging.INFO, logger="pijit.perf"):
+        before = levels_until_promoted(jitted, x, 3)
+        assert kernel_build.pending_builds() + sum(
+            1 for b in kernel_build._builds.values() if b.error is None) >= 1
+        for build in list(kernel_build._builds.values()):
+            build.thread.join()
+        after = levels_until_promoted(jitted, x, 8)
+    assert before == ["O0"] * 3
+    assert after[-1] == "O1" and after.count("O0") <= 4       # checks at hits 1, 2, 4, 8 apart
+    assert "in the background" in caplog.text and "promoted to O1" in caplog.text
+
+
+def test_a_failing_background_build_keeps_the_numpy_entry_and_says_so(monkeypatch, caplog):
+    monkeypatch.setenv("CC", "false")           # a compiler that always fails
+    jitted = jit(chain, **{"compile_after_ms": 0, "promote_after_ms": 0,
+                                          "perf_statistics": False})
+    x = np.linspace(-2, 2, 1000)
+    with caplog.at_level(logging.INFO, logger="pijit.perf"):
+        levels_until_promoted(jitted, x, 2)
+        for build in list(kernel_build._builds.values()):
+            build.thread.join()
+        levels = levels_until_promoted(jitted, x, 8)
+    assert levels == ["O0"] * 8
+    assert "background build of its kernels failed" in caplog.text
+
+
+def test_without_background_compile_the_promotion_waits_for_the_compiler():
+    jitted = jit(chain, **{"compile_after_ms": 0, "promote_after_ms": 0,
+                                          "perf_statistics": False,
+                                          "background_compile": False})
+    x = np.linspace(-2, 2, 1000)
+    assert levels_until_promoted(jitted, x, 2) == ["O0", "O1"]
+    assert kernel_build.pending_builds() == 0
+
+
+def test_adaptive_off_compiles_at_once_and_synchronously():
+    builds = len(kernel_build._builds)
+    jitted = jit(chain, **{"adaptive": False})
+    x = np.linspace(-2, 2, 1000)
+    assert levels_until_promoted(jitted, x, 1) == ["O1"]
+    assert len(kernel_build._builds) == builds
+
+
+def test_a_build_running_at_exit_is_stopped_and_leaves_nothing(tmp_path):
+    """A process that exits while its background build runs kills the compiler (no process
+    outlives it) and leaves no module, half-written or not, in the cache."""
+    slow_cc = tmp_path / "slow-cc"
+    pid_file = tmp_path / "cc.pid"
+    slow_cc.write_text(f'#!/bin/sh\n[ "$1" = --version ] && exec gcc --version\n'
+                       f'echo $$ >> {pid_file}\nsleep 60\nexec gcc "$@"\n')
+    slow_cc.chmod(0o755)
+    cache = tmp_path / "cache"
+    script = textwrap.dedent("""
+        import numpy as np, pijit
+        from pijit.backends.cfused import build
+        def chain(x):
+            return np.tanh(x * 0.5) * 2 + x * x
+        j = pijit.jit(chain, jit_config={"compile_after_ms": 0, "promote_after_ms": 0,
+                                         "perf_statistics": False})
+        x = np.linspace(-2, 2, 1000)
+        for _ in range(3):
+            assert np.array_equal(j(x), chain(x))
+        assert build.pending_builds() == 1
+        import time
+        while not build._running:       # the compiler has started
+            time.sleep(0.01)
+    """)
+    env = dict(os.environ, CC=str(slow_cc), PIJIT_CACHE_DIR=str(cache))
+    env.pop("PIJIT_ADAPTIVE", None)
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120)
+    for pid in pid_file.read_text().split():
+        assert not os.path.exists(f"/proc/{pid}"), f"compiler {pid} outlived the process"
+    left = [p.name for p in cache.rglob("*") if p.suffix in (".so", ".c", ".o")]
+    assert left == []

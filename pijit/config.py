@@ -162,7 +162,7 @@ OPTIONS = (
            "plain side) runs outside the hook, as if no jitted call were in progress: its own "
            "calls are inlined by CPython and unjitted code it calls is not seen by the hook "
            "(jitted functions it calls enter it again through their wrappers). Capture itself "
-           "gives up on a call with no array among its arguments once it has walked 10 ms without "
+           "gives up on a call with no array among its arguments once it has walked 3 ms without "
            "finding array work: that signature runs as plain Python (an entry guarded by the "
            "argument types), since capturing pure Python to the end (every unrolled iteration and "
            "inlined call) cost up to seconds for nothing to fuse. False: every signature compiles "

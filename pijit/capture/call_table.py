@@ -136,9 +136,12 @@ def runs_python_code(obj) -> bool:
 def random_generator(target):
     """The np.random.Generator or RandomState a bound draw method (np.random.normal,
     rng.integers) advances, else None."""
+    random = sys.modules.get("numpy.random")
+    if random is None:      # not imported yet (np.random's first touch imports it: 12 ms)
+        return None
     owner = getattr(target, "__self__", None)
     name = getattr(target, "__name__", "_")
-    if isinstance(owner, (np.random.Generator, np.random.RandomState)) and \
+    if isinstance(owner, (random.Generator, random.RandomState)) and \
             not name.startswith("_") and name not in _NOT_DRAWS:
         return owner
     return None

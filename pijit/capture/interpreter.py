@@ -232,7 +232,7 @@ class FrameCapture:
             if pc == until:
                 return
             steps += 1
-            if steps % 128 == 0 and self.pure_deadline is not None:
+            if steps % 32 == 0 and self.pure_deadline is not None:
                 self._give_up_if_pure()
             if steps > MAX_STEPS or pc >= len(instrs):
                 raise self._at(GraphBreak(Reason.CONTROL_FLOW, "walked off the end of the code"), pc)
@@ -409,7 +409,11 @@ def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:
 
 # Seconds of capture (retries included) after which a call whose arguments hold no array
 # and whose graph so far has no array work is left to plain Python (CaptureAbandoned).
-PURE_CAPTURE_S = 0.01
+# A signature is captured once its plain calls took compile_after_ms (20 ms): a pure-Python
+# program of a few such functions paid 10 ms of capture each for nothing (mandelbrot_python:
+# two of them, 0.5x plain over five runs), while code with array work shows it within the
+# first hundreds of instructions it walks.
+PURE_CAPTURE_S = 0.003
 
 
 def _holds_ndarray(obj, depth=2) -> bool:

@@ -262,3 +262,16 @@ def test_a_first_call_with_big_arrays_runs_plain_on_the_wrappers_path():
     assert_equal_values(jitted(big, 2.0), scale(big, 2.0))
     stats = pijit.stats(jitted)
     assert stats["compile_count"] == 0 and stats["deferred"] == 1
+
+
+def test_capture_leaves_numpy_random_unimported():
+    """np.random is imported lazily (12 ms): capturing calls that draw nothing must not be
+    what imports it."""
+    code = ("import sys, numpy, pijit\n"
+            "def g(x): return max(x, 1) + len([x])\n"
+            "f = pijit.jit(lambda x: x * 2 + g(3), jit_config={'adaptive': False})\n"
+            "f(numpy.ones(3))\n"
+            "print('numpy.random' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "False", out

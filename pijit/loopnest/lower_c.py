@@ -12,6 +12,8 @@ with -ffp-contract=off; no vectorization, so no libmvec), math functions by libm
 """
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from pijit.loopnest import (bounds, calls, cse, exit_checks, float_checks, forward,
@@ -33,6 +35,13 @@ HELPERS = r"""
 #define PJ_BAIL(k) goto bail_##k
 #define PJ_I53(x) ((x) > 9007199254740992LL || (x) < -9007199254740992LL)
 #define PJ_I24(x) ((x) > 16777216LL || (x) < -16777216LL)
+/* a double of these bits (a NaN constant with its sign and payload) */
+static inline double pj_f64_bits(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
 /* Python's (and NumPy's) floor division and modulo of doubles (CPython's float_divmod) */
 static inline double pj_fmod(double vx, double wx)
 {
@@ -238,9 +247,11 @@ class NestKernel:
     def val(self, x) -> str:
         if isinstance(x, Const):
             if x.type is T.FLOAT:
+                if np.isnan(x.value):       # its sign and payload kept: C's NAN has neither
+                    bits = struct.unpack("<Q", struct.pack("<d", x.value))[0]
+                    return f"pj_f64_bits({bits:#x}ULL)"
                 return f"({float(x.value).hex()})" if np.isfinite(x.value) else \
-                    ("(INFINITY)" if x.value > 0 else "(-INFINITY)") if np.isinf(x.value) \
-                    else "(NAN)"
+                    ("(INFINITY)" if x.value > 0 else "(-INFINITY)")
             if x.type is T.BOOL:
                 return str(int(x.value))
             return f"INT64_C({int(x.value)})" if x.value != -2**63 else "INT64_MIN"

@@ -163,6 +163,52 @@ def test_a_loop_out_of_bounds_raises_where_python_does(level, bounds, resumes):
     same(shifted, a, np.zeros(10), *bounds, level=level)
 
 
+def unit_gates(kernel) -> set:
+    """The arrays a versioned loop's entry checks for unit strides (bounds.py)."""
+    return {c[2] for g in gates(kernel) for c in g.term[1] if c[0] == ("unit",)}
+
+
+STRIDED = {
+    "contiguous": lambda: (np.arange(10.0), np.zeros(10)),
+    "column": lambda: (np.arange(30.0).reshape(10, 3)[:, 1], np.zeros((10, 2))[:, 0]),
+    "every other": lambda: (np.arange(20.0)[::2], np.zeros(20)[1::2]),
+    "reversed": lambda: (np.arange(10.0)[::-1], np.zeros(10)[::-1]),
+    "F order": lambda: (np.asfortranarray(np.arange(20.0).reshape(10, 2))[:, 0],
+                        np.zeros(10)),
+}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("layout", sorted(STRIDED))
+def test_unit_strides_are_checked_at_the_loops_entry(level, layout, resumes, kernels):
+    # the unchecked copy addresses the last axis by the itemsize: an array of another
+    # stride runs the checked copy, in C (no hand-over), with plain Python's values
+    a, out = STRIDED[layout]()
+    same(shifted, a, out, 1, 10, 1, level=level)
+    if level == "O1":
+        assert resumes == []
+        (k,) = kernels
+        assert unit_gates(k) == {"a_a", "a_out"}
+
+
+def rows_and_columns(A, B):
+    s = 0.0
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            s += A[i, j] * B[j, i]
+    return s
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("order", ["CC", "CF", "FF"])
+def test_unit_strides_of_2d_arrays(level, order, resumes):
+    A = np.arange(12.0).reshape(3, 4)
+    B = np.arange(12.0).reshape(4, 3) * 0.5
+    A, B = (np.asfortranarray(x) if o == "F" else x for x, o in zip((A, B), order))
+    same(rows_and_columns, A, B, level=level, breaks=1)
+    assert level == "O0" or resumes == []
+
+
 def rows(A, out, r):
     for i in range(A.shape[0]):
         for j in range(1, A.shape[1]):

@@ -134,7 +134,8 @@ class Loop:
 
 def _checks(loop: Loop, arrays: dict) -> tuple:
     """({(block, op index)} of the accesses provably in bounds, the checks proving them:
-    (base, c, array, axis))."""
+    (base, c, array, axis), and (("unit",), 0, array, last axis) for each array accessed:
+    its last axis' stride is its itemsize, so the copy's addresses use a constant)."""
     proven, checks = set(), set()
     for k in loop.body:
         for j, op in enumerate(loop.blocks[k].ops):
@@ -146,6 +147,7 @@ def _checks(loop: Loop, arrays: dict) -> tuple:
                 continue
             proven.add((k, j))
             checks.update((base, c, op.args[0], axis) for axis, (base, c) in enumerate(forms))
+            checks.add((("unit",), 0, op.args[0], ndim - 1))
     return proven, tuple(sorted(checks, key=str))
 
 

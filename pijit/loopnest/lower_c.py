@@ -325,7 +325,12 @@ class NestKernel:
                 if op.checked:
                     out += [f"    if (i{j} < 0) i{j} += n_{arr}_{j};",
                             f"    if ((uint64_t)i{j} >= (uint64_t)n_{arr}_{j}) {bail}"]
-                offs.append(f"i{j} * s_{arr}_{j}")
+                if not op.checked and j == ndim - 1:
+                    # a versioned loop's copy: its entry checked this axis' stride is the
+                    # itemsize (bounds.py), a constant gcc folds into the address
+                    offs.append(f"i{j} * (npy_intp)sizeof({ctype(dtype)})")
+                else:
+                    offs.append(f"i{j} * s_{arr}_{j}")
             ptr = f"(({ctype(dtype)} *)(d_{arr} + {' + '.join(offs) or '0'}))"
             fw = op.reuse if op.reuse and op.reuse[0] == "fw" else None
             if k == "load":
@@ -371,7 +376,10 @@ class NestKernel:
 
     def bound_check(self, base, c, arr, axis) -> str:
         """C condition: base + c is in [0, n) on axis of arr (for every element a range
-        iterator has left)."""
+        iterator has left); for base ("unit",): arr's last axis has a stride of its
+        itemsize."""
+        if base == ("unit",):
+            return f"s_{arr}_{axis} == (npy_intp)sizeof({ctype(self.nest.arrays[arr][0])})"
         n = f"n_{arr}_{axis}"
         if base[0] == "iter":
             it = "v_" + base[1]
@@ -674,12 +682,18 @@ class NestKernel:
                 L.append(f"    if ({cond}) goto b{t[2]}; else goto b{t[3]};")
             elif t[0] == "foriter":
                 it = "v_" + t[1]
-                # the advance stays checked even where ranges.advances proves it cannot
-                # overflow: without the check gcc laid running_argmax's loop out 2x slower
-                L += [f"    if ({self.foriter_test(t[1])}) {{", "        int64_t nx;",
-                      f"        if (__builtin_add_overflow({it}_cur, {it}_step, &nx))",
-                      f"            PJ_BAIL({resume});",
-                      f"        v_{t[2]} = {it}_cur; {it}_cur = nx;",
+                # an advance ranges.py proves within int64 is unchecked (that once laid
+                # running_argmax out 2x slower: enumerate's counter was a second induction
+                # variable gcc related to the iterator through this check; recognise.py
+                # now makes it the iterator's index)
+                L += [f"    if ({self.foriter_test(t[1])}) {{"]
+                if self.ranges.advances(t[1], t[2]):
+                    L.append(f"        int64_t nx = {it}_cur + {it}_step;")
+                else:
+                    L += ["        int64_t nx;",
+                          f"        if (__builtin_add_overflow({it}_cur, {it}_step, &nx))",
+                          f"            PJ_BAIL({resume});"]
+                L += [f"        v_{t[2]} = {it}_cur; {it}_cur = nx;",
                       f"        goto b{t[3]};",
                       f"    }}",
                       f"    goto b{t[4]};"]

@@ -9,6 +9,7 @@ with the number of its block, which boxes every variable and calls the nest's Py
 (lower_py.py) from that block: plain Python then does that operation and the rest.
 Floats are computed in Python's order, one rounding per operation (the module is compiled
 with -ffp-contract=off; no vectorization, so no libmvec), math functions by libm as CPython.
+Loops are unrolled (gcc's unroll-loops: the same operations in the same order).
 """
 from __future__ import annotations
 
@@ -624,7 +625,13 @@ class NestKernel:
     # -- the function ------------------------------------------------------------------------
     def function(self) -> str:
         nest = self.nest
-        L = ["static PyObject *__attribute__((optimize(\"no-tree-vectorize\")))",
+        # unroll-loops: gcc -O3 does not unroll by default; a nest's innermost loops are
+        # short bodies whose compare, advance and jump per iteration then cost less
+        # (forward_subst 40 -> 33 us, iir_filter 417 -> 324, csr_matvec 237 -> 202,
+        # mandelbrot 727 -> 616, gauss_seidel 46 -> 40; lcs_table unchanged; its gcc
+        # time grows 0-40%, paid once per kernel on disk)
+        L = ["static PyObject *__attribute__((optimize(\"no-tree-vectorize\", "
+             "\"unroll-loops\")))",
              "pj_body(int gk, PyObject *const *args, Py_ssize_t nargs)", "{",
              "    int blk = -1;", "    Py_ssize_t k;", "    PyObject *res = NULL;",
              f"    PyObject *vec[{1 + len(nest.arrays) + len(nest.variables())}];"]

@@ -127,7 +127,7 @@ def convert(blocks: list, types: dict) -> list:
 
 def on_data(blocks: list) -> set:
     """The variables whose value may depend on array data (an element loaded, a slice's dot
-    or sum, a call's result), through any chain of assignments."""
+    or sum, a call's result but a truth test's), through any chain of assignments."""
     data, changed = set(), True
     while changed:
         changed = False
@@ -135,8 +135,9 @@ def on_data(blocks: list) -> set:
             for op in b.ops:
                 if op.dst is None or op.dst in data:
                     continue
-                if op.kind in ("load", "vdot", "vsum", "call") or any(
-                        isinstance(x, str) and x in data for x in op.args):
+                source = op.kind in ("load", "vdot", "vsum") or \
+                    op.kind == "call" and op.domain[:1] != ("truth",)
+                if source or any(isinstance(x, str) and x in data for x in op.args):
                     data.add(op.dst)
                     changed = True
     return data

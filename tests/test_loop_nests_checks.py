@@ -138,9 +138,11 @@ def test_an_in_range_loop_runs_unchecked(level, resumes, kernels):
     if level == "O1":
         assert resumes == []
         (k,) = kernels
-        assert len(gates(k)) == 1
-        assert len(ops_of(k, "load", checked=False)) == 2
-        assert len(ops_of(k, "store", checked=False)) == 1
+        # an innermost loop: two unchecked copies, the second for unit strides
+        assert len(gates(k)) == 2
+        assert len(ops_of(k, "load", checked=False)) == 4
+        assert len(ops_of(k, "store", checked=False)) == 2
+        assert sum(op.unit for op in ops_of(k, "load", checked=False)) == 2
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -189,6 +191,9 @@ def test_unit_strides_are_checked_at_the_loops_entry(level, layout, resumes, ker
         assert resumes == []
         (k,) = kernels
         assert unit_gates(k) == {"a_a", "a_out"}
+        # and a copy for other strides, unchecked too (they ran 2x slower checked)
+        unchecked = ops_of(k, "load", checked=False)
+        assert {op.unit for op in unchecked} == {True, False}
 
 
 def rows_and_columns(A, B):
@@ -267,9 +272,10 @@ def test_nested_and_zipped_loops(level, resumes, kernels):
     if level == "O1":
         assert resumes.count(-1) == 0
         lcs_kernel, zip_kernel = kernels[0], kernels[1]
-        # the inner loop's loads and stores, the element loads of zip
-        assert len(ops_of(lcs_kernel, "load", checked=False)) == 5
-        assert len(ops_of(zip_kernel, "load", checked=False)) == 2
+        # the inner loop's loads and stores, the element loads of zip (innermost loops: in
+        # two unchecked copies, the second addressing by the itemsize)
+        assert len(ops_of(lcs_kernel, "load", checked=False)) == 10
+        assert len(ops_of(zip_kernel, "load", checked=False)) == 4
 
 
 def nested_copy(A, out, m):
@@ -288,4 +294,4 @@ def test_an_inner_range_is_checked_at_the_inner_loops_entry(level, m, resumes, k
     same(nested_copy, A, np.zeros((4, 3)), m, level=level)
     if level == "O1":
         (k,) = kernels
-        assert len(gates(k)) == 1
+        assert len(gates(k)) == 2           # the inner loop's two unchecked copies

@@ -326,9 +326,9 @@ class NestKernel:
                 if op.checked:
                     out += [f"    if (i{j} < 0) i{j} += n_{arr}_{j};",
                             f"    if ((uint64_t)i{j} >= (uint64_t)n_{arr}_{j}) {bail}"]
-                if not op.checked and j == ndim - 1:
-                    # a versioned loop's copy: its entry checked this axis' stride is the
-                    # itemsize (bounds.py), a constant gcc folds into the address
+                if op.unit and j == ndim - 1:
+                    # a versioned loop's unit-stride copy: its entry checked this axis'
+                    # stride is the itemsize (bounds.py), a constant gcc folds into the address
                     offs.append(f"i{j} * (npy_intp)sizeof({ctype(dtype)})")
                 else:
                     offs.append(f"i{j} * s_{arr}_{j}")

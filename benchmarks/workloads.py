@@ -657,6 +657,16 @@ def route_length(lat, lon):
     return total
 
 
+def syrk_rows(A):
+    """The lower triangle of A @ A.T, one dot of rows per element."""
+    n = A.shape[0]
+    C = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1):
+            C[i, j] = A[i, :] @ A[j, :]
+    return C
+
+
 def _make_lu(size, rng):
     return [(rng.random((size, size)) + size * np.eye(size),)]     # no pivoting needed
 
@@ -865,6 +875,10 @@ WORKLOADS += [
     W("gauss_seidel", gauss_seidel, _make_gs,
       {"tiny": (6, 2), "quick": (100, 10), "full": (300, 10)},
       "Gauss-Seidel sweeps over a dense diagonally dominant system", tags=(LOOPS,)),
+    W("syrk_rows", syrk_rows, _arrays(1),
+      {"tiny": (6, 4), "quick": (120, 64), "full": (400, 200)},
+      "symmetric rank-k update by rows: C[i, j] = A[i, :] @ A[j, :] over j <= i",
+      tags=(LOOPS,)),
     W("route_length", route_length, _make_route,
       {"tiny": 20, "quick": 10_000, "full": 100_000},
       "length of a route: a haversine helper (np.sin/cos/arcsin/sqrt) per leg",

@@ -565,6 +565,46 @@ def test_an_infinite_constant(level, resumes):
     assert level == "O0" or resumes
 
 
+NEG_NAN = -math.nan                  # a NaN whose sign bit is set
+
+
+def nan_constants(a):
+    out = np.empty((a.shape[0], 4))
+    for i in range(a.shape[0]):
+        out[i, 0] = a[i] if a[i] < 0.5 else math.nan
+        out[i, 1] = a[i] if a[i] < 0.5 else np.nan
+        out[i, 2] = a[i] if a[i] < 0.5 else NEG_NAN
+        out[i, 3] = -np.inf
+    return out
+
+
+def nan_constant_handed_over(a):
+    out = np.zeros(a.shape[0])
+    for i in range(a.shape[0]):
+        out[i + 1] = NEG_NAN            # out of bounds at the last i: Python stores it
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_nan_constants(level, resumes, built):
+    # NaN constants of math, NumPy and a global, sign bits kept (compared bit for bit): C's NAN
+    # and Python's repr `nan` (a name in the nest's Python form) keep neither
+    a = np.array([0.25, 0.75, 0.5, 0.0])
+    compiled(nan_constants, a, level=level, resumes=resumes, built=built)
+    jitted = pijit.jit(nan_constants, jit_config={"jit_level": level})
+    pijit.reset(jitted)
+    for _ in range(3):
+        jitted(a)
+    assert pijit.code_info(jitted)["compile_count"] == 1, "a NaN guard never holds"
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_nan_constant_in_the_python_form(level, resumes):
+    # the kernel hands the last store over (IndexError): the Python form runs the constant
+    same(nan_constant_handed_over, np.arange(3.0), level=level)
+    assert level == "O0" or resumes
+
+
 # -- the workloads ------------------------------------------------------------------------------
 @pytest.mark.parametrize("level", LEVELS)
 def test_workloads(level, resumes, built):

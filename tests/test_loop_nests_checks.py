@@ -138,9 +138,11 @@ def test_an_in_range_loop_runs_unchecked(level, resumes, kernels):
     if level == "O1":
         assert resumes == []
         (k,) = kernels
-        assert len(gates(k)) == 1
-        assert len(ops_of(k, "load", checked=False)) == 2
-        assert len(ops_of(k, "store", checked=False)) == 1
+        # an innermost loop: two unchecked copies, the second for unit strides
+        assert len(gates(k)) == 2
+        assert len(ops_of(k, "load", checked=False)) == 4
+        assert len(ops_of(k, "store", checked=False)) == 2
+        assert sum(op.unit for op in ops_of(k, "load", checked=False)) == 2
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -161,6 +163,55 @@ def test_an_in_range_loop_runs_unchecked(level, resumes, kernels):
 def test_a_loop_out_of_bounds_raises_where_python_does(level, bounds, resumes):
     a = np.arange(11.0)[:10]
     same(shifted, a, np.zeros(10), *bounds, level=level)
+
+
+def unit_gates(kernel) -> set:
+    """The arrays a versioned loop's entry checks for unit strides (bounds.py)."""
+    return {c[2] for g in gates(kernel) for c in g.term[1] if c[0] == ("unit",)}
+
+
+STRIDED = {
+    "contiguous": lambda: (np.arange(10.0), np.zeros(10)),
+    "column": lambda: (np.arange(30.0).reshape(10, 3)[:, 1], np.zeros((10, 2))[:, 0]),
+    "every other": lambda: (np.arange(20.0)[::2], np.zeros(20)[1::2]),
+    "reversed": lambda: (np.arange(10.0)[::-1], np.zeros(10)[::-1]),
+    "F order": lambda: (np.asfortranarray(np.arange(20.0).reshape(10, 2))[:, 0],
+                        np.zeros(10)),
+}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("layout", sorted(STRIDED))
+def test_unit_strides_are_checked_at_the_loops_entry(level, layout, resumes, kernels):
+    # the unchecked copy addresses the last axis by the itemsize: an array of another
+    # stride runs the checked copy, in C (no hand-over), with plain Python's values
+    a, out = STRIDED[layout]()
+    same(shifted, a, out, 1, 10, 1, level=level)
+    if level == "O1":
+        assert resumes == []
+        (k,) = kernels
+        assert unit_gates(k) == {"a_a", "a_out"}
+        # and a copy for other strides, unchecked too (they ran 2x slower checked)
+        unchecked = ops_of(k, "load", checked=False)
+        assert {op.unit for op in unchecked} == {True, False}
+
+
+def rows_and_columns(A, B):
+    s = 0.0
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            s += A[i, j] * B[j, i]
+    return s
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("order", ["CC", "CF", "FF"])
+def test_unit_strides_of_2d_arrays(level, order, resumes):
+    A = np.arange(12.0).reshape(3, 4)
+    B = np.arange(12.0).reshape(4, 3) * 0.5
+    A, B = (np.asfortranarray(x) if o == "F" else x for x, o in zip((A, B), order))
+    same(rows_and_columns, A, B, level=level, breaks=1)
+    assert level == "O0" or resumes == []
 
 
 def rows(A, out, r):
@@ -221,9 +272,10 @@ def test_nested_and_zipped_loops(level, resumes, kernels):
     if level == "O1":
         assert resumes.count(-1) == 0
         lcs_kernel, zip_kernel = kernels[0], kernels[1]
-        # the inner loop's loads and stores, the element loads of zip
-        assert len(ops_of(lcs_kernel, "load", checked=False)) == 5
-        assert len(ops_of(zip_kernel, "load", checked=False)) == 2
+        # the inner loop's loads and stores, the element loads of zip (innermost loops: in
+        # two unchecked copies, the second addressing by the itemsize)
+        assert len(ops_of(lcs_kernel, "load", checked=False)) == 10
+        assert len(ops_of(zip_kernel, "load", checked=False)) == 4
 
 
 def nested_copy(A, out, m):
@@ -242,4 +294,4 @@ def test_an_inner_range_is_checked_at_the_inner_loops_entry(level, m, resumes, k
     same(nested_copy, A, np.zeros((4, 3)), m, level=level)
     if level == "O1":
         (k,) = kernels
-        assert len(gates(k)) == 1
+        assert len(gates(k)) == 2           # the inner loop's two unchecked copies

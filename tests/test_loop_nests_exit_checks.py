@@ -143,6 +143,54 @@ def test_near_misses_keep_their_checks(level, resumes, kernels):
             assert not exit_checks(k)
 
 
+def skipping_the_diagonal(A, x):
+    out = np.zeros(A.shape[0])
+    for i in range(A.shape[0]):
+        s = x[i] * 1.0
+        for j in range(A.shape[1]):
+            if j != i:                  # an index branch: it stays one (ifconvert.py)
+                s -= A[i, j] * x[j]
+        out[i] = s
+    return out
+
+
+def counting_on_the_side(a, out):
+    s = a[0] * 0.0
+    for j in range(a.shape[0]):
+        if j % 3 == 1:
+            out[0] += 1.0               # a store on one side: running again would repeat it
+        else:
+            s = s + a[j]
+    return s, out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("where", [None, (2, 0), (2, 5), (5, 4)])
+def test_a_branch_skipping_the_sum_checks_it_at_the_exit(level, where, resumes, kernels):
+    # s -= ... on one side of an index branch: the other side leaves s as it was, so a
+    # finite s at the exit still means no iteration overflowed (gauss_seidel's inner loop)
+    rng = np.random.default_rng(4)
+    A, x = rng.random((6, 130)), rng.random(130)
+    if where is not None:
+        A[where] = -1e308
+        x[where[1]] = 1e10
+    same(skipping_the_diagonal, A, x, level=level)
+    if level == "O1":
+        assert (resumes == []) == (where is None)
+        (k,) = kernels
+        assert exit_checks(k)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_branch_storing_keeps_its_checks(level, resumes, kernels):
+    same(counting_on_the_side, padded([1.0, 2.0, 1e308, 1e308, 3.0]), np.zeros(1),
+         level=level)
+    if level == "O1":
+        assert resumes
+        (k,) = kernels
+        assert not exit_checks(k)
+
+
 def sum_and_double_rows(x, A):
     s = x[0] * 0.0
     for i in range(x.shape[0]):

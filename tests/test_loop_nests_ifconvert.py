@@ -43,6 +43,36 @@ def test_a_branch_on_data_runs_both_sides(level, resumes, kernels):
         assert selects(k)
 
 
+def off_diagonal(A, out):
+    for i in range(A.shape[0]):
+        s = A[i, 0] * 0.0
+        for j in range(A.shape[1]):
+            if i != j:                  # indices only: a branch the predictor gets right
+                s = s + A[i, j]
+            else:
+                s = s * 0.5
+        out[i] = s
+    return out
+
+
+def alternating(a, out):
+    for i in range(a.shape[0]):
+        if i % 2:                       # a truth test of an index: no data either
+            out[i] = a[i] * 2.0
+        else:
+            out[i] = a[i]
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_branch_on_indices_stays_a_branch(level, resumes, kernels):
+    same(off_diagonal, np.arange(20.0).reshape(4, 5), np.zeros(4), level=level)
+    same(alternating, np.arange(130.0), np.zeros(130), level=level)
+    if level == "O1":
+        assert resumes == []
+        assert len(kernels) == 2 and not any(selects(k) for k in kernels)
+
+
 @pytest.mark.parametrize("level", LEVELS)
 def test_the_benchmark_loops(level, resumes, kernels):
     rng = np.random.default_rng(3)

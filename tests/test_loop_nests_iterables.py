@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import pijit
+from pijit.loopnest import node as nest_node
 from tests.differential import assert_same
 from tests.test_loop_nests import LEVELS, compiled, resumes, same  # noqa: F401 (a fixture)
 
@@ -101,6 +102,50 @@ def enumerated_range(n, out):
 def test_enumerate_of_a_range(level, resumes):
     compiled(enumerated_range, 12, np.zeros(6, np.int64), level=level, resumes=resumes)
     compiled(enumerated_range, 3, np.zeros(6, np.int64), level=level, resumes=resumes)
+
+
+def enumerated_near_int64(a, start):
+    last = 0
+    for i, x in enumerate(a, start):
+        last = i * 2 + int(x)           # past int64 at the last elements: Python's ints
+    return last
+
+
+def enumerate_start_reassigned(a, out, s):
+    for i, x in enumerate(a, s):
+        out[i - 2] = x + s              # enumerate read s once: i counts from its old value
+        s += 1
+    return s, out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_enumerate_counts_from_its_start_exactly(level, resumes):
+    # the counter is the element's index plus the start (one induction variable): its add
+    # hands over where it leaves int64, and the start is the value enumerate was given
+    a = np.arange(5, dtype=np.int64)
+    same(enumerated_near_int64, a, 2**62 - 3, level=level)
+    same(enumerated_near_int64, a, 2**63 - 3, level=level)
+    assert level == "O0" or resumes
+    del resumes[:]
+    compiled(enumerate_start_reassigned, np.arange(4.0), np.zeros(4), 2, level=level,
+             resumes=resumes)
+
+
+def test_enumerate_of_an_array_indexes_without_checks(monkeypatch):
+    # i is the array's index: the stores out[i] of a versioned loop skip their bounds checks
+    # (a counter of its own left them checked, and gcc laid the loop out 2x slower)
+    from pijit.loopnest.lower_c import NestKernel
+    captured = []
+    original = nest_node.NestOp.__init__
+
+    def spy(self, nest, *args):
+        captured.append(nest)
+        original(self, nest, *args)
+    monkeypatch.setattr(nest_node.NestOp, "__init__", spy)
+    pijit.jit(each_enumerated_from_zero, jit_config={"adaptive": False})(
+        np.arange(6.0), np.zeros(6))
+    blocks = NestKernel(captured[0]).blocks
+    assert any(op.kind == "store" and not op.checked for b in blocks for op in b.ops)
 
 
 # -- break, continue, nesting ------------------------------------------------------------------

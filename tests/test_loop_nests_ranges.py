@@ -257,3 +257,27 @@ def test_an_argument_known_by_its_value(level, start, specialize, proven, resume
         assert (resumes == []) == (start < 2**16)
         (k,) = kernels
         assert ("(r >> " not in c_text(k)) == proven
+
+
+# -- the range's own advance ----------------------------------------------------------------
+def near_the_top(out, start, stop, step):
+    n = 0
+    for i in range(start, stop, step):
+        out[i - start] = n          # a wrapped i would index far out of bounds
+        n += 1
+    return n, out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("bounds", [(2**63 - 5, 2**63 - 1, 3), (-2**63 + 4, -2**63, -3),
+                                    (0, 4, 1)])
+def test_an_advance_leaving_int64_is_checked(level, bounds, resumes, kernels):
+    # the advance past the last element overflows int64 (not the element itself): the
+    # kernel hands over there, and Python ends the loop as plain Python does
+    same(near_the_top, np.zeros(4, np.int64), *bounds, level=level)
+    if level == "O1" and bounds == (0, 4, 1):
+        assert resumes == []
+        assert "__builtin_add_overflow(v_it" not in c_text(kernels[0]), \
+            "range(0, 4) cannot overflow when advanced: no check"
+    elif level == "O1":
+        assert "__builtin_add_overflow(v_it" in c_text(kernels[0])

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from benchmarks.workloads import cholesky, forward_subst_dot
+from benchmarks.workloads import cholesky, forward_subst_dot, syrk_rows
 from tests.test_loop_nests import compiled, resumes, same  # noqa: F401 - resumes: a fixture
 
 LEVELS = ["O0", "O1"]
@@ -71,6 +71,12 @@ def test_factorizations(n, level, resumes):
 @pytest.mark.parametrize("level", LEVELS)
 def test_cholesky_workload(level, resumes):
     compiled(cholesky, spd(40, np.random.default_rng(40)), level=level, resumes=resumes)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("shape", [(1, 3), (7, 5), (120, 64)])
+def test_syrk_rows_workload(level, shape, resumes):
+    compiled(syrk_rows, np.random.default_rng(7).random(shape), level=level, resumes=resumes)
 
 
 # -- slice forms -------------------------------------------------------------------------------

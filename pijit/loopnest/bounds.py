@@ -4,6 +4,11 @@ never assigns, or the element of a range it iterates, set up before it), the loo
 checks once that each such index stays in [0, n) for every value the base can take there;
 when it does the loop runs as a copy whose accesses are unchecked, else as it was.
 
+An innermost loop has a second unchecked copy, entered when the arrays it accesses also have
+a last-axis stride of their itemsize (checked at the entry too): it addresses that axis by a
+constant (scaled-index addressing, no multiply per access); other strides (a column, a[::2],
+a[::-1], F order) run the first copy.
+
 A failed check changes nothing: the checked loop hands over to Python at the access that
 goes out of bounds (an IndexError there, or a negative index Python wraps), with the writes
 before it done, as without versioning. The copies' hand-overs name the blocks they were
@@ -134,8 +139,9 @@ class Loop:
 
 def _checks(loop: Loop, arrays: dict) -> tuple:
     """({(block, op index)} of the accesses provably in bounds, the checks proving them:
-    (base, c, array, axis))."""
-    proven, checks = set(), set()
+    (base, c, array, axis), and the checks (("unit",), 0, array, last axis) that each array
+    accessed has a last-axis stride of its itemsize)."""
+    proven, checks, units = set(), set(), set()
     for k in loop.body:
         for j, op in enumerate(loop.blocks[k].ops):
             if op.kind not in ("load", "store") or not op.checked:
@@ -146,7 +152,8 @@ def _checks(loop: Loop, arrays: dict) -> tuple:
                 continue
             proven.add((k, j))
             checks.update((base, c, op.args[0], axis) for axis, (base, c) in enumerate(forms))
-    return proven, tuple(sorted(checks, key=str))
+            units.add((("unit",), 0, op.args[0], ndim - 1))
+    return proven, tuple(sorted(checks, key=str)), tuple(sorted(units, key=str))
 
 
 def version(nest) -> tuple:
@@ -168,24 +175,33 @@ def version(nest) -> tuple:
         if head == 0:                   # no edge into the loop to put its check on
             continue
         loop = Loop(blocks, head, body, dom, nest.types)
-        proven, checks = _checks(loop, nest.arrays)
-        if not proven or len(blocks) + len(body) + 1 > limit:
+        proven, checks, units = _checks(loop, nest.arrays)
+        innermost = not any(h != head and h in body for h in loops)
+        copies = 2 if innermost else 1
+        if not proven or len(blocks) + copies * (len(body) + 1) > limit:
             continue
-        new = {k: n for n, k in enumerate(sorted(body), start=max(blocks) + 1)}
-        gate = max(new.values()) + 1
-        for k in sorted(body):
+        entries = [p for p in predecessors(blocks)[head] if p not in body]
+        # the unchecked copy; an innermost loop gets a second one, entered when the arrays
+        # also have unit strides, which addresses their last axis by the itemsize
+        target = head
+        for unit in ([False, True] if innermost else [False]):
+            new = {k: n for n, k in enumerate(sorted(body), start=max(blocks) + 1)}
+            gate = max(new.values()) + 1
+            for k in sorted(body):
+                b = blocks[k]
+                ops = [replace(op, checked=False, unit=unit) if (k, j) in proven else op
+                       for j, op in enumerate(b.ops)]
+                term = tuple(new.get(x, x) if j > 0 and isinstance(x, int) else x
+                             for j, x in enumerate(b.term))
+                blocks[new[k]] = Block(new[k], ops, term)
+                origin[new[k]] = origin.get(k, k)
+            blocks[gate] = Block(gate, [], ("version", checks + units if unit else checks,
+                                            new[head], target))
+            origin[gate] = origin.get(head, head)
+            target = gate
+        # every entry into the loop goes through the (last) gate
+        for k in entries:
             b = blocks[k]
-            ops = [replace(op, checked=False) if (k, j) in proven else op
-                   for j, op in enumerate(b.ops)]
-            term = tuple(new.get(x, x) if j > 0 and isinstance(x, int) else x
-                         for j, x in enumerate(b.term))
-            blocks[new[k]] = Block(new[k], ops, term)
-            origin[new[k]] = origin.get(k, k)
-        # every entry into the loop goes through the gate
-        for k in [p for p in predecessors(blocks)[head] if p not in body and p not in new.values()]:
-            b = blocks[k]
-            blocks[k] = Block(b.id, b.ops, tuple(gate if j > 0 and x == head else x
+            blocks[k] = Block(b.id, b.ops, tuple(target if j > 0 and x == head else x
                                                  for j, x in enumerate(b.term)))
-        blocks[gate] = Block(gate, [], ("version", checks, new[head], head))
-        origin[gate] = origin.get(head, head)
     return [blocks[k] for k in sorted(blocks)], origin

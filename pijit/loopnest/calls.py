@@ -32,7 +32,7 @@ DOMAINS = ("ufunc", "cast", "inline")
 CASTS = {dt.type: dt for dt in T.DTYPES}
 # module constants a nest may read (their modules are guarded by identity, as for math.sqrt)
 CONSTANTS = {(m, name): getattr(m, name) for m in (math, np)
-             for name in ("pi", "e", "tau") if hasattr(m, name)}
+             for name in ("pi", "e", "tau", "inf", "nan") if hasattr(m, name)}
 # float ufuncs whose loop is one IEEE operation, exact and flag-free on finite operands with
 # a finite result: C instead of a call of NumPy's loop ({f}: the libm function's suffix)
 DIRECT = {"sqrt": "sqrt{f}(u0)", "absolute": "fabs{f}(u0)", "fabs": "fabs{f}(u0)",

@@ -10,8 +10,10 @@ they had at its start (saved where its iterator is set up) and the kernel hands 
 Python runs the whole loop again and warns at the iteration plain Python does.
 
 That is exact when running the loop again from its start does what running it once did: the
-loop stores nothing (memory is as it was at the start), has no branch, its iterator cannot
-overflow, and its only float check left (after float_checks.py) is the accumulator's. Any
+loop stores nothing (memory is as it was at the start), has no inner loop, its iterator
+cannot overflow, and its only float check left (after float_checks.py) is the accumulator's.
+Branches in the body may skip the accumulator's op (`if j != i: s -= A[i, j] * x[j]`): a
+path that does leaves it as it was, non-finite or not. Any
 other hand-over in the loop (an index out of bounds, `x[indices[k]]`) restores the saved
 variables and hands over at the loop's start too: Python then warns for the sum where plain
 Python does, then fails where the kernel did.
@@ -22,7 +24,7 @@ from dataclasses import replace
 
 from pijit.loopnest.bounds import dominators, natural_loops
 from pijit.loopnest.float_checks import _checked_float
-from pijit.loopnest.ir import Block, Op
+from pijit.loopnest.ir import Block, Op, reverse_postorder
 
 _ABSORBING = {"add": (0, 1), "sub": (0, 1), "mul": (0, 1)}
 
@@ -82,15 +84,11 @@ def _accumulator(by_id, head, body, loops, dom, types, advances):
               if op.kind == "range" and op.dst == it and b.id in dom[head]]
     if len(setups) != 1 or setups[0] in body:
         return None
-    # a straight run of blocks from the body's entry back to the head
-    k, seen = term[3], []
-    while k != head:
-        b = by_id[k]
-        if k in seen or k not in body or b.term[0] != "jump":
-            return None
-        seen.append(k)
-        k = b.term[1]
-    if set(seen) | {head} != body:
+    # blocks from the body's entry back to the head, in an order where each follows its
+    # predecessors (no inner loop: the body is acyclic), joined by jumps and branches
+    seen = [k for k in reverse_postorder(by_id, term[3]) if k in body and k != head]
+    if set(seen) | {head} != body or any(by_id[k].term[0] not in ("jump", "branch")
+                                         for k in seen):
         return None
     checked = []
     for x in seen:
@@ -119,6 +117,7 @@ def _accumulator(by_id, head, body, loops, dom, types, advances):
     if len(defs) != 1 or acc not in dsts:
         return None
     if any(acc in o.args for o in later[:at]) or any(
-            acc in o.args for o in later[at + 1:] if o is not defs[0]):
+            acc in o.args for o in later[at + 1:] if o is not defs[0]) or any(
+            by_id[y].term[:2] == ("branch", acc) for y in seen):
         return None             # read before the op, or after it: a later read sees inf
     return (x, n), acc, setups[0]

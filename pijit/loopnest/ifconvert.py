@@ -6,6 +6,7 @@ triangle when a side is empty) becomes one block running both sides' ops, each s
 variables of its own, then `x = select(c, x of the true side, x of the false side)` for
 every variable a side assigns. A branch on data (`if a[i] > 0.5`, `if crc & 0x8000`)
 mispredicts about every other time on random data; the selects cost a few cycles instead.
+A branch on loop indices and inputs alone stays a branch: it is predictable.
 
 Running a side the condition does not pick must change nothing and must never hand over:
 the ops that can fail (an overflow, a zero divisor, an index out of bounds, a non-finite
@@ -102,7 +103,10 @@ def convert(blocks: list, types: dict) -> list:
     branch made selects; `types` gets the variables of the sides. New blocks: the merged one
     (terminator ("select", join, fallback)) and the fallback (the original branch)."""
     by_id = {b.id: b for b in blocks}
-    done = set()
+    # a branch on indices alone (`if j != i`) is predictable: kept, so a select does not
+    # lengthen a chain through the variables it picks (and exit_checks.py may apply)
+    data = on_data(blocks)
+    done = {b.id for b in blocks if b.term[0] == "branch" and b.term[1] not in data}
     while True:
         preds = predecessors(by_id)
         found = None
@@ -119,6 +123,24 @@ def convert(blocks: list, types: dict) -> list:
         head, t_chain, f_chain, join = found
         done.add(_merge(by_id, types, head, t_chain, f_chain, join))
     return [by_id[k] for k in sorted(by_id)]
+
+
+def on_data(blocks: list) -> set:
+    """The variables whose value may depend on array data (an element loaded, a slice's dot
+    or sum, a call's result but a truth test's), through any chain of assignments."""
+    data, changed = set(), True
+    while changed:
+        changed = False
+        for b in blocks:
+            for op in b.ops:
+                if op.dst is None or op.dst in data:
+                    continue
+                source = op.kind in ("load", "vdot", "vsum") or \
+                    op.kind == "call" and op.domain[:1] != ("truth",)
+                if source or any(isinstance(x, str) and x in data for x in op.args):
+                    data.add(op.dst)
+                    changed = True
+    return data
 
 
 def _diamond(by_id: dict, preds: dict, head: Block, types: dict):

@@ -13,6 +13,7 @@ own temporaries are named as pijit's), so a debugger there shows the user's vari
 from __future__ import annotations
 
 import ast
+import struct
 
 from pijit.bytecode_gen.reconstruct import INTERNAL_PREFIX
 from pijit.loopnest import slices
@@ -34,7 +35,14 @@ def _operand(x) -> str:
         return x
     if type(x.value) is float and x.value in (float("inf"), float("-inf")):
         return "1e999" if x.value > 0 else "-1e999"         # repr gives `inf`, a name
+    if type(x.value) is float and x.value != x.value:
+        # repr gives `nan`, a name, and no literal keeps a NaN's sign and payload: its bits
+        return f"_f_float_bits({struct.unpack('<Q', struct.pack('<d', x.value))[0]:#x})"
     return repr(x.value)
+
+
+def _float_bits(bits: int) -> float:
+    return struct.unpack("<d", struct.pack("<Q", bits))[0]
 
 
 def _op_line(op) -> str:
@@ -151,6 +159,7 @@ def compile_run(nest: Nest, name: str, filename: str):
     namespace = {f"_f_{k}": v for k, v in nest.funcs.items()}
     namespace["_f_range"] = range
     namespace["_f_bool"] = bool
+    namespace["_f_float_bits"] = _float_bits
     exec(compile(tree, filename, "exec"), namespace)
     return namespace[name], text
 

@@ -532,7 +532,7 @@ class _Walk:
             count = f"c{pos}_{n}"
             self.define(count, (T.INT,))
             block = self.emit(block, Op("copy", count, (item[2],)))
-            return block, ("enum", count, inner)
+            return block, ("enum", count, inner, _ordinal(inner), item[2])
         if kind == "zip":
             parts = []
             for x in item[1]:
@@ -599,13 +599,22 @@ class _Walk:
                 block, x = self.next_item(block, d)
                 items.append(x)
             return block, ("tuple", items)
-        count = desc[1]                         # enum
+        count, _, ordinal, start = desc[1:]     # enum
         block, inner = self.next_item(block, desc[2])
         value = f"{count}_v"
         self.define(value, (T.INT,))
-        block = self.emit(block, Op("copy", value, (count,)))
         _, domain = T.binop("add", T.INT, T.INT)
-        block = self.emit(block, Op("binop", count, (count, Const(1, T.INT)), "add", domain))
+        if ordinal is not None and start == Const(0, T.INT):
+            block = self.emit(block, Op("copy", value, (ordinal,)))
+        elif ordinal is not None:
+            # start + the index of an array's element: one induction variable (bounds.py
+            # and ranges.py see an index, gcc one counter), exact past int64 (hands over)
+            addend = start if isinstance(start, Const) else count
+            block = self.emit(block, Op("binop", value, (ordinal, addend), "add", domain))
+        else:
+            block = self.emit(block, Op("copy", value, (count,)))
+            block = self.emit(block, Op("binop", count, (count, Const(1, T.INT)), "add",
+                                        domain))
         return block, ("tuple", [("v", value), inner])
 
     def alias(self, name, item):
@@ -726,6 +735,16 @@ class _Walk:
             raise Unsupported(f"{fname}() of {nargs} arguments")
         return self.compute(block, stack, pos, "call", fname, lambda x: _call_rule(fname, x),
                             operands)
+
+
+def _ordinal(desc):
+    """The variable counting an iterator's steps from 0 (the index of an array's element or
+    row: every array leaf of a zip steps with it), or None (a range's element is not)."""
+    if desc[0] in ("elem", "rows"):
+        return f"{desc[1]}_k"
+    if desc[0] == "zip":
+        return next((x for x in map(_ordinal, desc[1]) if x is not None), None)
+    return None
 
 
 def _leaves(desc) -> list:

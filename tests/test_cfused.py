@@ -374,6 +374,45 @@ def test_row_values_reshaped_by_none_join_their_rows():
     run(lambda a, b: a.sum(axis=1)[:, None] + b[:, None], i, i[:, 0].copy(), groups=2)
 
 
+def _row_max(x):
+    return x - x.max(axis=-1, keepdims=True)
+
+
+def _row_min(x):
+    return x.min(axis=-1) * 2.0
+
+
+def _row_argmax(x):
+    return x.argmax(axis=-1)
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_row_max_hands_nans_and_zeros_to_numpy_across_blocks(level, dtype):
+    """A float max/min notes only whether it met a NaN (reductions.MaxMin.update: a loop
+    noting its sign too was not vectorized), so a NaN result, of either sign, goes to NumPy,
+    as a zero result does; other rows stay in the kernel. Rows shorter than a vector, of odd
+    lengths and crossing the 2048-value blocks, strided rows, a NaN in the first, a middle or
+    the last element of a row; argmax (the first NaN's index) stays in the kernel."""
+    neg = np.copysign(np.nan, -1.0)
+    for n in (1, 9, 2049):
+        x = (rng.standard_normal((5, n)) + 3.0).astype(dtype)
+        for fn in (_row_max, _row_min):
+            run(fn, x, level=level, groups=1)
+            run(fn, x[:, ::2], level=level, groups=1)
+            for at, nan in ((0, neg), (n // 2, np.nan), (n - 1, neg)):
+                bad = x.copy()
+                bad[4 - at % 5, at] = nan
+                run(fn, bad, level=level, groups=1, handed_back=True)
+            bad = x.copy()
+            bad[1, 0] = bad[3, n - 1] = np.nan
+            run(_row_argmax, bad, level=level, groups=1)
+        zero = -np.abs(x)
+        zero[2, n // 3] = -0.0
+        zero[3, n - 1] = 0.0
+        run(_row_max, zero, level=level, groups=1, handed_back=True)
+
+
 def test_row_values_as_outputs_and_nan_rows():
     def norm_stats(x):
         mu = x.mean(axis=-1, keepdims=True)

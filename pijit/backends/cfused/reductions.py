@@ -126,9 +126,35 @@ class ExactRowSum(Reduction):
         o = self.o
         leaf = "pj_leaf_f" if self.dtype == np.float32 else "pj_leaf_d"
         values = f"rs{o}" if self.row_buffer else f"{self.values} + j0"
-        return [f"ps{o}[psn{o}++] = {leaf}({values}, j1 - j0);",
-                f"for (int k = lp->pops[lf]; k > 0; k--, psn{o}--)",
+        return [f"ps{o}[psn{o}++] = {leaf}({values}, j1 - j0);"]
+
+    def leaf_pops(self) -> list:
+        """After leaf lf's sum: the recursion's adds it completes."""
+        o = self.o
+        return [f"for (int k = lp->pops[lf]; k > 0; k--, psn{o}--)",
                 f"    ps{o}[psn{o} - 2] = ps{o}[psn{o} - 2] + ps{o}[psn{o} - 1];"]
+
+    # A leaf of 8 values or more summed as its values are computed (render.lanes): NumPy's
+    # eight accumulators ra<out>[k] (values k, k + 8, ... in order), combined as pj_leaf_*
+    # combines them, then the last n % 8 values added in order; no buffer between computing
+    # a value and adding it.
+    def lanes_first(self) -> list:
+        """In the loop over the leaf's first 8 values (j from j0)."""
+        return [f"ra{self.o}[j - j0] = {self.v};"]
+
+    def lanes_add(self) -> list:
+        """In the loop over the leaf's next 8 values (j from i)."""
+        return [f"ra{self.o}[j - i] += {self.v};"]
+
+    def lanes_end(self) -> list:
+        o = self.o
+        r = [f"ra{o}[{k}]" for k in range(8)]
+        return [f"ps{o}[psn{o}++] = (({r[0]} + {r[1]}) + ({r[2]} + {r[3]})) + "
+                f"(({r[4]} + {r[5]}) + ({r[6]} + {r[7]}));"]
+
+    def lanes_rest(self) -> list:
+        """In the loop over the leaf's last (j1 - j0) % 8 values, after lanes_end."""
+        return [f"ps{self.o}[psn{self.o} - 1] += {self.v};"]
 
     def chunk_end(self) -> list:
         """After chunk ci ([cb0, cb1)) of the row: its sum."""

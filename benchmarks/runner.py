@@ -9,10 +9,11 @@ For each workload (see benchmarks/README.md for how to read the numbers):
    first call). The first call's result is checked against the
    reference; a mismatch or an exception takes the variant out of the timing and is reported
    as a failure, never as a speed.
-3. Warm-up calls are excluded. Each variant's calls-per-sample is chosen timeit-style so a
-   sample lasts at least `target` seconds (tiny workloads: hundreds of calls per sample,
-   reported per call). Samples are interleaved round-robin (A, B, A, B ... with the order
-   rotated every round), with a short sleep after each sample so spinning thread pools park.
+3. Warm-up calls (0.15 s of them per variant) are excluded. Each variant's calls-per-sample
+   is chosen timeit-style so a sample lasts at least `target` seconds (tiny workloads:
+   hundreds of calls per sample, reported per call). Samples are interleaved round-robin (A,
+   B, A, B ... with the order rotated every round), with a short sleep after each sample so
+   spinning thread pools park.
 4. After timing, one more call of each variant is checked again, inputs are checked for
    mutation, and peak memory (tracemalloc, which sees NumPy's data allocations) of one call.
 """
@@ -122,15 +123,26 @@ def peak_memory(fn, inputs):
     return int(peak)
 
 
+WARMUP_S = 0.15     # seconds of calls per variant before its samples (interleave)
+
+
 def interleave(timers, *, repeat, budget_s, target_s, min_rounds=5, max_rounds=60,
-               pause_s=0.001):
+               pause_s=0.001, warmup_s=WARMUP_S):
     """Round-robin samples (seconds per call) for every timer, and the cores each sample kept
-    busy (process CPU time / wall time); warm-up excluded."""
+    busy (process CPU time / wall time); warm-up excluded: each timer's calls for warmup_s
+    (at least one sample), so pijit's adaptive policy has settled (a signature runs plain
+    for its first 20 ms of calls, a small graph then on the NumPy backend for 8 hits, then a
+    timed trial): the sweep's row softmax of 1,000 values measured 1.00x with those phases
+    among its samples, 5.6x after them."""
     numbers = {}
     for name, run in timers.items():
         run(1)                                           # warm-up, excluded
         once = run(1)[0]
         numbers[name] = max(1, min(200_000, math.ceil(target_s / max(once, 1e-9))))
+        deadline = time.perf_counter() + warmup_s
+        run(numbers[name])
+        while time.perf_counter() < deadline:
+            run(numbers[name])
     samples = {name: [] for name in timers}
     cores = {name: [] for name in timers}
     names = list(timers)

@@ -663,7 +663,8 @@ def test_middle_loop_prefetches_the_next_row(level, caplog):
     long_rows = rng.standard_normal((2, 20000)).astype(np.float32)
     with np.errstate(invalid="ignore"):
         for v in (x, x.astype(np.float32), x[:, ::3], x.reshape(7, 2, 500), x[:1], long_rows):
-            run(_softmax, v, level=level, groups=1)
+            # (a NaN row max goes to NumPy)
+            run(_softmax, v, level=level, groups=1, handed_back=bool(np.isnan(v).any()))
         for v, gv in ((x, g), (x[:, :333], g[:333]), (long_rows, long_rows[0])):
             run(_layernorm, v, gv, gv * 0.5, level=level, groups=1)
     src = _source(caplog, _softmax, x, level=level)
@@ -1107,7 +1108,7 @@ def test_module_in_parts_runs_like_one(monkeypatch, tmp_path, caplog, capsys):
     assert len(handed) == 3
     jitted = pijit.jit(_three_groups)                  # the log of negatives: NumPy warns
     _same_with_warnings(jitted, _three_groups, a - 1.0, b, level="O1")
-    assert len(handed) == 4
+    assert len(handed) == 5     # (and the NaN max of the last group goes to NumPy)
 
 
 def test_build_failure_falls_back_to_numpy(monkeypatch, caplog):

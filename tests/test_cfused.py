@@ -374,6 +374,105 @@ def test_row_values_reshaped_by_none_join_their_rows():
     run(lambda a, b: a.sum(axis=1)[:, None] + b[:, None], i, i[:, 0].copy(), groups=2)
 
 
+def _row_max(x):
+    return x - x.max(axis=-1, keepdims=True)
+
+
+def _row_min(x):
+    return x.min(axis=-1) * 2.0
+
+
+def _row_argmax(x):
+    return x.argmax(axis=-1)
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_row_max_hands_nans_and_zeros_to_numpy_across_blocks(level, dtype):
+    """A float max/min notes only whether it met a NaN (reductions.MaxMin.update: a loop
+    noting its sign too was not vectorized), so a NaN result, of either sign, goes to NumPy,
+    as a zero result does; other rows stay in the kernel. Rows shorter than a vector, of odd
+    lengths and crossing the 2048-value blocks, strided rows, a NaN in the first, a middle or
+    the last element of a row; argmax (the first NaN's index) stays in the kernel."""
+    neg = np.copysign(np.nan, -1.0)
+    for n in (1, 9, 2049):
+        x = (rng.standard_normal((5, n)) + 3.0).astype(dtype)
+        for fn in (_row_max, _row_min):
+            run(fn, x, level=level, groups=1)
+            run(fn, x[:, ::2], level=level, groups=1)
+            for at, nan in ((0, neg), (n // 2, np.nan), (n - 1, neg)):
+                bad = x.copy()
+                bad[4 - at % 5, at] = nan
+                run(fn, bad, level=level, groups=1, handed_back=True)
+            bad = x.copy()
+            bad[1, 0] = bad[3, n - 1] = np.nan
+            run(_row_argmax, bad, level=level, groups=1)
+        zero = -np.abs(x)
+        zero[2, n // 3] = -0.0
+        zero[3, n - 1] = 0.0
+        run(_row_max, zero, level=level, groups=1, handed_back=True)
+
+
+def _dot_rows(a, b):
+    return (a * b).sum(axis=-1), (a - b).mean(axis=-1)
+
+
+def test_exact_sums_add_computed_values_in_lanes(caplog):
+    """At O1 a sum of values the loop computes adds each into NumPy's eight leaf
+    accumulators as it is computed (render.lanes), for leaves of 8 values or more; a sum of
+    an input's own row reads it in place, and O2 sums in blocks. NumPy's bits for leaves of
+    every length class (under 8, a tail of under 8, exactly 128, split nodes, past a
+    2048-value chunk, flat 16384-value chunks), strided and 3-d rows, signed zeros, NaN and
+    infinities (NaN or inf in a sum raise no flag, so they stay in the kernel)."""
+    x = rng.standard_normal((3, 300))
+    lanes = re.compile(r"ra\d+\[j - i\] \+= v\d+;")
+    assert lanes.search(_source(caplog, _dot_rows, x, x + 1.0, level="O1"))
+    assert lanes.search(_source(caplog, lambda a: np.sum(a * a), x[0], level="O1"))
+    assert not lanes.search(_source(caplog, lambda a: a.sum(axis=-1) * 2.0, x, level="O1"))
+    assert not lanes.search(_source(caplog, _dot_rows, x, x + 1.0, level="O2"))
+    for n in (1, 7, 8, 9, 15, 128, 129, 137, 255, 1001, 2049, 16385):
+        a = rng.standard_normal((3, n)) * 10.0 ** rng.integers(-5, 5, (3, n))
+        b = rng.standard_normal((3, n))
+        run(_dot_rows, a, b)
+        run(lambda u, v: np.sum(u * v), a[1], b[1], groups=1)
+        run(_dot_rows, a[:, ::-2], b[:, ::2], handed_back=None)
+    a = rng.standard_normal((2, 3, 150))
+    run(_dot_rows, a, a * 0.5)
+    zeros = np.full((2, 40), -0.0)
+    run(_dot_rows, zeros, zeros + 0.0)
+    special = rng.standard_normal((3, 140))
+    special[0, 3], special[1, 130], special[2, 0] = np.nan, np.inf, -np.inf
+    run(_dot_rows, special, np.ones_like(special))
+
+
+def _tanh_chain(x):
+    return np.tanh(x * 0.5) * 2.0 + np.sqrt(np.abs(x)) - x * x
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+def test_values_read_after_a_numpy_loop_are_computed_there(level, caplog):
+    """At O1, sqrt(abs(x)) and x * x are computed in the loop after NumPy's tanh loop,
+    which reads them (fuse.sink), so the kernel keeps only tanh's operand and result in
+    scratch rows; NumPy's bits over flat chunks, rows, strided and reversed operands, odd
+    sizes and chunk boundaries, NaN, infinities and signed zeros (NaN from sqrt of a
+    negative: handed to NumPy, which warns)."""
+    x = rng.standard_normal(1000)
+    src = _source(caplog, _tanh_chain, x, level=level)
+    # (O2: tanh inline, one loop, no scratch row)
+    assert len(re.findall(r"\bw\d+\[j\] = v\d+;", src)) == (level == "O1")
+    for n in (1, 7, 1000, 16383, 16385, 40001):
+        x = rng.standard_normal(n) * 3.0
+        run(_tanh_chain, x, level=level, groups=1)
+        run(_tanh_chain, x[::-3], level=level, groups=1, handed_back=None)
+    m = rng.standard_normal((7, 300))
+    run(_tanh_chain, m, level=level, groups=1)
+    run(_tanh_chain, m[:, ::2], level=level, groups=1)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e300, -1e-300, 2.0])
+    with np.errstate(invalid="ignore", over="ignore"):
+        run(_tanh_chain, special, level=level, groups=1, handed_back=None)
+    run(_tanh_chain, np.abs(special[:4]), level=level, groups=1, handed_back=None)
+
+
 def test_row_values_as_outputs_and_nan_rows():
     def norm_stats(x):
         mu = x.mean(axis=-1, keepdims=True)
@@ -381,8 +480,9 @@ def test_row_values_as_outputs_and_nan_rows():
         sd = np.sqrt(ms - mu * mu)
         return (x - mu) / sd, mu, sd, x.max(axis=-1)
     x = rng.standard_normal((9, 300)) + 2.0
-    x[3, 7] = np.nan
     run(norm_stats, x, groups=1, level="O2")
+    x[3, 7] = np.nan        # (a NaN max goes to NumPy)
+    run(norm_stats, x, groups=1, level="O2", handed_back=True)
 
 
 def _source(caplog, fn, *args, level, what="C source"):
@@ -563,7 +663,8 @@ def test_middle_loop_prefetches_the_next_row(level, caplog):
     long_rows = rng.standard_normal((2, 20000)).astype(np.float32)
     with np.errstate(invalid="ignore"):
         for v in (x, x.astype(np.float32), x[:, ::3], x.reshape(7, 2, 500), x[:1], long_rows):
-            run(_softmax, v, level=level, groups=1)
+            # (a NaN row max goes to NumPy)
+            run(_softmax, v, level=level, groups=1, handed_back=bool(np.isnan(v).any()))
         for v, gv in ((x, g), (x[:, :333], g[:333]), (long_rows, long_rows[0])):
             run(_layernorm, v, gv, gv * 0.5, level=level, groups=1)
     src = _source(caplog, _softmax, x, level=level)
@@ -1007,7 +1108,7 @@ def test_module_in_parts_runs_like_one(monkeypatch, tmp_path, caplog, capsys):
     assert len(handed) == 3
     jitted = pijit.jit(_three_groups)                  # the log of negatives: NumPy warns
     _same_with_warnings(jitted, _three_groups, a - 1.0, b, level="O1")
-    assert len(handed) == 4
+    assert len(handed) == 5     # (and the NaN max of the last group goes to NumPy)
 
 
 def test_build_failure_falls_back_to_numpy(monkeypatch, caplog):

@@ -123,6 +123,34 @@ def test_softmax_is_one_group_in_three_stages():
     assert "in 3 stages" in str(grp)
 
 
+def test_full_values_are_computed_in_the_loop_that_reads_them():
+    """A full value only later loops read is computed in the first of them (fuse.sink), not
+    kept in a scratch row from loop 0; one a NumPy loop reads stays before that loop, and
+    one read in its own loop too stays there."""
+    g, (x,) = graph_of(F64)
+    half = g.add_node("mul", operator.mul, (x, 0.5), {}, F64)
+    th = g.add_node("tanh", np.tanh, (half,), {}, F64)
+    th2 = g.add_node("mul", operator.mul, (th, 2.0), {}, F64)
+    ab = g.add_node("abs", np.abs, (x,), {}, F64)
+    sq = g.add_node("sqrt", np.sqrt, (ab,), {}, F64)
+    early = g.add_node("add", operator.add, (half, ab), {}, F64)
+    u = g.add_node("add", operator.add, (th2, sq), {}, F64)
+    xx = g.add_node("mul", operator.mul, (x, x), {}, F64)
+    r = g.add_node("sub", operator.sub, (u, xx), {}, F64)
+    r2 = g.add_node("mul", operator.mul, (r, early), {}, F64)
+    k = g.add_node("mul", operator.mul, (x, 3.0), {}, F64)
+    k1 = g.add_node("add", operator.add, (k, 1.0), {}, F64)
+    r3 = g.add_node("add", operator.add, (r2, k), {}, F64)
+    g.outputs = [r3, k1]
+    (grp,) = find_groups(g, exact=True, numpy_loops=frozenset({"tanh"}))
+    assert grp.numpy_loops == {th.index}
+    loop = {n.out: grp.loop_of(n) for n in grp.nodes if n.out not in grp.numpy_loops}
+    assert loop[half.index] == 0            # NumPy's tanh reads it before loop 1
+    assert loop[k.index] == loop[k1.index] == 0     # k1 (an output no member reads) reads k
+    assert loop[early.index] == loop[ab.index] == 1     # (ab: all its readers moved)
+    assert loop[sq.index] == loop[xx.index] == loop[u.index] == loop[r3.index] == 1
+
+
 def test_layernorm_row_nodes_join_the_group():
     rows = Meta.array((4, 1), np.float64)
     g, (x, w) = graph_of(F64, Meta.array((5,), np.float64))

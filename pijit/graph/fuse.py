@@ -759,6 +759,7 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
             # computing its operand done: its readers run in the next loop
             grp.stage[n.out] = level + (n.out in grp.reduce and n.out in grp.rows) + (
                 n.out in grp.numpy_loops and bool(inner))
+        sink(grp)
         result.append(grp)
     for k, grp in enumerate(sorted(result, key=lambda g: order[g.nodes[0].out])):
         grp.id = k
@@ -773,6 +774,29 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
         grp.outputs = [Ref(n.out) for n in grp.nodes
                        if n.out in used_outside and n.out not in grp.into]
     return sorted(result, key=lambda g: g.id)
+
+
+def sink(grp: FusionGroup) -> None:
+    """Moves each full value to the loop of its first reader when every member reading it
+    runs in a later loop than its operands need (the stages above are the earliest
+    possible). Computed early, the value was written into a row-sized scratch buffer and
+    read back there: tanh(x * 0.5) * 2 + sqrt(abs(x)) - x * x carried sqrt(abs(x)) and
+    x * x past NumPy's tanh loop. Each value is still computed once, from the same
+    operands."""
+    readers: dict = {}
+    for n in grp.nodes:
+        for r in node_refs(n):
+            readers.setdefault(r.index, []).append(n)
+    for n in reversed(grp.nodes):
+        users = readers.get(n.out, [])
+        if not users or n.out in grp.reduce or n.out in grp.rows or \
+                n.out in grp.numpy_loops or n.out in grp.into or \
+                any(u.out in grp.rows and u.out not in grp.reduce for u in users):
+            continue
+        # a NumPy loop reads its operands' rows before loop stage[u]
+        first = min(grp.stage[u.out] - 1 if u.out in grp.numpy_loops else grp.loop_of(u)
+                    for u in users)
+        grp.stage[n.out] = max(grp.stage[n.out], first)
 
 
 def unused_values(graph: Graph) -> set:

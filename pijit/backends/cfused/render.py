@@ -967,17 +967,24 @@ class GroupKernel:
         cols = any(self.cols_axes(r) is not None for r in self.reds[t])
         work = self.full[t] or update or cols       # else only sums of values already there
         if any(isinstance(r, reductions.ExactRowSum) for r in rs):
-            return lines + self.leaf_blocks(rs, body + update if work else None, prefetch)
+            return lines + self.leaf_blocks(rs, body if work else None, update, prefetch)
         blocks = self.blocks(rs, body + update, "0", "n", prefetch) if work else []
         return lines + ["{", *["    " + s for s in blocks], "}"]
 
-    def leaf_blocks(self, reds: list, body, prefetch=None) -> list:
+    def leaf_blocks(self, reds: list, body, update: list, prefetch=None) -> list:
         """The loop over the row in NumPy's pairwise recursion, for its exact sums: in the
         recursion's chunks (a row's, rb; the flat row, a whole sum's chunk, as one), each
         leaf by leaf (pj_plan): a block of the loop per leaf (none when `body` is None: the
         sums read values already there), after which each exact sum adds the leaf's values
         (leaf_end); the other reductions of the loop (order-free: max/min, integers,
-        argmax...) reduce per leaf as per block."""
+        argmax...) reduce per leaf as per block. `update`: the reductions' statements
+        after `body`.
+
+        A full leaf of a loop whose only reductions are exact sums of values it computes
+        adds each value into NumPy's eight accumulators right away (lanes_*), in loops of 8
+        that gcc vectorizes, instead of storing the leaf's values and summing them after: a
+        C model of np.sum(x * x) on 1e5 float64 took 15-25% less time (the sum of a leaf is
+        a chain of 16 dependent adds per lane; computing the values overlaps it)."""
         exact = [r for r in reds if isinstance(r, reductions.ExactRowSum)]
         others = [r for r in reds if r not in exact]
         whole = {isinstance(r, reductions.ExactWholeSum) for r in exact}
@@ -985,10 +992,15 @@ class GroupKernel:
         clauses = " ".join(c for r in others for c in r.clauses())
         loop = [] if body is None else [
             *[s for r in others for s in r.block_init()],
-            *self.simd_loop(clauses, body, "j0", "j1", prefetch),
+            *self.simd_loop(clauses, body + update, "j0", "j1", prefetch),
             *[s for r in others for s in r.merge()]]
+        sums = [*loop, *[s for r in exact for s in r.leaf_end()]]
+        if body is not None and not others and all(r.row_buffer for r in exact):
+            sums = ["if (j1 - j0 >= 8) {",
+                    *["    " + s for s in self.lanes(exact, body, prefetch)],
+                    "} else {", *["    " + s for s in sums], "}"]
         leaf = ["const npy_intp j0 = cb0 + lp->at[lf], j1 = cb0 + lp->at[lf + 1];",
-                *loop, *[s for r in exact for s in r.leaf_end()]]
+                *sums, *[s for r in exact for s in r.leaf_pops()]]
         chunk = ["const pj_leafplan *lp = pj_plan(&plans, cb1 - cb0);",
                  *[s for r in exact for s in r.chunk_init()],
                  "for (npy_intp lf = 0; lf < lp->count; lf++) {",
@@ -999,6 +1011,31 @@ class GroupKernel:
             "for (npy_intp ci = 0; ci < nrc; ci++) {",
             "    const npy_intp cb0 = rb[ci], cb1 = rb[ci + 1];"]
         return head + ["    " + s for s in chunk] + ["}"]
+
+    @staticmethod
+    def lanes(exact: list, body: list, prefetch=None) -> list:
+        """A leaf [j0, j1) of 8 values or more computed by `body` in loops of 8, each value
+        added to its exact sums' accumulators as NumPy's leaf sum adds it (lanes_*), the
+        last j1 - j0 mod 8 values one by one after combining them; the leaf's prefetch
+        lines first."""
+        pf = [] if prefetch is None else [
+            "{", "    const npy_intp jj = j0, je = j1;", f"    if ({prefetch[1]}) {{",
+            *["        " + s for s in prefetch[2]], "    }", "}"]
+        return [*pf,
+                "const npy_intp jr = j1 - (j1 - j0) % 8;",
+                *[f"{r.ct} ra{r.o}[8];" for r in exact],
+                "for (npy_intp j = j0; j < j0 + 8; j++) {",
+                *["    " + s for s in body + [u for r in exact for u in r.lanes_first()]],
+                "}",
+                "for (npy_intp i = j0 + 8; i < jr; i += 8) {",
+                "    for (npy_intp j = i; j < i + 8; j++) {",
+                *["        " + s for s in body + [u for r in exact for u in r.lanes_add()]],
+                "    }",
+                "}",
+                *[s for r in exact for s in r.lanes_end()],
+                "for (npy_intp j = jr; j < j1; j++) {",
+                *["    " + s for s in body + [u for r in exact for u in r.lanes_rest()]],
+                "}"]
 
     @classmethod
     def blocks(cls, reds: list, body: list, lo: str, hi: str, prefetch=None) -> list:
@@ -1881,7 +1918,7 @@ def split_parts(units: list, jobs: int) -> list:
 # renderers number, also with a suffix after "_" as in v<value>_a; no global of the module is
 # named so, which test_cfused checks).
 _LOCALS = re.compile(r"\b(M|a|ab|ac|b|bk|bm|bn|bz|c|co|d|gb|i|m|mq|nv|o|oshape|p|pf|pn|pw|q|r|rs|"
-                     r"ps|psn|s|st|tsum|v|w|x|z)(\d+)(?![0-9A-Za-z])")
+                     r"ps|psn|ra|s|st|tsum|v|w|x|z)(\d+)(?![0-9A-Za-z])")
 
 
 def _canonical(text: str) -> str:

@@ -35,4 +35,4 @@ def main(n):
     return a[-1], b[-1], a.max(axis=0), float(b[:, 0].min())
 
 
-SIZES = {"tiny": 10, "quick": 2000}
+SIZES = {"tiny": 200, "quick": 2000}

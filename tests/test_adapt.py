@@ -46,7 +46,9 @@ class PlainClock:
         return self.now
 
 
-def test_a_signature_compiles_once_its_plain_runs_took_the_budget():
+def plain_wrapper(budget):
+    """(a Wrapper of a function whose plain runs each last 1 s on `clock`, clock, the misses
+    the hook reports), with a compile budget of `budget` seconds."""
     clock = PlainClock()
 
     def f(x):
@@ -57,7 +59,13 @@ def test_a_signature_compiles_once_its_plain_runs_took_the_budget():
     misses = Misses()
     ef.set_callback(misses)
     ef.set_perf_clock(clock)
-    ef.set_compile_budget(f.__code__, 2.5)
+    ef.set_compile_budget(f.__code__, budget)
+    return w, clock, misses
+
+
+def test_a_signature_compiles_once_its_plain_runs_took_the_budget():
+    w, clock, misses = plain_wrapper(budget=2.5)
+    f = w.fn
     assert [w(1), w(2), w(3)] == [("plain", 1), ("plain", 2), ("plain", 3)]
     assert misses.calls == [] and ef.counters(f.__code__)["deferred"] == 3
     assert w(4) == ("plain", 4) and misses.calls == ["int"]       # 3 s >= 2.5 s: compiles
@@ -134,17 +142,8 @@ def test_a_sampled_plain_run_counts_for_the_runs_it_stands_for():
     """Past the first 16 runs, a timed run counts 16 times: under a clock where every
     plain run lasts 1 s, 16 timed runs make 16 s, the 17th (timed) 32 s: a budget of
     31.5 s is used up by 17 runs, and the 18th compiles."""
-    clock = PlainClock()
-
-    def f(x):
-        clock.ran()
-        return ("plain", x)
-    state = ef.mark(f.__code__)  # noqa: F841 (the Wrapper takes it over)
-    w = ef.Wrapper(f)
-    misses = Misses()
-    ef.set_callback(misses)
-    ef.set_perf_clock(clock)
-    ef.set_compile_budget(f.__code__, 31.5)
+    w, clock, misses = plain_wrapper(budget=31.5)
+    f = w.fn
     assert [w(k) for k in range(17)] == [("plain", k) for k in range(17)]
     assert misses.calls == []
     assert w(17) == ("plain", 17) and misses.calls == ["int"]

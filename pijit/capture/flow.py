@@ -60,6 +60,7 @@ class Flow:
         self.label_pos = {item: pos for pos, item in enumerate(instrs) if isinstance(item, Label)}
         self._cleanup = {}          # id(TryBegin) -> its cleanup handler's positions, or None
         self._comprehension_saves = {}  # GET_ITER position -> the locals the loop saves (3.12)
+        self._exhausts = {}         # FOR_ITER position -> runs_to_exhaustion
 
     # -- successors ----------------------------------------------------------------------
     @cached_property
@@ -172,7 +173,13 @@ class Flow:
     def runs_to_exhaustion(self, for_iter: int) -> bool:
         """Whether the `for` loop whose FOR_ITER is at `for_iter` is the outermost loop there
         and leaves only through that FOR_ITER: no break, return or raise in it (its trip
-        count is then how many times its body runs)."""
+        count is then how many times its body runs). Asked at the first two iterations of
+        every unrolled copy of the loop: answered once per position."""
+        if for_iter not in self._exhausts:
+            self._exhausts[for_iter] = self._runs_to_exhaustion(for_iter)
+        return self._exhausts[for_iter]
+
+    def _runs_to_exhaustion(self, for_iter: int) -> bool:
         loop = self.outermost_loop(for_iter)
         if loop is None or self._next_instr(loop.start + 1) != for_iter or \
                 getattr(self.instrs[loop.start], "name", None) != "GET_ITER":

@@ -69,15 +69,33 @@ def plan_entry(config, graph, break_values) -> Plan:
 
 
 def _holds_array(value) -> bool:
-    meta = getattr(value, "meta", None)
-    if meta is not None:
-        return any(m.is_array for m in (meta if isinstance(meta, tuple) else (meta,)))
-    items = getattr(value, "items", None)
-    if isinstance(items, dict):
-        items = list(items.values())
-    if isinstance(items, (list, tuple)):
-        return any(_holds_array(v) for v in items)
-    return isinstance(getattr(value, "value", None), np.ndarray)
+    """Does `value` (a captured value) hold an array, itself or in its items? Each value
+    is looked at once: a list built as [True] * n holds one value n times (sieve_list's
+    n = 60001 cost 40 ms a capture, walked item by item)."""
+    seen, todo = set(), [value]
+    while todo:
+        value = todo.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        meta = getattr(value, "meta", None)
+        if meta is not None:
+            if any(m.is_array for m in (meta if isinstance(meta, tuple) else (meta,))):
+                return True
+            continue
+        items = getattr(value, "items", None)
+        if isinstance(items, dict):
+            items = items.values()
+        if isinstance(items, (list, tuple, type({}.values()))):
+            todo.extend(distinct(items))
+        elif isinstance(getattr(value, "value", None), np.ndarray):
+            return True
+    return False
+
+
+def distinct(values):
+    """`values` without repeats of one object, in first-seen order (at C speed)."""
+    return dict(zip(map(id, values), values)).values()
 
 
 def on_adapt(event, code, fn, details):

@@ -290,3 +290,17 @@ def test_a_loop_nest_whose_promotion_fails_runs_plain_for_good(monkeypatch, pyth
     assert eval_frame.entry_stats(smooth.__code__)[0]["hits"] == 5
     assert python_nest_runs == []
     assert "no compiler today); the entry runs as plain Python" in caplog.text
+
+
+def test_by_default_a_signature_compiles_once_its_plain_calls_took_100_ms():
+    """The default compile_after_ms: capture costs 2-30 ms an entry, which most calls of a
+    short program never win back (README: the corpus's geometric mean by budget). Each
+    plain run lasts 1/64 s on the clock here: 7 runs are 109 ms."""
+    eval_frame.set_perf_clock(Tick(1 / 64))
+    jitted = jit(chain)
+    x = np.linspace(-2, 2, 100)
+    for _ in range(7):
+        assert_equal_values(jitted(x), chain(x))
+    assert compiles(jitted) == 0
+    assert_equal_values(jitted(x), chain(x))
+    assert compiles(jitted) == 1

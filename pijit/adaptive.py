@@ -87,13 +87,13 @@ def _holds_array(value) -> bool:
         if isinstance(items, dict):
             items = items.values()
         if isinstance(items, (list, tuple, type({}.values()))):
-            todo.extend(distinct(items))
+            todo.extend(_distinct(items))
         elif isinstance(getattr(value, "value", None), np.ndarray):
             return True
     return False
 
 
-def distinct(values):
+def _distinct(values):
     """`values` without repeats of one object, in first-seen order (at C speed)."""
     return dict(zip(map(id, values), values)).values()
 

@@ -98,9 +98,8 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
 
 def _stand_in(info):
     """The function of an entry whose hits run plain Python until its promotion builds the
-    real one (adaptive.py): the hook never calls it, so no NumPy-backend form is built
-    (lowering a loop nest to Python took ~10 ms an entry). Its own code object tells the
-    entry apart for the adapt callback."""
+    real one (adaptive.py): the hook never calls it, so the graph's NumPy-backend form is
+    not generated. Its own code object tells the entry apart for the adapt callback."""
     def plain_until_promoted(*slots):
         raise AssertionError("pijit: the stand-in of an entry that runs plain was called")
     plain_until_promoted.__code__ = plain_until_promoted.__code__.replace()

@@ -154,7 +154,8 @@ OPTIONS = (
            "calls took compile_after_ms (however big their arrays; time spent compiling other "
            "functions inside those calls does not count), and its int and float arguments that "
            "took more than one value meanwhile are captured dynamic at once; a captured graph "
-           "first runs on the NumPy backend and is compiled at jit_level once its calls took "
+           "first runs on the NumPy backend (a graph whose work is a loop: as plain Python) and "
+           "is compiled at jit_level once its calls took "
            "promote_after_ms, in the background when its kernels are not in the disk cache "
            "(background_compile); a graph with no array work (and no array for the code after a "
            "graph break) runs as plain Python, and calls of such a signature skip the hook; "
@@ -183,8 +184,8 @@ OPTIONS = (
            "jit_level (fused C kernels), once promote_after_ms allows it. 0: at once.",
            minimum=0),
     Option("promote_after_ms", int, 20,
-           "With adaptive: milliseconds an entry's calls run on the NumPy backend (timed) before "
-           "it is compiled at jit_level: a C compile costs 60-300 ms when its kernels are not in "
+           "With adaptive: milliseconds an entry's calls run on the NumPy backend (timed; an entry "
+           "whose work is a loop runs plain Python meanwhile) before it is compiled at jit_level: a C compile costs 60-300 ms when its kernels are not in "
            "the disk cache (run in the background, see background_compile) and a few ms of "
            "code generation when they are, so a program that runs a few ms in all never pays "
            "for one.", minimum=0),

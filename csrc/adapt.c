@@ -391,12 +391,36 @@ maybe_promote(CodeState *st, Entry *e)
         e->promote_at = 0;
         if (fn != Py_None && PyCallable_Check(fn) && e->fn != NULL) {
             Py_SETREF(e->fn, Py_NewRef(fn));
+            e->plain_pending = 0;
             e->trial_left = e->trial_runs;      /* time the promoted function */
             e->n_fn = e->n_plain = 0;
         }
     }
     Py_DECREF(fn);
     return 0;
+}
+
+/* A hit of an entry that runs plain until a promotion gives it its function (fn: the
+ * stand-in, a new reference, unused), for good if none does: plain Python, outside the
+ * hook, timed into the entry's `spent` as its function's runs would be. */
+static PyObject *
+plain_until_promoted(PyThreadState *ts, _PyInterpreterFrame *frame, Entry *e, PyObject *fn)
+{
+    Py_XDECREF(fn);
+    if (e->promote_at <= 0)
+        return eval_outside(ts, frame);     /* no promotion to come: plain for good */
+    double t0 = perf_now();
+    if (t0 < 0)
+        return answer(ts, frame, NULL);
+    PyObject *res = eval_outside(ts, frame);
+    if (res != NULL) {
+        double t1 = perf_now();
+        if (t1 < 0)
+            Py_CLEAR(res);
+        else if (t1 > t0)
+            e->spent += t1 - t0;
+    }
+    return res;
 }
 
 /* Call the entry's function `fn` (a new reference, released) for `frame`; its run is timed
@@ -512,6 +536,8 @@ run_hit(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Entry *e, 
         Py_XDECREF(fn);
         return eval_outside(ts, frame);
     }
+    if (e->plain_pending)
+        return plain_until_promoted(ts, frame, e, fn);
     if (e->trial_left > 0)
         return trial_run(ts, frame, st, e, fn);
     return call_entry(ts, frame, st, e, fn);
@@ -566,7 +592,8 @@ m_take_varied(PyObject *m, PyObject *o)
     return PyLong_FromUnsignedLongLong(varied);
 }
 
-/* [{hits, plain, trial_left, spent, best_fn, best_plain}] per entry, most recently hit first. */
+/* [{hits, plain, plain_pending, trial_left, spent, best_fn, best_plain}] per entry, most
+ * recently hit first. */
 static PyObject *
 m_entry_stats(PyObject *m, PyObject *o)
 {
@@ -577,7 +604,9 @@ m_entry_stats(PyObject *m, PyObject *o)
     for (Py_ssize_t i = 0; out && i < st->nentries; i++) {
         Entry *e = st->entries[i];
         PyObject *d = Py_BuildValue(
-            "{s:n,s:O,s:i,s:d,s:N,s:N}", "hits", e->hits, "plain", e->plain ? Py_True : Py_False,
+            "{s:n,s:O,s:O,s:i,s:d,s:N,s:N}", "hits", e->hits,
+            "plain", e->plain ? Py_True : Py_False,
+            "plain_pending", e->plain_pending ? Py_True : Py_False,
             "trial_left", e->trial_left, "spent", e->spent,
             "best_fn", e->n_fn ? PyFloat_FromDouble(e->best_fn) : Py_NewRef(Py_None),
             "best_plain", e->n_plain ? PyFloat_FromDouble(e->best_plain) : Py_NewRef(Py_None));

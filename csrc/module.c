@@ -111,14 +111,16 @@ static PyObject *
 m_add_entry(PyObject *m, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"code", "sources", "checks", "fn", "promote_at", "trial",
-                             "margin", "plain_args", "promote_after", NULL};
+                             "margin", "plain_args", "promote_after", "plain_until_promoted",
+                             NULL};
     PyObject *o, *sources, *checks, *fn, *plain_args = NULL;
     Py_ssize_t promote_at = 0;
     int trial = 0;
+    int plain_until_promoted = 0;
     double margin = 0.97, promote_after = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|$nidOd:add_entry", kwlist, &o,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOO|$nidOdp:add_entry", kwlist, &o,
                                      &sources, &checks, &fn, &promote_at, &trial, &margin,
-                                     &plain_args, &promote_after))
+                                     &plain_args, &promote_after, &plain_until_promoted))
         return NULL;
     if (plain_args == Py_None)
         plain_args = NULL;
@@ -143,6 +145,7 @@ m_add_entry(PyObject *m, PyObject *args, PyObject *kwargs)
     if (e != NULL) {
         e->promote_at = promote_at;
         e->promote_after = promote_after;
+        e->plain_pending = plain_until_promoted;
         e->trial_runs = e->fn != NULL ? trial : 0;
         e->trial_left = promote_at ? 0 : e->trial_runs;
         e->margin = margin;
@@ -294,8 +297,10 @@ static PyMethodDef module_methods[] = {
     {"get_state", m_get_state, METH_O, "get_state(code) -> int, or None if unmarked"},
     {"add_entry", (PyCFunction)(void (*)(void))m_add_entry, METH_VARARGS | METH_KEYWORDS,
      "add_entry(code, sources, checks, fn, *, promote_at=0, trial=0, margin=0.97, "
-     "plain_args=None, promote_after=0.0): promote_at: the hit from which the adapt callback "
-     "may replace fn, once the entry's hits took promote_after seconds; trial: timed runs "
+     "plain_args=None, promote_after=0.0, plain_until_promoted=False): promote_at: the hit "
+     "from which the adapt callback may replace fn, once the entry's hits took promote_after "
+     "seconds (plain_until_promoted: fn is a stand-in never called; hits run plain Python "
+     "until a promotion replaces it); trial: timed runs "
      "comparing fn with plain Python (after the promotion, if any); plain wins when its "
      "fastest run is under margin times fn's; plain_args (with fn None): the argument slots "
      "of a call whose signature runs plain for good, so the Wrapper skips the hook for it"},

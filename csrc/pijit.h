@@ -72,6 +72,7 @@ typedef struct {
     Py_ssize_t promote_at;  /* from this hit, ask the promote callback for a better fn (0: never) */
     double promote_after;   /* ... once the entry's hits took this many seconds in all */
     double spent;           /* seconds of the entry's hits while a promotion is pending */
+    int plain_pending;      /* hits run plain Python (timed) until a promotion replaces fn */
     int trial_runs;         /* timed runs of a trial (0: none); after promotion if promote_at */
     int trial_left;         /* timed runs left, alternately plain Python and fn */
     double margin;          /* plain wins a trial when its best run < margin * fn's best */

@@ -85,7 +85,7 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
         explain.dump("original bytecode", explain.bytecode_text(code))
     if config.print_after_all:
         explain.dump("captured graph", str(graph))
-    fn = build(plan.level)
+    fn = _stand_in(info) if plan.plain_until_promoted else build(plan.level)
     if config.print_after_all or config.print_guard:
         explain.dump("guards", "\n".join(f"  {g}" for g in info.guards))
     if config.print_after_all:
@@ -94,3 +94,14 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
         explain.dump(f"frame at graph break ({code.co_filename}:{bp.lineno})",
                      explain.frame_text(bp))
     return info, fn, plan
+
+
+def _stand_in(info):
+    """The function of an entry whose hits run plain Python until its promotion builds the
+    real one (adaptive.py): the hook never calls it, so the graph's NumPy-backend form is
+    not generated. Its own code object tells the entry apart for the adapt callback."""
+    def plain_until_promoted(*slots):
+        raise AssertionError("pijit: the stand-in of an entry that runs plain was called")
+    plain_until_promoted.__code__ = plain_until_promoted.__code__.replace()
+    info.code = plain_until_promoted.__code__
+    return plain_until_promoted

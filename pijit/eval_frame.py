@@ -19,7 +19,8 @@ re-exported here:
   replaced ``__code__`` (``set_code_changed_callback``); ``__reduce__`` calls
   ``set_reduce_callback``'s function. ``set_enabled``/``is_enabled`` switch jit off.
 * Adaptive execution (``csrc/adapt.c``): ``set_compile_budget(code, seconds)``,
-  ``add_entry``'s ``promote_at``/``promote_after``/``trial``/``margin``,
+  ``add_entry``'s ``promote_at``/``promote_after``/``plain_until_promoted``/``trial``/
+  ``margin``,
   ``set_adapt_callback``, ``set_perf_clock``, ``entry_stats(code)``, ``take_varied(code)``.
 * ``install()``, ``uninstall()`` (this thread enters / leaves a jitted call),
   ``is_installed()``, ``depth()`` (this thread's), ``active_threads()``,

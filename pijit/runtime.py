@@ -110,7 +110,8 @@ def _compile_miss(func, args, rec, entries, generation):
             rec.recompile_reasons.append(reason)
         eval_frame.add_entry(code, *program, fn, promote_at=plan.promote_at, trial=plan.trial,
                              margin=plan.margin, plain_args=tuple(args) if plan.plain else None,
-                             promote_after=plan.promote_after_s)
+                             promote_after=plan.promote_after_s,
+                             plain_until_promoted=plan.plain_until_promoted)
     if info.callee is not None:
         _jit_callee(rec, info.callee)
     for brk in info.breaks:
@@ -121,7 +122,7 @@ def _compile_miss(func, args, rec, entries, generation):
     explain.log("graph", lambda: f"{_where(code)}: graph of {code.co_name}:\n{info.graph}")
     explain.log("bytecode",
                 lambda: f"{_where(code)}: transformed {code.co_name}:\n{info.bytecode}")
-    return fn
+    return None if plan.plain_until_promoted else fn
 
 
 def _freeze(rec, code, generation, reason):

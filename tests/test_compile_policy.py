@@ -210,3 +210,97 @@ def test_a_build_running_at_exit_is_stopped_and_leaves_nothing(tmp_path):
         assert not os.path.exists(f"/proc/{pid}"), f"compiler {pid} outlived the process"
     left = [p.name for p in cache.rglob("*") if p.suffix in (".so", ".c", ".o")]
     assert left == []
+
+
+def smooth(a):
+    out = np.empty_like(a)
+    out[0] = a[0]
+    for i in range(1, a.shape[0]):
+        out[i] = 0.5 * out[i - 1] + a[i]
+    return out
+
+
+@pytest.fixture
+def python_nest_runs(monkeypatch):
+    """Runs of a loop nest's Python form (the NumPy backend's, or a kernel's hand-over)."""
+    from pijit.loopnest import node as nest_node
+    seen = []
+    run, resume = nest_node.NestOp.__call__, nest_node.NestOp.resume
+
+    def counted_run(self, *args):
+        seen.append("run")
+        return run(self, *args)
+
+    def counted_resume(self, block, *state):
+        seen.append(block)
+        return resume(self, block, *state)
+    monkeypatch.setattr(nest_node.NestOp, "__call__", counted_run)
+    monkeypatch.setattr(nest_node.NestOp, "resume", counted_resume)
+    return seen
+
+
+def nest_calls(jitted, x, calls):
+    """Calls jitted(x) `calls` times, each result compared with plain Python's; -> (level,
+    runs plain until promoted) of the entry after each call."""
+    out = []
+    for _ in range(calls):
+        assert_equal_values(jitted(x), smooth(x))
+        entry = eval_frame.entry_stats(smooth.__code__)[0]
+        out.append((pijit.stats(jitted)["entries"][0]["level"], entry["plain_pending"]))
+    return out
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_a_loop_nest_runs_plain_until_its_kernel_is_built(python_nest_runs, background):
+    """A loop nest on the NumPy backend is generated Python, slower than the bytecode it came
+    from: until the promotion its entry's calls run plain Python (timed: 8 ms each on the
+    clock here, so the promotion comes at the 4th hit, past 20 ms), and the nest's Python
+    form never runs, not even built for the NumPy backend; once built, its C kernel runs
+    (in the background: from the check at the hit after the one that started the build).
+    Each case its own dtype: its own kernel, which the process has not loaded yet."""
+    eval_frame.set_perf_clock(Tick(0.008))
+    jitted = jit(smooth, **{"compile_after_ms": 0, "promote_after_ms": 20,
+                            "perf_statistics": False, "background_compile": background})
+    x = np.linspace(-1, 1, 200, dtype=np.float32 if background else np.float64)
+    before = nest_calls(jitted, x, 4)               # the capture's call, then 3 timed hits
+    assert before == [(None, True)] * 4
+    promoting = nest_calls(jitted, x, 1)
+    for build in list(kernel_build._builds.values()):
+        build.thread.join()
+    after = nest_calls(jitted, x, 3)
+    assert promoting == [(None, True) if background else ("O1", False)]
+    assert after == [("O1", False)] * 3
+    assert python_nest_runs == []
+    assert pijit.explain(smooth, x).ops_per_graph[0].count("loop_nest") == 1
+
+
+def test_a_loop_nest_whose_promotion_fails_runs_plain_for_good(monkeypatch, python_nest_runs,
+                                                                caplog):
+    """No NumPy-backend form to fall back on: plain Python it is, and the log says so."""
+    from pijit import compile_frame
+
+    def failing(*args, **kwargs):
+        raise RuntimeError("no compiler today")
+    monkeypatch.setattr(compile_frame.cfused, "compile_graph", failing)
+    jitted = jit(smooth, **{"compile_after_ms": 0, "promote_after_ms": 0,
+                            "perf_statistics": False, "background_compile": False})
+    x = np.linspace(-1, 1, 200)
+    with caplog.at_level(logging.INFO, logger="pijit.perf"):
+        assert nest_calls(jitted, x, 6) == [(None, True)] * 6
+    assert eval_frame.entry_stats(smooth.__code__)[0]["hits"] == 5
+    assert python_nest_runs == []
+    assert "no compiler today); the entry runs as plain Python" in caplog.text
+
+
+def test_by_default_a_signature_compiles_once_its_plain_calls_took_100_ms():
+    """The default compile_after_ms: capture costs 2-30 ms an entry, which most calls of a
+    short program never win back (README: the corpus's geometric mean by budget). Each
+    plain run lasts 1/64 s on the clock here: 7 runs are 109 ms."""
+    eval_frame.set_perf_clock(Tick(1 / 64))
+    jitted = jit(chain)
+    x = np.linspace(-2, 2, 100)
+    for _ in range(7):
+        assert_equal_values(jitted(x), chain(x))
+    assert compiles(jitted) == 0
+    assert_equal_values(jitted(x), chain(x))
+    assert compiles(jitted) == 1

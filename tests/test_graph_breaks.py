@@ -708,3 +708,38 @@ def test_math_and_scalars_through_breaks():
         print(s)
         return x * s
     assert_same(f, X, 9, graphs=1, breaks=1)
+
+
+LETTERS = "xyzae" * 2000       # 10000 items, far past MAX_LOOP_UNROLLING: the loop leaves early
+
+
+def first_vowel_weight(x):
+    n = 0
+    for ch in LETTERS:
+        n += 1
+        if ch in "aeiou":
+            break
+    for k in range(10 ** 15):
+        if k * k > 50:
+            break
+    return x * n + k
+
+
+def test_a_loop_over_a_long_constant_leaving_early_unrolls():
+    """Capture makes the items of a constant range, tuple, list or str as the loop reaches
+    them (a range of 10**15 could not be listed)."""
+    report = assert_same(first_vowel_weight, X, graphs=1, breaks=0)
+    assert report.ops_per_graph == [["mul", "add"]]
+
+
+def test_constant_items_are_made_as_they_are_reached():
+    from pijit.capture.ops_loop import ConstItems
+    items = ConstItems(range(10, 10010))
+    assert len(items) == 10000 and items.made == {}
+    assert items[3].value == 13 and items[-1].value == 10009 and items[3] is items[3]
+    assert [v.value for v in items[2:5]] == [12, 13, 14]
+    assert sorted(items.made) == [2, 3, 4, 9999]
+    with pytest.raises(IndexError):
+        items[10000]
+    letters = ConstItems(list("abc"))
+    assert [v.value for v in reversed(letters)] == ["c", "b", "a"]

@@ -15,7 +15,7 @@ def nodes_work(graph, nodes) -> float:
     """Elements the array-valued arguments and results of `nodes` (of `graph`) hold."""
     total = 0
     for node in nodes:
-        if isinstance(node.fn, LoopOp) or getattr(node.fn, "repeats", False):
+        if _repeats(node):
             return math.inf
         outs = node.meta if isinstance(node.meta, tuple) else (node.meta,)
         arrays = [m for m in outs if m.is_array]
@@ -33,6 +33,15 @@ def nodes_work(graph, nodes) -> float:
 
 def graph_work(graph) -> float:
     return nodes_work(graph, graph.nodes)
+
+
+def has_loop(graph) -> bool:
+    """Does `graph` run a loop (a loop node, a loop nest)?"""
+    return any(_repeats(node) for node in graph.nodes)
+
+
+def _repeats(node) -> bool:
+    return isinstance(node.fn, LoopOp) or getattr(node.fn, "repeats", False)
 
 
 def _refs(arg):

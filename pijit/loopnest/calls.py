@@ -45,8 +45,10 @@ C_HELPERS = r"""
 /* One element through NumPy's own loop of slot k (the call-info of pj_ufuncs, n = 1):
    0 done; 1 only underflow raised; -1 divide, overflow or invalid raised, the loop failed,
    or the slot is not set (the caller hands over). The flags of a loop flagged
-   NPY_METH_NO_FLOATINGPOINT_ERRORS are not read, as NumPy does not read them. */
-static inline int pj_nest_ufunc(int k, char **data, const npy_intp *steps)
+   NPY_METH_NO_FLOATINGPOINT_ERRORS are not read, as NumPy does not read them; nor are
+   they when read_flags is 0: a loop exit_checks.py restarts reads them at its exit
+   (pj_exit_flags). */
+static inline int pj_nest_ufunc(int k, char **data, const npy_intp *steps, int read_flags)
 {
     pj_ufunc_info *u = pj_ufuncs[k];
     npy_intp n = 1;
@@ -58,7 +60,7 @@ static inline int pj_nest_ufunc(int k, char **data, const npy_intp *steps)
         PyErr_Clear();
         return -1;
     }
-    if (u->no_floatingpoint_errors)
+    if (u->no_floatingpoint_errors || !read_flags)
         return 0;
     /* The flags are read after the loop only (reading them costs more than a libm sin):
        a flag raised before it (Python code, or a Python float's silent inf in the kernel)
@@ -68,6 +70,21 @@ static inline int pj_nest_ufunc(int k, char **data, const npy_intp *steps)
     if (__builtin_expect(f != 0, 0)) {
         feclearexcept(PJ_FE_ERR | FE_UNDERFLOW);
         return (f & PJ_FE_ERR) ? -1 : 1;
+    }
+    return 0;
+}
+/* At the exit of a loop whose NumPy calls left their flags unread: whether one of them
+   raised divide, overflow or invalid, or underflow while np.errstate does not ignore it.
+   The flags are sticky, so one read covers every call of every iteration; a flag raised
+   before the loop (the kernel clears them at its entry) or by a Python float's silent inf
+   only makes Python run the loop again, which is right whatever the flags were. Any flag
+   read is cleared. */
+static inline int pj_exit_flags(void)
+{
+    int f = fetestexcept(PJ_FE_ERR | FE_UNDERFLOW);
+    if (__builtin_expect(f != 0, 0)) {
+        feclearexcept(PJ_FE_ERR | FE_UNDERFLOW);
+        return (f & PJ_FE_ERR) || pj_underflow_reported();
     }
     return 0;
 }
@@ -233,7 +250,7 @@ def lower(kernel, op, a, d, bail) -> list:
     lines += [f"    {ct} r;",
               f"    char *ud[{len(ins) + 1}] = {{{ptrs}}};",
               f"    static const npy_intp us[{len(ins) + 1}] = {{0}};",
-              f"    int uf = pj_nest_ufunc({slot}, ud, us);",
+              f"    int uf = pj_nest_ufunc({slot}, ud, us, {int(not kernel.flags_at_exit)});",
               f"    if (uf < 0 || (uf > 0 && pj_underflow_reported())) {bail}",
               f"    {d} = r;", "}"]
     return lines

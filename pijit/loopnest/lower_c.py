@@ -243,6 +243,8 @@ class NestKernel:
         # NumPy loops the kernel calls: slots 0.. of its module's table (it is alone there)
         self.ufunc_slots = calls.slots(nest.blocks)
         self.numpy_loop_count = len(self.ufunc_slots)
+        # while a block of such a loop is lowered: its NumPy calls leave the flags unread
+        self.flags_at_exit = False
 
     # -- values --------------------------------------------------------------------------
     def val(self, x) -> str:
@@ -310,7 +312,8 @@ class NestKernel:
         if k == "copy":
             return [f"{d} = {a[0]};"] + self.copy_tag(op.dst, op.args[0])
         if k == "finite":           # exit_checks.py
-            return [f"if (!isfinite({a[0]})) {self.restart(op)}"]
+            flags = " || pj_exit_flags()" if op.op == "flags" else ""
+            return [f"if (!isfinite({a[0]}){flags}) {self.restart(op)}"]
         if k == "select":
             return [f"{d} = {a[0]} ? {a[1]} : {a[2]};"] + self.select_tag(op.dst, op.args)
         if k == "shape":
@@ -660,6 +663,10 @@ class NestKernel:
             L.append("    }")
         for k, var in enumerate(nest.inputs, start=len(nest.arrays)):
             L += ["    " + s for s in self.unbox(var, f"args[{k}]")]
+        if any(f.op == "flags" for f in self.restarts.values()):
+            # flags some code left before the kernel would make such a loop's exit run it
+            # again in Python (right, but slow)
+            L.append("    feclearexcept(PJ_FE_ERR | FE_UNDERFLOW);")
         target = _threaded(self.blocks)
         fallbacks = {target.get(b.term[2], b.term[2]) for b in blocks if b.term[0] == "select"}
         for b in blocks:
@@ -672,6 +679,7 @@ class NestKernel:
                 else None
             if b.id in self.restarts:      # a loop whose sum exit_checks.py checks at its exit
                 spec = self.restart(self.restarts[b.id])
+            self.flags_at_exit = b.id in self.restarts and self.restarts[b.id].op == "flags"
             for k, op in enumerate(b.ops):
                 text = self.op(op, resume if op.resume is None else op.resume, spec)
                 if any("PJ_BAIL" in s for s in text) and (k or not op.bails):

@@ -71,7 +71,7 @@ def defer(blocks: list, types: dict, origin: dict, live_in: dict, advances) -> t
         term = by_id[head].term
         check = max(by_id) + 1
         # its NumPy calls' flags are read here too (op "flags"), once for the whole loop
-        flags = "flags" if calls.slots([by_id[x] for x in body]) else ""
+        flags = "flags" if calls.raise_flags([by_id[x] for x in body]) else ""
         finite = Op("finite", None, (acc, *pairs), op=flags, lineno=ops[j].lineno,
                     resume=resume)
         by_id[check] = Block(check, [finite], ("jump", term[4]))

@@ -405,6 +405,8 @@ class NestKernel:
         for x in ln.order:
             out.append(f"b{x}: ;")
             out += self.block_ops(self.blocks_by_id[x], target)
+        if self.lane[1] != len(ln.sites):       # calls.lower numbered the calls as plan did
+            raise AssertionError(f"loop {h}: {self.lane[1]} lane calls, {len(ln.sites)} planned")
         self.lane = None
         out += [f"    pj_lane_end{h}: ;", "    }", f"    switch (pj_ph{h}) {{"]
         for q, j in enumerate(ln.stops):

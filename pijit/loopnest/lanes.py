@@ -3,9 +3,9 @@ once: the C kernel's blocks and exit_checks.py's restarts -> {loop head: Lanes},
 lower_c.py runs in phases.
 
 NumPy's float loops of one operand (arcsin, exp, log... by SVML or NumPy's own SIMD code) pay
-a whole vector call for one element: np.arcsin's took about 21 ns of route_length's 55 ns per
-iteration (its loop with the call against one with a sqrt in its place); run over lanes, the
-loop takes 38 ns per iteration, 4 more than without arcsin. When exit_checks.py restarts the loop from its start
+a whole vector call for one element: np.arcsin's took about 21 ns of route_length's 54 ns per
+iteration (its loop with the call against one with a sqrt in its place); run over lanes,
+route_length takes 38 ns per iteration. When exit_checks.py restarts the loop from its start
 on any hand-over (it stores nothing), its iterations may run out of order, and more than once,
 as long as the accumulator is summed once and in order. lower_c then takes up to LANES
 iterations (lanes) at a time and runs the loop's straight body for each lane in phases: in

@@ -615,3 +615,21 @@ def test_workloads(level, resumes, built):
         (args,) = w.inputs("tiny")
         compiled(w.fn, *args, level=level, resumes=resumes, built=built, breaks=breaks)
 
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("ufunc", ["sin", "cos"])
+def test_float64_sin_and_cos_are_libms_calls(level, ufunc, resumes, kernels, built):
+    # NumPy's float64 sin/cos loops call libm's: the kernel calls it itself (calls.LIBM),
+    # which must give NumPy's bits over every range reduction libm takes, and its flags
+    rng = np.random.default_rng(11)
+    a = np.concatenate([np.array(FLOATS), rng.uniform(-4, 4, 200),
+                        np.exp(rng.uniform(-700, 700, 400)) * rng.choice([-1, 1], 400),
+                        np.pi / 2 * np.arange(-50, 50), 1e22 * np.arange(1, 20)])
+    fn = _unary(ufunc)
+    same(fn, a, np.zeros(a.size), level=level)
+    quiet = a[np.isfinite(a)]
+    compiled(fn, quiet, np.zeros(quiet.size), level=level, resumes=resumes, built=built)
+    if level == "O1":
+        assert kernels and all(k.numpy_loop_count == 0 for k in kernels)
+        assert f"pj_libm_{ufunc}(u0)" in kernels[0].function()

@@ -7,6 +7,8 @@ the rule must leave alone (a store the loop reads back, two accumulators, a bran
 looks at the kernel's blocks to see the check moved, or not."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -207,3 +209,110 @@ def test_a_loop_writing_slices_keeps_its_checks_in_the_loop(level, resumes, kern
     same(sum_and_double_rows, x, np.ones((5, 3)), level=level)
     if level == "O1":
         assert not exit_checks(kernels[0])
+
+
+# -- NumPy ufunc calls: their flags read once, at the restarted loop's exit --------------------
+def arc_sum(a):
+    s = a[0] * 0.0
+    for j in range(a.shape[0]):
+        s = s + np.arcsin(a[j]) * np.cos(a[j])
+    return s
+
+
+def log_sum(a):
+    s = a[0] * 0.0
+    for j in range(a.shape[0]):
+        s = s + np.log(a[j])
+    return s
+
+
+def exp_sum(a):
+    s = a[0] * 0.0
+    for j in range(a.shape[0]):
+        s = s + np.exp(-a[j])
+    return s
+
+
+def arc_store(a, out):
+    s = a[0] * 0.0
+    for j in range(a.shape[0]):
+        t = np.arcsin(a[j])
+        out[j] = t              # a store: no restart, each call reads its own flags
+        s = s + t
+    return s, out
+
+
+def flag_reads(kernel) -> list:
+    """The exit checks that also read the loop's NumPy flags."""
+    return [op for op in exit_checks(kernel) if op.op == "flags"]
+
+
+def ufunc_values(dtype, bad=None, at=60):
+    a = np.linspace(-0.9, 0.9, 120).astype(dtype)
+    if bad is not None:
+        a[at] = bad
+    return a
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("bad", [None, 1.5, -np.inf, np.nan, -0.0, 2.0])
+def test_ufunc_flags_are_read_at_the_loops_exit(level, dtype, bad, resumes, kernels):
+    # arcsin of 1.5, 2.0 or -inf warns (invalid) at iteration 60: the exit's read sees the
+    # flag and Python runs the loop again, warning there; NaN raises no flag but leaves the
+    # sum NaN (Python runs the loop again, without a warning); -0.0 is just a value
+    same(arc_sum, ufunc_values(dtype, bad), level=level)
+    if level == "O1":
+        (k,) = kernels
+        assert flag_reads(k)
+        assert (resumes == []) == (bad is None or bad == 0)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("where", [None, 0, 37, 119])
+def test_divide_and_underflow_at_a_middle_iteration(level, where, resumes, kernels):
+    a = np.linspace(0.5, 3.0, 120)
+    if where is not None:
+        a[where] = 0.0          # log(0): divide by zero, -inf (then the sum is -inf too)
+    same(log_sum, a, level=level)
+    if level == "O1":
+        assert flag_reads(kernels[0]) and (resumes == []) == (where is None)
+    # exp(-800) underflows: only np.errstate asking for it makes Python run the loop again
+    b = np.linspace(0.5, 3.0, 120)
+    b[50] = 800.0
+    resumes.clear()
+    kernels.clear()
+    same(exp_sum, b, level=level)
+    if level == "O1":
+        assert flag_reads(kernels[0]) and resumes == []
+    for mode in ("warn", "raise"):
+        resumes.clear()
+        with np.errstate(under=mode):
+            same(exp_sum, b, level=level)
+        if level == "O1":
+            assert resumes
+    with np.errstate(divide="raise"):
+        same(log_sum, a, level=level)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("bad", [None, 1.5])
+def test_a_loop_storing_reads_each_calls_flags(level, bad, resumes, kernels):
+    # out[j] = ... : run again from the start, the loop would find its stores done, so each
+    # call keeps its own read and hands over at its own iteration
+    a = ufunc_values(np.float64, bad)
+    same(arc_store, a, np.zeros(120), level=level)
+    if level == "O1":
+        assert not flag_reads(kernels[0]) and (resumes == []) == (bad is None)
+
+
+def test_the_route_length_workload_reads_no_flags_in_its_loop(resumes, kernels):
+    from benchmarks.workloads import route_length
+    rng = np.random.default_rng(5)
+    lat, lon = rng.uniform(-1.0, 1.0, 200), rng.uniform(-3.0, 3.0, 200)
+    same(route_length, lat, lon, breaks=1)
+    assert resumes == []
+    (k,) = kernels
+    assert flag_reads(k)
+    source = k.function()
+    assert "pj_nest_ufunc(" in source and not re.search(r"pj_nest_ufunc\([^;]*, 1\)", source)

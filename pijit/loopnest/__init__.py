@@ -27,7 +27,10 @@ Stages, in the order data flows:
     ranges.py     integer value ranges of the C kernel's variables: the overflow, zero
                   divisor and range checks that cannot fail, left out by lower_c
     exit_checks.py  a loop accumulating a NumPy float (and storing nothing) checks the sum
-                  once at its exit; not finite, it runs again in Python from its start
+                  once at its exit; not finite, it runs again in Python from its start (its
+                  NumPy calls' floating-point flags read there too)
+    lanes.py      such a loop's one-operand float ufunc calls run over chunks of iterations:
+                  its straight body run in phases, one call of NumPy's loop per call site
     lower_c.py    Nest -> C (gotos), built by backends/cfused's build and disk cache
     node.py       NestOp: the graph node's function
     capture.py    the capture hook: at an outermost loop's first instruction, try the nest

@@ -9,7 +9,9 @@ that signature on the one element (the `numpy_1.24_ufunc_call_info` capsule of
 overflow or invalid, or underflow while np.errstate does not ignore it, hand the nest over
 to Python at the call, which calls the ufunc itself and warns or raises as NumPy does. Where
 NumPy's loop is one IEEE operation exact on finite values (sqrt, absolute, floor,
-maximum...) the kernel computes it in C and hands over on any non-finite operand or result.
+maximum...) the kernel computes it in C and hands over on any non-finite operand or result;
+where it is one call of libm (float64 sin and cos, LIBM) the kernel makes that call and reads
+the flags as after NumPy's loop.
 
 Operands are converted to the loop's types as NumPy converts them; a conversion NumPy could
 reject or round another way (a Python int out of the loop type's range, an int beyond 2**24
@@ -42,11 +44,53 @@ DIRECT = {"sqrt": "sqrt{f}(u0)", "absolute": "fabs{f}(u0)", "fabs": "fabs{f}(u0)
           "minimum": "u0 <{tie} u1 ? u0 : u1", "fmin": "u0 <{tie} u1 ? u0 : u1"}
 
 C_HELPERS = r"""
+/* The flags a call raised: 0 none; 1 only underflow; -1 divide, overflow or invalid.
+   They are read after the call only (reading them costs more than a libm sin): a flag
+   raised before it (Python code, or a Python float's silent inf in the kernel) makes at
+   most one hand-over NumPy would not need, since any flag read is cleared, and Python
+   computing from the call is right whatever the flags were. */
+static inline int pj_call_flags(void)
+{
+    int f = fetestexcept(PJ_FE_ERR | FE_UNDERFLOW);
+    if (__builtin_expect(f != 0, 0)) {
+        feclearexcept(PJ_FE_ERR | FE_UNDERFLOW);
+        return (f & PJ_FE_ERR) ? -1 : 1;
+    }
+    return 0;
+}
+/* libm's sin and cos as NumPy's float64 loops call them (LIBM in calls.py). The empty asm
+   makes the argument opaque, so gcc neither folds a constant's sin at compile time (MPFR's
+   rounding, not libm's) nor merges a sin and a cos of one value into a sincos call. */
+static inline double pj_libm_sin(double x)
+{
+    __asm__("" : "+x"(x));
+    return sin(x);
+}
+static inline double pj_libm_cos(double x)
+{
+    __asm__("" : "+x"(x));
+    return cos(x);
+}
+/* n contiguous elements through NumPy's own loop of slot k, its flags left unread (lanes.py):
+   0 done, -1 the loop failed or the slot is not set */
+static inline int pj_nest_ufunc_n(int k, char **data, const npy_intp *steps, npy_intp n)
+{
+    pj_ufunc_info *u = pj_ufuncs[k];
+    if (u == NULL)
+        return -1;
+    if (u->loop(u->context, data, &n, steps, u->auxdata) < 0 || PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    return 0;
+}
 /* One element through NumPy's own loop of slot k (the call-info of pj_ufuncs, n = 1):
    0 done; 1 only underflow raised; -1 divide, overflow or invalid raised, the loop failed,
    or the slot is not set (the caller hands over). The flags of a loop flagged
-   NPY_METH_NO_FLOATINGPOINT_ERRORS are not read, as NumPy does not read them. */
-static inline int pj_nest_ufunc(int k, char **data, const npy_intp *steps)
+   NPY_METH_NO_FLOATINGPOINT_ERRORS are not read, as NumPy does not read them; nor are
+   they when read_flags is 0: a loop exit_checks.py restarts reads them at its exit
+   (pj_exit_flags). */
+static inline int pj_nest_ufunc(int k, char **data, const npy_intp *steps, int read_flags)
 {
     pj_ufunc_info *u = pj_ufuncs[k];
     npy_intp n = 1;
@@ -58,16 +102,22 @@ static inline int pj_nest_ufunc(int k, char **data, const npy_intp *steps)
         PyErr_Clear();
         return -1;
     }
-    if (u->no_floatingpoint_errors)
+    if (u->no_floatingpoint_errors || !read_flags)
         return 0;
-    /* The flags are read after the loop only (reading them costs more than a libm sin):
-       a flag raised before it (Python code, or a Python float's silent inf in the kernel)
-       makes at most one hand-over NumPy would not need, since any flag read is cleared,
-       and Python computing from the call is right whatever the flags were. */
+    return pj_call_flags();
+}
+/* At the exit of a loop whose NumPy calls left their flags unread: whether one of them
+   raised divide, overflow or invalid, or underflow while np.errstate does not ignore it.
+   The flags are sticky, so one read covers every call of every iteration; a flag raised
+   before the loop (the kernel clears them at its entry) or by a Python float's silent inf
+   only makes Python run the loop again, which is right whatever the flags were. Any flag
+   read is cleared. */
+static inline int pj_exit_flags(void)
+{
     int f = fetestexcept(PJ_FE_ERR | FE_UNDERFLOW);
     if (__builtin_expect(f != 0, 0)) {
         feclearexcept(PJ_FE_ERR | FE_UNDERFLOW);
-        return (f & PJ_FE_ERR) ? -1 : 1;
+        return (f & PJ_FE_ERR) || pj_underflow_reported();
     }
     return 0;
 }
@@ -167,6 +217,15 @@ def _sig_dtypes(sig: str) -> tuple:
     return tuple(np.dtype(c) for c in ins), np.dtype(out)
 
 
+# float64 ufunc loops that are one call of libm, as NumPy >= 1.25.2 has them on every CPU
+# (loops_trigonometric.dispatch: "Disable SIMD code sin/cos f64 and revert to libm", each
+# element `npy_sin(in)`, i.e. libm's sin): the kernel calls libm itself, sparing NumPy's
+# loop wrapper per element, and reads the flags as after NumPy's loop. float32 sin/cos
+# have SIMD loops of NumPy's own and stay NumPy's.
+LIBM = {("sin", "d->d"): "pj_libm_sin", ("cos", "d->d"): "pj_libm_cos"} \
+    if np.lib.NumpyVersion(np.__version__) >= "1.25.2" else {}
+
+
 def is_direct(domain) -> bool:
     """Whether a ufunc op is computed by C itself (DIRECT) rather than by NumPy's loop."""
     ins, out = _sig_dtypes(domain[2])
@@ -180,11 +239,20 @@ def slots(blocks) -> list:
     from pijit.loopnest import inline
     out = []
     for op in inline.all_ops(blocks):
-        if op.domain[:1] == ("ufunc",) and not is_direct(op.domain):
+        if op.domain[:1] == ("ufunc",) and not is_direct(op.domain) \
+                and op.domain[1:] not in LIBM:
             key = op.domain[1:]
             if key not in out:
                 out.append(key)
     return out
+
+
+def raise_flags(blocks) -> bool:
+    """Whether blocks (or the functions inlined into them) call a NumPy loop or libm, whose
+    floating-point flags the kernel reads."""
+    from pijit.loopnest import inline
+    return any(op.domain[:1] == ("ufunc",) and not is_direct(op.domain)
+               for op in inline.all_ops(blocks))
 
 
 def call_info(name: str, sig: str):
@@ -204,6 +272,7 @@ def set_loops(kernels, loops: list):
 
 def lower(kernel, op, a, d, bail) -> list:
     """The C of a call op of DOMAINS (lower_c.NestKernel.compute hands them here)."""
+    from pijit.loopnest import lanes
     kind = op.domain[0]
     if kind == "inline":
         from pijit.loopnest import inline
@@ -226,6 +295,27 @@ def lower(kernel, op, a, d, bail) -> list:
         expr = DIRECT[op.domain[1]].format(f="f" if out == T.F32 else "", tie=tie or "")
         lines += [f"    {ct} r = {expr};", f"    if (!isfinite(r)) {bail}", f"    {d} = r;", "}"]
         return lines
+    if kernel.lane is not None and lanes.site(op):
+        # lanes.py: the phases after the first reaching this call take its result from
+        # its buffer; that phase records the operand and stops the lane (NumPy's loop then
+        # computes the call for every lane), or computes it (libm)
+        h, j = kernel.lane
+        kernel.lane[1] += 1
+        first = kernel.lanes[h].phase(j)
+        lines += [f"    {ct} r;", f"    if (pj_ph{h} > {first}) r = pj_lo{h}_{j}[pj_ln{h}];"]
+        if op.domain[1:] in LIBM:
+            lines.append(f"    else {{ r = {LIBM[op.domain[1:]]}(u0); "
+                         f"pj_lo{h}_{j}[pj_ln{h}] = r; }}")
+        else:
+            lines.append(f"    else {{ pj_li{h}_{j}[pj_ln{h}] = u0; goto pj_lane_end{h}; }}")
+        return lines + [f"    {d} = r;", "}"]
+    read = int(not kernel.flags_at_exit)
+    if op.domain[1:] in LIBM:
+        lines += [f"    {ct} r = {LIBM[op.domain[1:]]}(u0);",
+                  f"    int uf = {read} ? pj_call_flags() : 0;",
+                  f"    if (uf < 0 || (uf > 0 && pj_underflow_reported())) {bail}",
+                  f"    {d} = r;", "}"]
+        return lines
     slot = kernel.ufunc_slots.index(op.domain[1:])
     ptrs = ", ".join([f"(char *)&u{j}" for j in range(len(ins))] + ["(char *)&r"])
     # strides 0, as NumPy's for the 0-d operands of np.<ufunc>(scalars): power's loop takes
@@ -233,7 +323,7 @@ def lower(kernel, op, a, d, bail) -> list:
     lines += [f"    {ct} r;",
               f"    char *ud[{len(ins) + 1}] = {{{ptrs}}};",
               f"    static const npy_intp us[{len(ins) + 1}] = {{0}};",
-              f"    int uf = pj_nest_ufunc({slot}, ud, us);",
+              f"    int uf = pj_nest_ufunc({slot}, ud, us, {read});",
               f"    if (uf < 0 || (uf > 0 && pj_underflow_reported())) {bail}",
               f"    {d} = r;", "}"]
     return lines

@@ -18,7 +18,7 @@ import struct
 import numpy as np
 
 from pijit.loopnest import (bounds, calls, cse, exit_checks, float_checks, forward,
-                            ifconvert, ranges, slices)
+                            ifconvert, lanes, ranges, slices)
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Block, Const, Nest, reverse_postorder
 
@@ -243,6 +243,13 @@ class NestKernel:
         # NumPy loops the kernel calls: slots 0.. of its module's table (it is alone there)
         self.ufunc_slots = calls.slots(nest.blocks)
         self.numpy_loop_count = len(self.ufunc_slots)
+        # while a block of such a loop is lowered: its NumPy calls leave the flags unread
+        self.flags_at_exit = False
+        # such loops whose calls run over chunks of iterations (lanes.py); while one's body
+        # is lowered, lane = [its head, the number of calls lowered so far]
+        self.lanes = lanes.plan(self.blocks, self.restarts, self.origin, nest.live_in())
+        self.blocks_by_id = {b.id: b for b in self.blocks}
+        self.lane = None
 
     # -- values --------------------------------------------------------------------------
     def val(self, x) -> str:
@@ -310,7 +317,8 @@ class NestKernel:
         if k == "copy":
             return [f"{d} = {a[0]};"] + self.copy_tag(op.dst, op.args[0])
         if k == "finite":           # exit_checks.py
-            return [f"if (!isfinite({a[0]})) {self.restart(op)}"]
+            flags = " || pj_exit_flags()" if op.op == "flags" else ""
+            return [f"if (!isfinite({a[0]}){flags}) {self.restart(op)}"]
         if k == "select":
             return [f"{d} = {a[0]} ? {a[1]} : {a[2]};"] + self.select_tag(op.dst, op.args)
         if k == "shape":
@@ -357,6 +365,63 @@ class NestKernel:
         if k in ("binop", "unop", "cmp") or k == "call":
             return self.compute(op, a, d, bail)
         raise AssertionError(k)
+
+    def block_ops(self, b, target) -> list:
+        """The C of block b's ops (not its terminator)."""
+        resume = self.origin.get(b.id, b.id)
+        # the ops of a select block (both sides of a branch) go to the original branch
+        # when a check fails: nothing is written before (ifconvert.py)
+        spec = f"goto b{target.get(b.term[2], b.term[2])};" if b.term[0] == "select" \
+            else None
+        if b.id in self.restarts:      # a loop whose sum exit_checks.py checks at its exit
+            spec = self.restart(self.restarts[b.id])
+        self.flags_at_exit = b.id in self.restarts and self.restarts[b.id].op == "flags"
+        out = []
+        for k, op in enumerate(b.ops):
+            text = self.op(op, resume if op.resume is None else op.resume, spec)
+            if any("PJ_BAIL" in s for s in text) and (k or not op.bails):
+                # a hand-over resumes at the block's start: only its first op may bail
+                raise AssertionError(f"op {op} bails in the middle of block {b.id}")
+            out += ["    " + s for s in text]
+        return out
+
+    def lane_loop(self, head, target) -> list:
+        """The C of a loop lanes.py runs over chunks of iterations: take up to LANES of the
+        iterator's elements, run the body over them once per call of a NumPy loop (phase q
+        stops each lane at the q-th, then one call computes it for every lane) and once more
+        to the end."""
+        h, t = head.id, head.term
+        ln = self.lanes[h]
+        it = "v_" + t[1]
+        restart = self.restart(self.restarts[ln.order[0]])
+        out = [f"    pj_nb{h} = 0;",
+               f"    while (pj_nb{h} < {lanes.LANES} && ({self.foriter_test(t[1])})) {{",
+               f"        pj_it{h}[pj_nb{h}++] = {it}_cur; {it}_cur += {it}_step;", "    }",
+               f"    if (pj_nb{h} == 0) goto b{target.get(t[4], t[4])};",
+               f"    for (pj_ph{h} = 0; pj_ph{h} <= {len(ln.stops)}; pj_ph{h}++) {{",
+               f"    for (pj_ln{h} = 0; pj_ln{h} < pj_nb{h}; pj_ln{h}++) {{",
+               f"    v_{t[2]} = pj_it{h}[pj_ln{h}];"]
+        self.lane = [h, 0]
+        for x in ln.order:
+            out.append(f"b{x}: ;")
+            out += self.block_ops(self.blocks_by_id[x], target)
+        if self.lane[1] != len(ln.sites):       # calls.lower numbered the calls as plan did
+            raise AssertionError(f"loop {h}: {self.lane[1]} lane calls, {len(ln.sites)} planned")
+        self.lane = None
+        out += [f"    pj_lane_end{h}: ;", "    }", f"    switch (pj_ph{h}) {{"]
+        for q, j in enumerate(ln.stops):
+            dom = ln.sites[j]
+            (tin,), tout = calls._sig_dtypes(dom[2])
+            li, lo = f"pj_li{h}_{j}", f"pj_lo{h}_{j}"
+            slot = self.ufunc_slots.index(dom[1:])
+            out += [f"    case {q}:", "        {",
+                    f"            char *ud[2] = {{(char *){li}, (char *){lo}}};",
+                    f"            npy_intp us[2] = {{sizeof({ctype(tin)}), "
+                    f"sizeof({ctype(tout)})}};",
+                    f"            if (pj_nest_ufunc_n({slot}, ud, us, pj_nb{h}) < 0) {restart}",
+                    "        }", "        break;"]
+        out += ["    }", "    }", f"    goto b{h};"]
+        return out
 
     def restart(self, finite) -> str:
         """C: the hand-over of a loop exit_checks.py checks at its exit, from its start (the
@@ -644,6 +709,14 @@ class NestKernel:
             L.append(f"    {ctype(self.vtypes[var][0])} v_{var} = 0;")
             if len(self.vtypes[var]) > 1:
                 L.append(f"    unsigned char g_{var} = 0;")
+        for head, ln in self.lanes.items():
+            L.append(f"    int64_t pj_it{head}[{lanes.LANES}]; int pj_nb{head}, pj_ph{head}, "
+                     f"pj_ln{head};")
+            for j, dom in enumerate(ln.sites):
+                (tin,), tout = calls._sig_dtypes(dom[2])
+                L.append(f"    {ctype(tout)} pj_lo{head}_{j}[{lanes.LANES}];")
+                if j in ln.stops:
+                    L.append(f"    {ctype(tin)} pj_li{head}_{j}[{lanes.LANES}];")
         nin = len(nest.arrays) + len(nest.inputs)
         L.append(f"    if (nargs != {nin}) goto entry;")
         for k, (arr, (dtype, ndim)) in enumerate(nest.arrays.items()):
@@ -660,24 +733,23 @@ class NestKernel:
             L.append("    }")
         for k, var in enumerate(nest.inputs, start=len(nest.arrays)):
             L += ["    " + s for s in self.unbox(var, f"args[{k}]")]
+        if any(f.op == "flags" for f in self.restarts.values()):
+            # flags some code left before the kernel would make such a loop's exit run it
+            # again in Python (right, but slow)
+            L.append("    feclearexcept(PJ_FE_ERR | FE_UNDERFLOW);")
         target = _threaded(self.blocks)
         fallbacks = {target.get(b.term[2], b.term[2]) for b in blocks if b.term[0] == "select"}
+        in_lanes = {x for ln in self.lanes.values() for x in ln.order}
         for b in blocks:
+            if b.id in in_lanes:
+                continue
             # a fallback is reached only when a speculated op's check fails
             L.append(f"b{b.id}:" + (" __attribute__((cold));" if b.id in fallbacks else ""))
+            if b.id in self.lanes:
+                L += self.lane_loop(b, target)
+                continue
+            L += self.block_ops(b, target)
             resume = self.origin.get(b.id, b.id)
-            # the ops of a select block (both sides of a branch) go to the original branch
-            # when a check fails: nothing is written before (ifconvert.py)
-            spec = f"goto b{target.get(b.term[2], b.term[2])};" if b.term[0] == "select" \
-                else None
-            if b.id in self.restarts:      # a loop whose sum exit_checks.py checks at its exit
-                spec = self.restart(self.restarts[b.id])
-            for k, op in enumerate(b.ops):
-                text = self.op(op, resume if op.resume is None else op.resume, spec)
-                if any("PJ_BAIL" in s for s in text) and (k or not op.bails):
-                    # a hand-over resumes at the block's start: only its first op may bail
-                    raise AssertionError(f"op {op} bails in the middle of block {b.id}")
-                L += ["    " + s for s in text]
             t = tuple(target.get(x, x) if j > 0 and isinstance(x, int) else x
                       for j, x in enumerate(b.term))
             if t[0] in ("jump", "select"):

@@ -193,6 +193,40 @@ def test_a_branch_storing_keeps_its_checks(level, resumes, kernels):
         assert not exit_checks(k)
 
 
+def squares_until(a, stop):
+    s = a[0] * 0.0
+    for j in range(a.shape[0]):
+        s = s + a[j] * a[j]
+        if j == stop:
+            break               # leaves from the body: the exit's check is not on its path
+    return s
+
+
+def logs_until_small(a):
+    s = a[0] * 0.0
+    for j in range(a.shape[0]):
+        t = np.log(a[j])
+        if t < -5.0:
+            break
+        s = s + t
+    return s
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("stop", [3, 50, 200])
+def test_a_loop_left_by_break_keeps_its_checks(level, stop, resumes, kernels):
+    # a square overflowing at j = 10 (then s is inf), or log(0) at j = 10 (-inf, so the
+    # loop breaks right there): the warnings come whether the loop ends or breaks after
+    a = np.linspace(0.5, 2.0, 120)
+    a[10] = 1e200
+    same(squares_until, a, stop, level=level)
+    a[10] = 0.0
+    same(logs_until_small, a, level=level)
+    same(squares_until, np.linspace(0.5, 2.0, 120), stop, level=level)
+    if level == "O1":
+        assert kernels and not any(exit_checks(k) for k in kernels)
+
+
 def sum_and_double_rows(x, A):
     s = x[0] * 0.0
     for i in range(x.shape[0]):

@@ -31,7 +31,7 @@ from dataclasses import replace
 from pijit.loopnest import calls
 from pijit.loopnest.bounds import dominators, natural_loops
 from pijit.loopnest.float_checks import _checked_float
-from pijit.loopnest.ir import Block, Op, reverse_postorder
+from pijit.loopnest.ir import Block, Op, reverse_postorder, successors
 
 _ABSORBING = {"add": (0, 1), "sub": (0, 1), "mul": (0, 1)}
 
@@ -99,6 +99,9 @@ def _accumulator(by_id, head, body, loops, dom, types, advances):
     seen = [k for k in reverse_postorder(by_id, term[3]) if k in body and k != head]
     if set(seen) | {head} != body or any(by_id[k].term[0] not in ("jump", "branch")
                                          for k in seen):
+        return None
+    # a break leaves from the body, past the exit's check: the loop keeps its checks
+    if any(s not in body for k in seen for s in successors(by_id[k].term)):
         return None
     checked = []
     for x in seen:

@@ -350,3 +350,70 @@ def test_past_the_limit_a_resume_function_of_its_own_is_reported_once(caplog):
 
 
 _SCALE = 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# 18: a value capture needs constant (a library function checking its int argument) is
+# specialised at once once that is known, and after SPECIALIZED_ENTRIES such entries the
+# code stops compiling one entry per value.
+
+def _checked_head(x, n):
+    if n < 1:                       # a branch on n: capture needs n constant
+        raise ValueError("n must be positive")
+    return x[:n] * 2.0 + n
+
+
+def _count_captures(monkeypatch):
+    """The dynamic sources of each compile_frame call the runtime makes."""
+    calls = []
+    real = runtime.compile_frame
+
+    def counting(func, args, config, dynamic, *rest):
+        calls.append(sorted(s.name() for s in dynamic))
+        return real(func, args, config, dynamic, *rest)
+    monkeypatch.setattr(runtime, "compile_frame", counting)
+    return calls
+
+
+def test_a_value_capture_needs_constant_is_specialised_once_known(monkeypatch, caplog):
+    f = pijit.jit(_checked_head, jit_config=O0)
+    pijit.reset(f)
+    captures = _count_captures(monkeypatch)
+    x = np.linspace(0.0, 1.0, 40)
+    with caplog.at_level(logging.WARNING, logger="pijit.recompiles"):
+        for n in range(1, 21):
+            assert_equal_values(f(x, n), _checked_head(x, n))
+    # n=1 static; n=2 tried dynamic (the branch breaks it) then specialised; n=3 specialised
+    # at once; n=4 on: plain Python (was: 8 entries, two captures each from n=2).
+    assert captures == [[], ["n"], [], []], captures
+    s = pijit.stats(f)
+    assert s["compile_count"] == 3 and s["cache_hits"] == 0, s
+    assert all(not e["fallback"] and e["ops"] for e in s["entries"]), s["entries"]
+    (why,) = s["eager_fallbacks"]
+    assert "n of _checked_head keep changing and capture needs them constant" in why, why
+    assert "n: expected 3, got 4" in why, why
+    assert len([r for r in caplog.records if "keep changing" in r.getMessage()]) == 1
+    for n in (3, 2, 1, 7, 3):        # the entries it has still serve their values
+        assert_equal_values(f(x, n), _checked_head(x, n))
+    s = pijit.stats(f)
+    assert s["compile_count"] == 3 and s["cache_hits"] == 4, s
+    with pytest.raises(ValueError, match="n must be positive"):
+        f(x, 0)
+
+
+def test_values_that_can_be_dynamic_are_not_held_back(monkeypatch):
+    """The rule's other side: n used only as a number goes dynamic at its first change, and
+    a new dtype of x still compiles (no freeze)."""
+    def head_scaled(x, n):
+        return x * n + 1.0
+    f = pijit.jit(head_scaled, jit_config=O0)
+    pijit.reset(f)
+    captures = _count_captures(monkeypatch)
+    for dtype in (np.float64, np.float32):
+        x = np.linspace(0.0, 1.0, 40).astype(dtype)
+        for n in range(1, 11):
+            assert_equal_values(f(x, n), head_scaled(x, n))
+    # Per dtype: n=1 static, then n dynamic from n=2.
+    assert captures == [[], ["n"], [], ["n"]], captures
+    s = pijit.stats(f)
+    assert s["compile_count"] == 4 and s["eager_fallbacks"] == [], s

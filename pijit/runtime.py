@@ -85,9 +85,9 @@ def _compile_miss(func, args, rec, entries, generation):
         if rec.specialized_entries >= SPECIALIZED_ENTRIES:
             names = ", ".join(sorted(s.name() for s in stuck))
             return _freeze(rec, code, generation, reason or "", why=(
-                f"{names} of {code.co_qualname} keep changing and capture needs them "
-                f"constant: inputs matching none of its {len(entries)} entries run as "
-                f"plain Python (first: {reason})"))
+                f"{code.co_qualname}: {names} took new values or sizes again, and capture "
+                f"needs them constant: inputs matching none of its {len(entries)} entries "
+                f"run as plain Python (first: {reason})"))
         for source in stuck:        # known to break capture: specialise at once
             dynamic.pop(source)
             if source in declared:

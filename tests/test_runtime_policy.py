@@ -390,9 +390,9 @@ def test_a_value_capture_needs_constant_is_specialised_once_known(monkeypatch, c
     assert s["compile_count"] == 3 and s["cache_hits"] == 0, s
     assert all(not e["fallback"] and e["ops"] for e in s["entries"]), s["entries"]
     (why,) = s["eager_fallbacks"]
-    assert "n of _checked_head keep changing and capture needs them constant" in why, why
+    assert "_checked_head: n took new values or sizes again, and capture needs" in why, why
     assert "n: expected 3, got 4" in why, why
-    assert len([r for r in caplog.records if "keep changing" in r.getMessage()]) == 1
+    assert len([r for r in caplog.records if "new values or sizes" in r.getMessage()]) == 1
     for n in (3, 2, 1, 7, 3):        # the entries it has still serve their values
         assert_equal_values(f(x, n), _checked_head(x, n))
     s = pijit.stats(f)
@@ -417,3 +417,27 @@ def test_values_that_can_be_dynamic_are_not_held_back(monkeypatch):
     assert captures == [[], ["n"], [], ["n"]], captures
     s = pijit.stats(f)
     assert s["compile_count"] == 4 and s["eager_fallbacks"] == [], s
+
+
+def _row_steps(x):
+    if x.shape[0] < 2:              # a branch on a dim: capture needs it constant
+        raise ValueError("need two rows")
+    return x[1:] - x[:-1]
+
+
+def test_dims_capture_needs_constant_are_specialised_once_known(monkeypatch):
+    """The same rule for an array whose size a branch reads."""
+    f = pijit.jit(_row_steps, jit_config=O0)
+    pijit.reset(f)
+    captures = _count_captures(monkeypatch)
+    for n in range(2, 12):
+        x = np.arange(float(n))
+        assert_equal_values(f(x), _row_steps(x))
+    assert captures == [[], ["x"], [], []], captures
+    s = pijit.stats(f)
+    assert s["compile_count"] == 3 and len(s["eager_fallbacks"]) == 1, s
+    assert "_row_steps: x took new values or sizes again" in s["eager_fallbacks"][0]
+    for n in (4, 3, 2):
+        x = np.arange(float(n))
+        assert_equal_values(f(x), _row_steps(x))
+    assert pijit.stats(f)["cache_hits"] == 3

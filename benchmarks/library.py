@@ -75,6 +75,7 @@ def child(mode, suite):
     modules, _ = SUITES[suite]
     wrapped = jit_modules(modules) if mode == "jit" else 0
     files = test_files(suite)
+    _seed(modules)
     plugin = _Outcomes()
     t0, cpu0, kids0 = time.perf_counter(), time.process_time(), _children_cpu()
     pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header",
@@ -90,6 +91,18 @@ def child(mode, suite):
                                      "cpu_seconds": cpu,
                                      "wrapped": wrapped, "entries": entries,
                                      "outcomes": plugin.outcomes}))
+
+
+def _seed(modules):
+    """Seed the random generators the suites' tests draw from without a seed of their own
+    (test_statistics' test_compare_to_variance fails for about 18% of its random data,
+    plain or jitted): each run then draws the same data, and an outcome that differs is
+    pijit's doing. NumPy's only where the suite imports it anyway."""
+    import random
+    random.seed(0)
+    if any(m.split(".")[0] == "numpy" for m in modules):
+        import numpy
+        numpy.random.seed(0)
 
 
 def _children_cpu() -> float:

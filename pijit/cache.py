@@ -78,6 +78,10 @@ class CodeRecord:
     generation: int = 0             # bumped by clear()
     transient_failures: int = 0     # RecursionError/MemoryError while compiling, since reset
     retry_in: int = 0               # misses left to run plain before compiling is tried again
+    # Sources whose automatic dynamic dims or value made capture break (a branch or a
+    # shape needs them constant), and the entries compiled specialised on them since.
+    must_specialize: set = field(default_factory=set)
+    specialized_entries: int = 0
 
     def clear(self):
         self.entries.clear()
@@ -86,6 +90,8 @@ class CodeRecord:
         self.eager_fallbacks.clear()
         self.limit_logged = False
         self.transient_failures = self.retry_in = 0
+        self.must_specialize.clear()
+        self.specialized_entries = 0
         self.generation += 1
 
 

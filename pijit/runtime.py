@@ -80,10 +80,23 @@ def _compile_miss(func, args, rec, entries, generation):
             _merge(dynamic, changed_dims(entries, func, args))
     if varied and config.enable_dynamic_shape:
         _merge(dynamic, varied_values(code, args, varied))
+    stuck = {s for s in _automatic(dynamic, declared) if s in rec.must_specialize}
+    if stuck:
+        if rec.specialized_entries >= SPECIALIZED_ENTRIES:
+            names = ", ".join(sorted(s.name() for s in stuck))
+            return _freeze(rec, code, generation, reason or "", why=(
+                f"{code.co_qualname}: {names} took new values or sizes again, and capture "
+                f"needs them constant: inputs matching none of its {len(entries)} entries "
+                f"run as plain Python (first: {reason})"))
+        for source in stuck:        # known to break capture: specialise at once
+            dynamic.pop(source)
+            if source in declared:
+                dynamic[source] = set(declared[source])
     extra = [hash_args_guard(rec.hash_args)] if rec.hash_args is not None else []
     known_breaks = {b.reason for e in entries for b in e.breaks}
     try:
-        info, fn, plan = _compile(func, args, rec, declared, dynamic, extra, known_breaks)
+        info, fn, plan, broke = _compile(func, args, rec, declared, dynamic, extra,
+                                         known_breaks)
         failure = None
     except Exception as e:      # KeyboardInterrupt, SystemExit...: not ours, they propagate
         failure = e
@@ -106,6 +119,8 @@ def _compile_miss(func, args, rec, entries, generation):
             return fn           # reset meanwhile: run what was compiled for this call, once
         rec.entries.insert(0, info)
         rec.compile_count += 1
+        rec.must_specialize |= broke
+        rec.specialized_entries += bool(broke or stuck)
         if reason is not None:
             rec.recompile_reasons.append(reason)
         eval_frame.add_entry(code, *program, fn, promote_at=plan.promote_at, trial=plan.trial,
@@ -125,12 +140,21 @@ def _compile_miss(func, args, rec, entries, generation):
     return None if plan.plain_until_promoted else fn
 
 
-def _freeze(rec, code, generation, reason):
-    """Past limit_graph_count: inputs that match an entry keep using it (the C hook still
-    walks them); the others run as plain Python, reported once per code."""
+# Entries a code compiles specialised on a value or dims that the automatic dynamic rule
+# found capture needs constant (a library function checking its int argument, `if M < 1:`,
+# sees a new M at nearly every call): past them, a miss caused by such a change freezes the
+# code as limit_graph_count does, instead of capturing an entry per value (twice: dynamic,
+# then specialised) that later calls rarely hit.
+SPECIALIZED_ENTRIES = 2
+
+
+def _freeze(rec, code, generation, reason, why=None):
+    """Past limit_graph_count (or SPECIALIZED_ENTRIES, `why`): inputs that match an entry
+    keep using it (the C hook still walks them); the others run as plain Python, reported
+    once per code."""
     limit = rec.config.limit_graph_count
-    what = (f"limit_graph_count={limit} reached for {code.co_qualname}: inputs matching none "
-            f"of its entries run as plain Python (first: {reason})")
+    what = why or (f"limit_graph_count={limit} reached for {code.co_qualname}: inputs "
+                   f"matching none of its entries run as plain Python (first: {reason})")
     with rec.lock:
         if rec.generation != generation:
             return None
@@ -201,8 +225,9 @@ def _signal_exception(e):
 
 
 def _compile(func, args, rec, declared, dynamic, extra, known_breaks):
-    """compile_frame (-> info, fn, plan) with the automatic dynamic dims and values, or
-    without them when they make capture break where the entries compiled so far did not."""
+    """compile_frame (-> info, fn, plan, set()) with the automatic dynamic dims and values,
+    or without them when they make capture break where the entries compiled so far did not
+    (-> ..., the sources that were dynamic automatically)."""
     makers = _resume_makers(func, rec)
     try:
         compiled = compile_frame(func, args, rec.config, dynamic, extra, *makers)
@@ -214,7 +239,13 @@ def _compile(func, args, rec, declared, dynamic, extra, known_breaks):
         # Some op needs the automatic dynamic dims or values to be constants (a shape,
         # a branch on a recursion depth): specialize this entry instead.
         compiled = compile_frame(func, args, rec.config, declared, extra, *makers)
-    return compiled
+        return (*compiled, _automatic(dynamic, declared))
+    return (*compiled, set())
+
+
+def _automatic(dynamic, declared) -> set:
+    """The sources whose dims or value are dynamic by the automatic rule, not declared."""
+    return {s for s, dims in dynamic.items() if set(dims) != set(declared.get(s, ()))}
 
 
 class _Specialize(Exception):

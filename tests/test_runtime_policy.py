@@ -350,3 +350,94 @@ def test_past_the_limit_a_resume_function_of_its_own_is_reported_once(caplog):
 
 
 _SCALE = 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# 18: a value capture needs constant (a library function checking its int argument) is
+# specialised at once once that is known, and after SPECIALIZED_ENTRIES such entries the
+# code stops compiling one entry per value.
+
+def _checked_head(x, n):
+    if n < 1:                       # a branch on n: capture needs n constant
+        raise ValueError("n must be positive")
+    return x[:n] * 2.0 + n
+
+
+def _count_captures(monkeypatch):
+    """The dynamic sources of each compile_frame call the runtime makes."""
+    calls = []
+    real = runtime.compile_frame
+
+    def counting(func, args, config, dynamic, *rest):
+        calls.append(sorted(s.name() for s in dynamic))
+        return real(func, args, config, dynamic, *rest)
+    monkeypatch.setattr(runtime, "compile_frame", counting)
+    return calls
+
+
+def test_a_value_capture_needs_constant_is_specialised_once_known(monkeypatch, caplog):
+    f = pijit.jit(_checked_head, jit_config=O0)
+    pijit.reset(f)
+    captures = _count_captures(monkeypatch)
+    x = np.linspace(0.0, 1.0, 40)
+    with caplog.at_level(logging.WARNING, logger="pijit.recompiles"):
+        for n in range(1, 21):
+            assert_equal_values(f(x, n), _checked_head(x, n))
+    # n=1 static; n=2 tried dynamic (the branch breaks it) then specialised; n=3 specialised
+    # at once; n=4 on: plain Python (was: 8 entries, two captures each from n=2).
+    assert captures == [[], ["n"], [], []], captures
+    s = pijit.stats(f)
+    assert s["compile_count"] == 3 and s["cache_hits"] == 0, s
+    assert all(not e["fallback"] and e["ops"] for e in s["entries"]), s["entries"]
+    (why,) = s["eager_fallbacks"]
+    assert "_checked_head: n took new values or sizes again, and capture needs" in why, why
+    assert "n: expected 3, got 4" in why, why
+    assert len([r for r in caplog.records if "new values or sizes" in r.getMessage()]) == 1
+    for n in (3, 2, 1, 7, 3):        # the entries it has still serve their values
+        assert_equal_values(f(x, n), _checked_head(x, n))
+    s = pijit.stats(f)
+    assert s["compile_count"] == 3 and s["cache_hits"] == 4, s
+    with pytest.raises(ValueError, match="n must be positive"):
+        f(x, 0)
+
+
+def test_values_that_can_be_dynamic_are_not_held_back(monkeypatch):
+    """The rule's other side: n used only as a number goes dynamic at its first change, and
+    a new dtype of x still compiles (no freeze)."""
+    def head_scaled(x, n):
+        return x * n + 1.0
+    f = pijit.jit(head_scaled, jit_config=O0)
+    pijit.reset(f)
+    captures = _count_captures(monkeypatch)
+    for dtype in (np.float64, np.float32):
+        x = np.linspace(0.0, 1.0, 40).astype(dtype)
+        for n in range(1, 11):
+            assert_equal_values(f(x, n), head_scaled(x, n))
+    # Per dtype: n=1 static, then n dynamic from n=2.
+    assert captures == [[], ["n"], [], ["n"]], captures
+    s = pijit.stats(f)
+    assert s["compile_count"] == 4 and s["eager_fallbacks"] == [], s
+
+
+def _row_steps(x):
+    if x.shape[0] < 2:              # a branch on a dim: capture needs it constant
+        raise ValueError("need two rows")
+    return x[1:] - x[:-1]
+
+
+def test_dims_capture_needs_constant_are_specialised_once_known(monkeypatch):
+    """The same rule for an array whose size a branch reads."""
+    f = pijit.jit(_row_steps, jit_config=O0)
+    pijit.reset(f)
+    captures = _count_captures(monkeypatch)
+    for n in range(2, 12):
+        x = np.arange(float(n))
+        assert_equal_values(f(x), _row_steps(x))
+    assert captures == [[], ["x"], [], []], captures
+    s = pijit.stats(f)
+    assert s["compile_count"] == 3 and len(s["eager_fallbacks"]) == 1, s
+    assert "_row_steps: x took new values or sizes again" in s["eager_fallbacks"][0]
+    for n in (4, 3, 2):
+        x = np.arange(float(n))
+        assert_equal_values(f(x), _row_steps(x))
+    assert pijit.stats(f)["cache_hits"] == 3

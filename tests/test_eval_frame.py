@@ -277,6 +277,9 @@ def test_check_len():
     assert guard_result(X, (("len", 0, 2),), [1, 2])
     assert guard_result(X, (("len", 0, 1),), {1: 2})
     assert not guard_result(X, (("len", 0, 2),), [1])
+    assert not guard_result(X, (("len", 0, 2),), (1, 2, 3))            # longer fails too
+    assert not guard_result(X, (("len", 0, 2),), [1, 2, 3])
+    assert not guard_result(X, (("len", 0, 1),), {1: 2, 3: 4})
     assert not guard_result(X, (("len", 0, 2),), "ab")
 
 
@@ -296,6 +299,9 @@ def test_check_array():
     assert guard_result(X, chk((3, 4), C_CONTIGUOUS, C_CONTIGUOUS), a)
     assert not guard_result(X, chk((4, 3), C_CONTIGUOUS, C_CONTIGUOUS), a.T)
     assert guard_result(X, chk((4, 3), F_CONTIGUOUS, F_CONTIGUOUS), a.T)
+    assert not guard_result(X, chk((3, 4), F_CONTIGUOUS, F_CONTIGUOUS), a)   # F asked, C given
+    assert not guard_result(X, chk((4, 4), F_CONTIGUOUS, F_CONTIGUOUS),
+                            np.zeros((4, 8))[:, ::2])                          # neither
     assert not guard_result(X, chk((3,)), np.zeros(3, dtype=">f8"))  # byte order
     assert guard_result(X, chk((3,)), np.zeros(3, dtype="<f8"))
     class Sub(np.ndarray):

@@ -92,6 +92,36 @@ def test_cse_keeps_apart_what_differs_only_in_keywords_or_in_a_zero_sign(fn, x, 
                 jit_kwargs={"jit_config": {"jit_level": level}})
 
 
+def _quiet_writes_with_unused_results(a, b, m):
+    np.negative(a, out=b)            # sign and comparison ufuncs cannot warn: only their
+    np.maximum(a, 0.0, out=a)        # out= write keeps them alive, and nothing reads it
+    np.less(b, 0.0, out=m)
+    return 1
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_dce_keeps_writes_through_out_that_cannot_warn(level):
+    """A ufunc that cannot warn, called with out= and its result unused, is still a write:
+    dce must keep it though may_warn says no."""
+    assert_same(_quiet_writes_with_unused_results, np.linspace(-1.0, 1.0, 7), np.zeros(7),
+                np.zeros(7, dtype=bool), ops=["negative", "maximum", "less"],
+                jit_kwargs={"jit_config": {"jit_level": level}})
+
+
+def _maxima_by_scalars_of_equal_bytes(x):
+    # np.uint8(255) and np.int8(-1) are the same byte; np.float32(1.0) and
+    # np.int32(1065353216) the same four bytes
+    return (np.stack([np.maximum(x, np.uint8(255)), np.maximum(x, np.int8(-1))]),
+            np.stack([np.minimum(x, np.float32(1.0)), np.minimum(x, np.int32(1065353216))]))
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_cse_keeps_apart_numpy_scalars_of_equal_bytes(level):
+    assert_same(_maxima_by_scalars_of_equal_bytes, np.array([-3, 0, 7, 300], dtype=np.int16),
+                ops=["maximum", "minimum", "stack"],
+                jit_kwargs={"jit_config": {"jit_level": level}})
+
+
 def test_chain_is_one_group():
     g, (a, b, c) = graph_of(F64, F64, F64)
     t1 = g.add_node("mul", operator.mul, (a, b), {}, F64)
@@ -323,6 +353,21 @@ def test_identities_that_could_be_seen_are_kept():
     s = simplify(g)
     verify(s)
     assert len(s.nodes) == len(g.nodes)
+
+
+def _identities_then_writes(x):
+    y = x * 1.0             # a new array in NumPy: the write below must not reach x
+    y += 1.0
+    t = x / 1.0             # the old values of x, read after x is written
+    x -= 0.5
+    return y.sum() + t.sum()
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_identities_written_or_read_after_a_write_are_copies(level):
+    assert_same(_identities_then_writes, np.array([-0.0, 1.5, 3.0]),
+                ops=["mul", "iadd", "truediv", "isub"],
+                jit_kwargs={"jit_config": {"jit_level": level}})
 
 
 def _ones_stacked_with_int8(x):

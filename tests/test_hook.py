@@ -380,6 +380,26 @@ def test_method_self_attributes_guarded():
     assert "self.scale == 5.0" in report.guards
 
 
+def _pair_sum(t):
+    a, b = t
+    return a + b
+
+
+def test_a_longer_tuple_misses_the_entry_of_a_shorter_one():
+    """The graph of a 2-tuple unpacked item by item must not serve a 3-tuple: plain Python
+    raises for it (len guards are equalities, not lower bounds)."""
+    jitted = pijit.jit(_pair_sum)
+    pijit.reset(jitted)
+    x = np.arange(3.0)
+    assert_equal_values(jitted((x, x)), x + x)
+    assert "len(t) == 2" in pijit.explain(jitted, (x, x)).guards
+    with pytest.raises(ValueError, match="too many values to unpack"):
+        jitted((x, x, x))
+    with pytest.raises(ValueError, match="not enough values to unpack"):
+        jitted((x,))
+    assert_equal_values(jitted((x, 2 * x)), 3 * x)
+
+
 def test_method_on_two_instances():
     pijit.reset(_Model.forward)
     a, b = _Model(), _Model()

@@ -10,7 +10,8 @@ they had at its start (saved where its iterator is set up) and the kernel hands 
 Python runs the whole loop again and warns at the iteration plain Python does.
 
 That is exact when running the loop again from its start does what running it once did: the
-loop stores nothing (memory is as it was at the start), has no inner loop, its iterator
+loop stores nothing (memory is as it was at the start), has no inner loop and no exit but
+its head's (a `break` or a `raise` would leave it past the check), its iterator
 cannot overflow, and its only float check left (after float_checks.py) is the accumulator's.
 Branches in the body may skip the accumulator's op (`if j != i: s -= A[i, j] * x[j]`): a
 path that does leaves it as it was, non-finite or not. Any
@@ -24,7 +25,7 @@ from dataclasses import replace
 
 from pijit.loopnest.bounds import dominators, natural_loops
 from pijit.loopnest.float_checks import _checked_float
-from pijit.loopnest.ir import Block, Op, reverse_postorder
+from pijit.loopnest.ir import Block, Op, reverse_postorder, successors
 
 _ABSORBING = {"add": (0, 1), "sub": (0, 1), "mul": (0, 1)}
 
@@ -90,6 +91,8 @@ def _accumulator(by_id, head, body, loops, dom, types, advances):
     if set(seen) | {head} != body or any(by_id[k].term[0] not in ("jump", "branch")
                                          for k in seen):
         return None
+    if any(s not in body for k in seen for s in successors(by_id[k].term)):
+        return None             # a break or a raise leaves the loop past the exit's check
     checked = []
     for x in seen:
         for n, op in enumerate(by_id[x].ops):

@@ -309,6 +309,8 @@ class NestKernel:
         d = f"v_{op.dst}" if op.dst else None
         if k == "copy":
             return [f"{d} = {a[0]};"] + self.copy_tag(op.dst, op.args[0])
+        if k == "raise":            # Python raises it (raises.py)
+            return [bail]
         if k == "finite":           # exit_checks.py
             return [f"if (!isfinite({a[0]})) {self.restart(op)}"]
         if k == "select":

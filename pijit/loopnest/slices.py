@@ -106,6 +106,8 @@ class ArrayOp:
             return f"{t[0]}.sum()"
         if self.form == "set":
             return f"{t[0]} = {t[1]}"
+        if self.form == "view":         # views.py: the view a local is bound to, checked
+            return t[0]
         return f"{t[0]} {_SYM[self.form]}= {_tree_text(self.trees[1].args[1], args)}"
 
 
@@ -606,6 +608,9 @@ def _lower_c(k, op, bail: str) -> list:
 
     a = op.array
     args = op.args
+    if op.kind == "vcheck":
+        from pijit.loopnest import views
+        return views.check_c(k, op, _view_c, bail)
     if op.kind == "vdot":
         x, y = a.trees
         ct = ctype(a.dtype)

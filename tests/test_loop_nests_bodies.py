@@ -348,6 +348,35 @@ def column_loop(A, out):
     return out, A
 
 
+def seg_elements(x, out, a, b, step):
+    for i in range(out.shape[0]):
+        seg = x[a + i:b:step]
+        for j in range(len(seg)):
+            out[i] = max(out[i], seg[j] // 2 + seg[-1 - j])
+        if seg.shape[0] > 1:
+            seg[-1] = seg[0]
+    return out, x
+
+
+def seg_past_its_end(x, out):
+    for i in range(out.shape[0]):
+        seg = x[i:i + 3]
+        out[i] = seg[i]             # IndexError once i reaches the segment's length
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["int16", "int64", "uint8", "float32", "float64"])
+@pytest.mark.parametrize("level", LEVELS)
+def test_elements_and_lengths_of_slices_bound_to_locals(dtype, level, resumes):
+    x = (np.arange(30) * 7 % 13).astype(dtype)
+    for a, b, step in ((0, 30, 1), (2, 25, 3), (28, 1, -2), (-5, 99, 1), (40, 50, 1)):
+        compiled(seg_elements, x, np.zeros(6, dtype), a, b, step, level=level,
+                 resumes=resumes)
+    compiled(seg_elements, x[::-1], np.zeros(4, dtype), 1, -1, 2, level=level,
+             resumes=resumes)
+    same(seg_past_its_end, x, np.zeros(6, dtype), level=level)
+
+
 def row_out_of_range(A, out, r):
     for i in range(out.shape[0]):
         row = A[i + r]              # IndexError at the binding, plain Python's line

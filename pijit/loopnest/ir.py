@@ -18,9 +18,10 @@ from pijit.loopnest import types as T
 
 
 # ops on slices of arrays (slices.py): a dot or a sum of 1-D views, an elementwise update of
-# one, the check of a view a local is bound to (views.py); each may hand over (a bound, a
-# length mismatch, a non-finite float)
-ARRAY_OPS = ("vdot", "vsum", "vstore", "vcheck")
+# one (or of one element: views.py's "put"), the check of a view a local is bound to, an
+# element and the length of a view (views.py); each may hand over (a bound, a length
+# mismatch, a non-finite float)
+ARRAY_OPS = ("vdot", "vsum", "vstore", "vcheck", "vload", "vlen")
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,8 @@ class Op:
     range (dst: the iterator's name), truth; select (dst = args[1] if args[0] else args[2]:
     ifconvert.py, C kernel only); finite (args[0] is a finite float, else the pairs after it
     (variable, saved value) are restored and the kernel hands over at `resume`:
-    exit_checks.py, C kernel only); vdot, vsum, vstore, vcheck (ARRAY_OPS: `array` says what,
-    over the operands in args)."""
+    exit_checks.py, C kernel only); vdot, vsum, vstore, vcheck, vload, vlen (ARRAY_OPS:
+    `array` says what, over the operands in args)."""
     kind: str
     dst: str | None
     args: tuple

@@ -2,7 +2,8 @@
 
 `row = A[i]` makes no array: the local stands for the view, read where it is used (`row[j]`
 is `A[i][j]`, `row.shape[0]` and `len(row)` the array's length on that axis, and every
-array op slices.py has takes it as the view it is). Python evaluates the view's indices at
+array op slices.py has takes it as the view it is; an element or the length of a view of
+part of an axis, `seg = x[a:b]`, is a vload/vlen op over the view). Python evaluates the view's indices at
 the binding, so their values are copied there (a later `i += 1` does not move the row), and
 checks its integer indices there: a `vcheck` op does (C: the view's bounds; the Python form
 evaluates the user's own `A[i]`, raising the IndexError plain Python raises at that line).
@@ -17,7 +18,7 @@ import builtins
 from pijit import _compat
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Const, Op
-from pijit.loopnest.slices import PASS, ArrayOp, Leaf, Slice, View, _flatten
+from pijit.loopnest.slices import PASS, ArrayOp, Leaf, Scalar, Slice, View, _flatten
 from pijit.loopnest.types import Unsupported
 
 
@@ -31,24 +32,35 @@ def instr(walk, ins, pos, block, stack):
             (name == "LOAD_METHOD", ins.arg)
         if attr != "shape" or method:
             return PASS
-        stack.append(("vshape", _whole_axis(walk, stack.pop())))
+        item = stack.pop()
+        stack.append(("vshape", item if item[0] == "view" and _part(item[1]) else
+                      _whole_axis(walk, item)))
         return None
     if name in ("BINARY_SUBSCR", "STORE_SUBSCR") and len(stack) >= 2 and \
-            stack[-2][0] == "view" and stack[-2][1].index[0] == Slice():
-        return _column_element(walk, block, pos, stack, name == "STORE_SUBSCR")
+            stack[-2][0] == "view" and stack[-1][0] == "v":
+        view = stack[-2][1]
+        if view.index[0] == Slice():
+            return _column_element(walk, block, pos, stack, name == "STORE_SUBSCR")
+        if _part(view):
+            return _view_element(walk, block, pos, stack, name == "STORE_SUBSCR")
     if name == "BINARY_SUBSCR" and len(stack) >= 2 and stack[-2][0] == "vshape":
-        index, (_, (arr, axis)) = stack.pop(), stack.pop()
+        index, (_, of) = stack.pop(), stack.pop()
         if index[0] != "v" or not isinstance(index[1], Const) or index[1].value not in (0, -1):
             raise Unsupported("a shape index of a view other than 0")
+        if of[0] == "view":
+            return _view_length(walk, block, pos, stack, of[1])
         out = []
-        block = walk.shape(block, arr, axis, pos, out)
+        block = walk.shape(block, of[0], of[1], pos, out)
         stack.append(out[0])
         return block
     if name == "CALL" and not isinstance(ins.arg, tuple) and ins.arg == 1 and \
             len(stack) >= 3 and stack[-1][0] == "view" and \
             ("obj", builtins.len) in (stack[-2][:2], stack[-3][:2]):
-        arr, axis = _whole_axis(walk, stack.pop())
+        item = stack.pop()
         del stack[-2:]
+        if _part(item[1]):
+            return _view_length(walk, block, pos, stack, item[1])
+        arr, axis = _whole_axis(walk, item)
         out = []
         block = walk.shape(block, arr, axis, pos, out)
         stack.append(out[0])
@@ -75,6 +87,50 @@ def _column_element(walk, block, pos, stack, store: bool):
     walk.check_store(arr[2:], walk.type(value[1]))
     walk.written.add(arr)
     return walk.emit(block, Op("store", None, args + (value[1],)))
+
+
+def _part(view) -> bool:
+    """Whether a view's slice is a part of its axis (`x[a:b]`, `x[::-1]`), not all of it."""
+    return next(s for s in view.index if isinstance(s, Slice)) != Slice()
+
+
+def _view_element(walk, block, pos, stack, store: bool):
+    """seg[j] of a view of part of an axis: a vload (or a vstore "put") over the view, whose
+    C finds the view's first item, length and stride as slices.py's ops do, then checks j
+    against that length as Python's indexing of the view does; the Python form indexes the
+    user's view (`x[a:b][j]`)."""
+    index, (_, view) = stack.pop(), stack.pop()
+    value = stack.pop() if store else None
+    if any(T.kind(m) != "i" for m in walk.type(index[1])):
+        raise Unsupported("an element of a view by a non-integer")
+    arr = view.array[2:]
+    dtype = walk.entries[arr].array[0]
+    if not store:
+        args, trees = _flatten((Leaf(view, dtype), Scalar(index[1], T.INT)))
+        dst = f"t{pos}"
+        walk.define(dst, (dtype,))
+        stack.append(("v", dst))
+        return walk.emit(block, Op("vload", dst, args, "element",
+                                   array=ArrayOp("element", trees, dtype)))
+    if value[0] != "v":
+        raise Unsupported("a slice stored into an element")
+    walk.check_store(arr, walk.type(value[1]))
+    walk.written.add(view.array)
+    args, trees = _flatten((Leaf(view, dtype), Scalar(index[1], T.INT),
+                            Scalar(value[1], walk.type(value[1])[0])))
+    return walk.emit(block, Op("vstore", None, args, "put", array=ArrayOp("put", trees, dtype)))
+
+
+def _view_length(walk, block, pos, stack, view):
+    """len(seg) of a view of part of an axis: a vlen op (the slice's length, as CPython's
+    slice rules make it)."""
+    dtype = walk.entries[view.array[2:]].array[0]
+    args, trees = _flatten((Leaf(view, dtype),))
+    dst = f"t{pos}"
+    walk.define(dst, (T.INT,))
+    walk.funcs["len"] = builtins.len
+    stack.append(("v", dst))
+    return walk.emit(block, Op("vlen", dst, args, "len", array=ArrayOp("len", trees, dtype)))
 
 
 def _whole_axis(walk, item) -> tuple:
@@ -122,4 +178,22 @@ def check_c(k, op, view_c, bail) -> list:
     (leaf,) = op.array.trees
     return ["{"] + view_c(k, leaf.view, op.args, "vk", bail) + \
         ["(void)vk_p; (void)vk_n; (void)vk_s;", "}"]
+
+
+def element_c(k, op, view_c, bail) -> list:
+    """The C of a vload, a vlen or a vstore "put" (see _view_element)."""
+    from pijit.loopnest.lower_c import ctype
+
+    a = op.array
+    L = ["{"] + view_c(k, a.trees[0].view, op.args, "vk", bail)
+    if op.kind == "vlen":
+        return L + ["(void)vk_p; (void)vk_s;", f"v_{op.dst} = (int64_t)vk_n;", "}"]
+    ct = ctype(a.dtype)
+    L += [f"int64_t j = (int64_t){k.val(op.args[a.trees[1].value])};",
+          "if (j < 0) j += vk_n;",
+          f"if ((uint64_t)j >= (uint64_t)vk_n) {bail}"]
+    if op.kind == "vload":
+        return L + [f"v_{op.dst} = *({ct} *)(vk_p + j * vk_s);", "}"]
+    L += k.store_value(op.args[a.trees[2].value], a.dtype, bail)
+    return L + [f"*({ct} *)(vk_p + j * vk_s) = sv;", "}"]
 

@@ -605,6 +605,25 @@ def cholesky(A):
     return L
 
 
+def cholesky_loops(A):
+    """Cholesky by element loops, checking each pivot (a raise under a data-dependent if)."""
+    n = A.shape[0]
+    L = np.zeros_like(A)
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if s <= 0.0:
+            raise ValueError("not positive definite")
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, n):
+            t = A[i, j]
+            for k in range(j):
+                t -= L[i, k] * L[j, k]
+            L[i, j] = t / L[j, j]
+    return L
+
+
 def forward_subst_dot(L, b):
     n = b.shape[0]
     x = np.zeros(n)
@@ -849,6 +868,8 @@ WORKLOADS += [
       "forward substitution L x = b, triangular inner loop", tags=(LOOPS,)),
     W("cholesky", cholesky, _make_spd, {"tiny": 6, "quick": 120, "full": 300},
       "Cholesky factorization by dots of row slices (L[i, :j] @ L[j, :j])", tags=(LOOPS,)),
+    W("cholesky_loops", cholesky_loops, _make_spd, {"tiny": 6, "quick": 60, "full": 250},
+      "Cholesky by element loops, raising on a non-positive pivot", tags=(LOOPS,)),
     W("forward_subst_dot", forward_subst_dot, _make_fsub,
       {"tiny": 8, "quick": 4000, "full": 6000},
       "forward substitution by a dot of slices per row (L[i, :i] @ x[:i])", tags=(LOOPS,)),

@@ -100,8 +100,7 @@ class ValueBuilder:
         if t is np.ndarray:
             return self._wrap_array(obj, source)
         if t in PY_SCALARS:
-            dynamic = DYNAMIC_VALUE in self.dynamic_dims.get(source, ())
-            if t is bool or (self.config.specialize_scalar and not dynamic):
+            if self.pins_value(obj, source):
                 self.guard(source, "eq", obj)
                 return ConstValue(obj, source=source)
             self.guard(source, "type", t)
@@ -173,6 +172,13 @@ class ValueBuilder:
         return self._by_source.values()
 
     # -- reads that create sources -------------------------------------------------------
+    def pins_value(self, obj, source: Source) -> bool:
+        """Whether wrapping the Python scalar obj read from source guards its value (a
+        ConstValue): bools always, ints and floats under specialize_scalar unless the
+        source was made dynamic."""
+        dynamic = DYNAMIC_VALUE in self.dynamic_dims.get(source, ())
+        return type(obj) is bool or (self.config.specialize_scalar and not dynamic)
+
     def argument(self, slot: int, name: str) -> Value:
         return self.wrap(self.args[slot], LocalSource(slot, name))
 

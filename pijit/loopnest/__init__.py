@@ -24,6 +24,12 @@ Stages, in the order data flows:
                   IEEE operation) and scalar casts; anything else recognise.py cannot call
     inline.py     calls of user functions: their bytecode -> a CFG expanded in the C kernel
                   at the call (the Python form calls the function)
+    raises.py     `raise E(args)`: an op that always hands over, so Python raises it at that
+                  iteration, every earlier write done
+    flags.py      branches on a value the entry guards and the loop never assigns (`if
+                  verbose:`, `if DEBUG:`): only the arm it selects is walked
+    views.py      locals bound to views (`row = A[i]`, `seg = x[a:b]`): aliases of the view,
+                  its indices checked and copied at the binding
     ranges.py     integer value ranges of the C kernel's variables: the overflow, zero
                   divisor and range checks that cannot fail, left out by lower_c
     exit_checks.py  a loop accumulating a NumPy float (and storing nothing) checks the sum

@@ -16,11 +16,12 @@ from bytecode import Instr, Label, SetLineno
 
 from pijit.bytecode_gen.reconstruct import INTERNAL_PREFIX
 from pijit.capture.graph_break import GraphBreak, Reason
+from pijit.capture.sources import LocalSource
 from pijit.capture.ops_load_store import DELETED, _global, load_local
 from pijit.capture.values import ConstValue, GraphValue, RangeValue, node_arg
 from pijit.capture.flow import Loop
 from pijit.graph.ir import Meta
-from pijit.loopnest import calls, inline
+from pijit.loopnest import calls, flags, inline
 from pijit.loopnest import types as T
 from pijit.loopnest.node import NestOp
 from pijit.loopnest.recognise import Entry, recognise
@@ -139,6 +140,18 @@ def _entry_of(e: Entry):
     return ("array",) + tuple(e.array) if e.array is not None else ("scalar", e.type)
 
 
+def _guarded_value(cap, value, unread: str | None):
+    """The value of a scalar local that the graph's guards fix (a ConstValue: by an "eq"
+    guard on its source, or a constant of the code), else flags.UNKNOWN. An argument not read
+    yet (`unread`: its name) is judged by what reading it will make (wrap.pins_value)."""
+    if not isinstance(value, ConstValue):
+        return flags.UNKNOWN
+    if unread is not None and not cap.builder.pins_value(
+            value.value, LocalSource(cap.code.co_varnames.index(unread), unread)):
+        return flags.UNKNOWN
+    return value.value
+
+
 def _static(value):
     """(static type, node argument) of a scalar Value."""
     if isinstance(value, ConstValue):
@@ -197,7 +210,8 @@ def _capture(cap, loop):
                 raise Unsupported(f"an array of {value.meta.dtype}")
             entries[name] = Entry(array=(value.meta.dtype, value.meta.ndim))
         else:
-            entries[name] = Entry(type=_static(value))
+            entries[name] = Entry(type=_static(value), value=_guarded_value(
+                cap, value, name if name in unread else None))
         values[name] = value
     if iterated is not None:
         if iterated.meta.dtype not in T.DTYPES:

@@ -10,25 +10,19 @@ they had at its start (saved where its iterator is set up) and the kernel hands 
 Python runs the whole loop again and warns at the iteration plain Python does.
 
 That is exact when running the loop again from its start does what running it once did: the
-loop stores nothing (memory is as it was at the start), has no inner loop, its iterator
+loop stores nothing (memory is as it was at the start), has no inner loop and no exit but
+its head's (a `break` or a `raise` would leave it past the check), its iterator
 cannot overflow, and its only float check left (after float_checks.py) is the accumulator's.
 Branches in the body may skip the accumulator's op (`if j != i: s -= A[i, j] * x[j]`): a
 path that does leaves it as it was, non-finite or not. Any
 other hand-over in the loop (an index out of bounds, `x[indices[k]]`) restores the saved
 variables and hands over at the loop's start too: Python then warns for the sum where plain
 Python does, then fails where the kernel did.
-
-The same restart covers the loop's calls of NumPy's scalar ufunc loops (calls.py), which
-otherwise read the floating-point flags after each call (a flag read costs more than a libm
-sin): in such a loop they leave the flags unread, and the exit reads them once (sticky, they
-hold what every call of every iteration raised); a flag that NumPy would warn or raise for
-makes Python run the loop again from its start, calling each ufunc itself.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
-from pijit.loopnest import calls
 from pijit.loopnest.bounds import dominators, natural_loops
 from pijit.loopnest.float_checks import _checked_float
 from pijit.loopnest.ir import Block, Op, reverse_postorder, successors
@@ -70,10 +64,7 @@ def defer(blocks: list, types: dict, origin: dict, live_in: dict, advances) -> t
         by_id[setup] = Block(sb.id, sb.ops[:at + 1] + saves + sb.ops[at + 1:], sb.term)
         term = by_id[head].term
         check = max(by_id) + 1
-        # its NumPy calls' flags are read here too (op "flags"), once for the whole loop
-        flags = "flags" if calls.raise_flags([by_id[x] for x in body]) else ""
-        finite = Op("finite", None, (acc, *pairs), op=flags, lineno=ops[j].lineno,
-                    resume=resume)
+        finite = Op("finite", None, (acc, *pairs), lineno=ops[j].lineno, resume=resume)
         by_id[check] = Block(check, [finite], ("jump", term[4]))
         by_id[head] = Block(head, by_id[head].ops, term[:4] + (check,))
         restarts.update({x: finite for x in body if x != head})
@@ -100,9 +91,8 @@ def _accumulator(by_id, head, body, loops, dom, types, advances):
     if set(seen) | {head} != body or any(by_id[k].term[0] not in ("jump", "branch")
                                          for k in seen):
         return None
-    # a break leaves from the body, past the exit's check: the loop keeps its checks
     if any(s not in body for k in seen for s in successors(by_id[k].term)):
-        return None
+        return None             # a break or a raise leaves the loop past the exit's check
     checked = []
     for x in seen:
         for n, op in enumerate(by_id[x].ops):

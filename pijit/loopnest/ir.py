@@ -18,8 +18,10 @@ from pijit.loopnest import types as T
 
 
 # ops on slices of arrays (slices.py): a dot or a sum of 1-D views, an elementwise update of
-# one; each may hand over (a bound, a length mismatch, a non-finite float)
-ARRAY_OPS = ("vdot", "vsum", "vstore")
+# one (or of one element: views.py's "put"), the check of a view a local is bound to, an
+# element and the length of a view (views.py); each may hand over (a bound, a length
+# mismatch, a non-finite float)
+ARRAY_OPS = ("vdot", "vsum", "vstore", "vcheck", "vload", "vlen")
 
 
 @dataclass(frozen=True)
@@ -37,8 +39,8 @@ class Op:
     range (dst: the iterator's name), truth; select (dst = args[1] if args[0] else args[2]:
     ifconvert.py, C kernel only); finite (args[0] is a finite float, else the pairs after it
     (variable, saved value) are restored and the kernel hands over at `resume`:
-    exit_checks.py, C kernel only); vdot, vsum, vstore (ARRAY_OPS: `array` says what,
-    over the operands in args)."""
+    exit_checks.py, C kernel only); vdot, vsum, vstore, vcheck, vload, vlen (ARRAY_OPS:
+    `array` says what, over the operands in args)."""
     kind: str
     dst: str | None
     args: tuple
@@ -69,7 +71,7 @@ class Op:
             return True
         if self.kind == "load" or self.kind == "binop" and not self.checked:
             return self.checked
-        if self.kind in ("store", "range", "finite"):
+        if self.kind in ("store", "range", "finite", "raise"):
             return True
         if self.kind not in ("binop", "unop", "cmp", "call"):
             return False
@@ -101,7 +103,8 @@ class Block:
     id: int
     ops: list = field(default_factory=list)
     # ("jump", b) | ("branch", cond, b_true, b_false) | ("foriter", it, var, b_body, b_exit)
-    # | ("exit",) | ("version", checks, b_unchecked, b_checked) (bounds.py; C kernel only)
+    # | ("exit",) | ("raise",) (after a raise op: no successor)
+    # | ("version", checks, b_unchecked, b_checked) (bounds.py; C kernel only)
     # | ("select", b_join, b_fallback) (ifconvert.py; C kernel only: the block's ops run
     # both sides of a branch, a failed check goes to b_fallback, the original branch)
     term: tuple = ("exit",)
@@ -217,6 +220,8 @@ class Nest:
                 lines.append(f"    branch {t[1]} ? b{t[2]} : b{t[3]}")
             elif t[0] == "foriter":
                 lines.append(f"    for {t[2]} in {t[1]} ? b{t[3]} : b{t[4]}")
+            elif t[0] == "raise":
+                lines.append("    raised")
             else:
                 lines.append("    exit")
         inlined = []                # the functions inlined at calls (loopnest/inline.py)

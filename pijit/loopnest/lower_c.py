@@ -316,6 +316,8 @@ class NestKernel:
         d = f"v_{op.dst}" if op.dst else None
         if k == "copy":
             return [f"{d} = {a[0]};"] + self.copy_tag(op.dst, op.args[0])
+        if k == "raise":            # Python raises it (raises.py)
+            return [bail]
         if k == "finite":           # exit_checks.py
             flags = " || pj_exit_flags()" if op.op == "flags" else ""
             return [f"if (!isfinite({a[0]}){flags}) {self.restart(op)}"]

@@ -16,7 +16,7 @@ import ast
 import struct
 
 from pijit.bytecode_gen.reconstruct import INTERNAL_PREFIX
-from pijit.loopnest import slices
+from pijit.loopnest import raises, slices
 from pijit.loopnest.ir import Const, Nest, successors
 
 _BINOP = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
@@ -48,6 +48,8 @@ def _float_bits(bits: int) -> float:
 def _op_line(op) -> str:
     if op.array is not None:
         return slices.python_line(op, _operand)
+    if op.kind == "raise":
+        return raises.python_line(op, _operand)
     a = [_operand(x) for x in op.args]
     if op.kind == "copy":
         return f"{op.dst} = {a[0]}"
@@ -140,6 +142,8 @@ def _term_lines(nest: Nest, t) -> list:
                 f"    _b = {t[3]}",
                 "else:",
                 f"    _b = {t[4]}"]
+    if t[0] == "raise":
+        return []
     return [f"return ({''.join(o + ', ' for o in nest.outputs)})"]
 
 

@@ -28,7 +28,7 @@ import math
 from bytecode import BinaryOp, Compare, Instr, Label, SetLineno, TryBegin, TryEnd
 
 from pijit import _compat
-from pijit.loopnest import calls, slices
+from pijit.loopnest import calls, flags, raises, slices, views
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Block, Const, Nest, Op
 from pijit.loopnest.types import Unsupported
@@ -53,11 +53,12 @@ MAX_WALKS = 8
 
 class Entry:
     """What capture knows of a local at the loop's start: an array (dtype, ndim) or a scalar
-    of a static type."""
+    of a static type, and its value when the graph's guards fix it (flags.py)."""
 
-    def __init__(self, array=None, type=None):
+    def __init__(self, array=None, type=None, value=flags.UNKNOWN):
         self.array = array
         self.type = type
+        self.value = value
 
 
 def recognise(instrs, start: int, end: int, entries: dict, range_args: list | None,
@@ -121,6 +122,7 @@ class _Walk:
         self.funcs = {}
         self.lineno = None
         self.aliases = {}           # local -> ("row", array, index variable) it is bound to
+        self.assigned = None        # the locals the region stores (flags.py)
 
     # -- types -------------------------------------------------------------------------
     def type(self, operand) -> tuple:
@@ -265,9 +267,11 @@ class _Walk:
         facts = _compat.BYTECODE
         if name in ("NOP", "RESUME", "PRECALL", "TO_BOOL", "CACHE", "EXTENDED_ARG"):
             return None
-        result = slices.instr(self, ins, pos, block, stack)   # views and their array ops
-        if result is not slices.PASS:
-            return result
+        # locals bound to views; views and their array ops; raise statements
+        for part in (views, slices, raises):
+            result = part.instr(self, ins, pos, block, stack)
+            if result is not slices.PASS:
+                return result
         if name in ("LOAD_FAST", "LOAD_FAST_CHECK"):
             stack.append(self.local(ins.arg))
             return None
@@ -449,6 +453,12 @@ class _Walk:
             cond = stack.pop()
             if cond[0] != "v":
                 raise Unsupported("a branch on a non-scalar")
+            known = flags.truth(self, cond[1])
+            if known is not None:       # the same arm on every iteration: the other is dead
+                jumps = known == name.endswith("_TRUE")
+                block.term = ("jump", self.edge(block, self.target(ins) if jumps else pos + 1,
+                                                stack))
+                return True
             block, c = self.truth(block, cond[1], pos)
             taken = self.edge(block, self.target(ins), stack)
             fall = self.edge(block, pos + 1, stack)

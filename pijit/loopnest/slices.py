@@ -106,6 +106,14 @@ class ArrayOp:
             return f"{t[0]}.sum()"
         if self.form == "set":
             return f"{t[0]} = {t[1]}"
+        if self.form == "view":         # views.py: the view a local is bound to, checked
+            return t[0]
+        if self.form == "element":      # views.py: an element of a view
+            return f"{t[0]}[{t[1]}]"
+        if self.form == "put":
+            return f"{t[0]}[{t[1]}] = {t[2]}"
+        if self.form == "len":
+            return f"_f_len({t[0]})"
         return f"{t[0]} {_SYM[self.form]}= {_tree_text(self.trees[1].args[1], args)}"
 
 
@@ -606,6 +614,10 @@ def _lower_c(k, op, bail: str) -> list:
 
     a = op.array
     args = op.args
+    if op.kind == "vcheck" or op.kind in ("vload", "vlen") or a.form == "put":
+        from pijit.loopnest import views
+        check = views.check_c if op.kind == "vcheck" else views.element_c
+        return check(k, op, _view_c, bail)
     if op.kind == "vdot":
         x, y = a.trees
         ct = ctype(a.dtype)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import pijit
+from benchmarks.workloads import cholesky_loops as chol_check
 from tests.differential import assert_same
 from tests.test_loop_nests import LEVELS, compiled, resumes, same  # noqa: F401 (a fixture)
 
@@ -25,24 +26,6 @@ def plain_run(fn, *args, level):
 
 
 # -- raise ---------------------------------------------------------------------------------
-def chol_check(A):
-    n = A.shape[0]
-    L = np.zeros_like(A)
-    for j in range(n):
-        s = A[j, j]
-        for k in range(j):
-            s -= L[j, k] * L[j, k]
-        if s <= 0.0:
-            raise ValueError("not positive definite")
-        L[j, j] = np.sqrt(s)
-        for i in range(j + 1, n):
-            t = A[i, j]
-            for k in range(j):
-                t -= L[i, k] * L[j, k]
-            L[i, j] = t / L[j, j]
-    return L
-
-
 def first_negative(a, out):
     for i in range(a.shape[0]):
         if a[i] < 0:
@@ -91,7 +74,7 @@ def test_a_raise_at_an_iteration_hands_over_there(at, level, resumes):
             jitted(not_spd(n, col))
         frames = traceback.extract_tb(info.tb)
         assert (frames[-1].name, frames[-1].line) == \
-            ("chol_check", 'raise ValueError("not positive definite")')
+            ("cholesky_loops", 'raise ValueError("not positive definite")')
     if level == "O1":
         assert len(resumes) == 2, resumes          # one hand-over per call, at the raise
 

@@ -18,11 +18,18 @@ path that does leaves it as it was, non-finite or not. Any
 other hand-over in the loop (an index out of bounds, `x[indices[k]]`) restores the saved
 variables and hands over at the loop's start too: Python then warns for the sum where plain
 Python does, then fails where the kernel did.
+
+The same restart covers the loop's calls of NumPy's scalar ufunc loops (calls.py), which
+otherwise read the floating-point flags after each call (a flag read costs more than a libm
+sin): in such a loop they leave the flags unread, and the exit reads them once (sticky, they
+hold what every call of every iteration raised); a flag that NumPy would warn or raise for
+makes Python run the loop again from its start, calling each ufunc itself.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
+from pijit.loopnest import calls
 from pijit.loopnest.bounds import dominators, natural_loops
 from pijit.loopnest.float_checks import _checked_float
 from pijit.loopnest.ir import Block, Op, reverse_postorder, successors
@@ -64,7 +71,10 @@ def defer(blocks: list, types: dict, origin: dict, live_in: dict, advances) -> t
         by_id[setup] = Block(sb.id, sb.ops[:at + 1] + saves + sb.ops[at + 1:], sb.term)
         term = by_id[head].term
         check = max(by_id) + 1
-        finite = Op("finite", None, (acc, *pairs), lineno=ops[j].lineno, resume=resume)
+        # its NumPy calls' flags are read here too (op "flags"), once for the whole loop
+        flags = "flags" if calls.raise_flags([by_id[x] for x in body]) else ""
+        finite = Op("finite", None, (acc, *pairs), op=flags, lineno=ops[j].lineno,
+                    resume=resume)
         by_id[check] = Block(check, [finite], ("jump", term[4]))
         by_id[head] = Block(head, by_id[head].ops, term[:4] + (check,))
         restarts.update({x: finite for x in body if x != head})

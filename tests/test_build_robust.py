@@ -30,7 +30,10 @@ from pijit.backends.cfused import build, diskcache
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 SCRIPT_HEAD = textwrap.dedent("""
-    import logging, os, sys
+    import logging, os, signal, sys
+    # Ctrl-C raises KeyboardInterrupt, as in a terminal, even when the test run was started
+    # in the background (nohup, `&`): such a shell hands SIGINT down ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     import numpy as np, pijit
     from pijit.backends.cfused import build
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(message)s")

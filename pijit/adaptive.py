@@ -25,6 +25,7 @@ import numpy as np
 
 from pijit import cache, explain
 from pijit.backends.cfused import build as kernel_build
+from pijit.capture.values import distinct
 from pijit.graph.work import graph_work, has_loop
 
 # Hits between two checks of a background build, at most (they double from 1).
@@ -87,15 +88,10 @@ def _holds_array(value) -> bool:
         if isinstance(items, dict):
             items = items.values()
         if isinstance(items, (list, tuple, type({}.values()))):
-            todo.extend(_distinct(items))
+            todo.extend(distinct(items))
         elif isinstance(getattr(value, "value", None), np.ndarray):
             return True
     return False
-
-
-def _distinct(values):
-    """`values` without repeats of one object, in first-seen order (at C speed)."""
-    return dict(zip(map(id, values), values)).values()
 
 
 def on_adapt(event, code, fn, details):

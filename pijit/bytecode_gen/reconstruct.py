@@ -16,7 +16,7 @@ from pijit.capture.sources import (AttrSource, CellSource, ConstSource, DictItem
                                    GlobalSource, ItemSource, LocalSource)
 from pijit.capture.values import (ConstValue, DictValue, FunctionValue, GraphValue,
                                   IteratorValue, ListValue, MethodValue, NullValue, SliceValue,
-                                  TruthValue, TupleValue)
+                                  TruthValue, TupleValue, distinct)
 
 # Names of generated code's own locals; the user's code never has them.
 INTERNAL_PREFIX = "__pijit_"
@@ -72,10 +72,7 @@ def graph_outputs(roots) -> dict:
             if value.source is None:
                 found.setdefault(value.ref, len(found))
         elif value.source is None:
-            # Each child once: [True] * n holds one value n times (n = 60001 in a sieve:
-            # 40 ms a capture, visited item by item).
-            items = _children(value)
-            for item in dict(zip(map(id, items), items)).values():
+            for item in distinct(_children(value)):
                 visit(item)
 
     for root in roots:

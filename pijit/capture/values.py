@@ -212,3 +212,10 @@ def _convert(value: Value, leaf):
         return slice(leaf(value.start), leaf(value.stop), leaf(value.step))
     raise GraphBreak(Reason.UNSUPPORTED_VALUE,
                      f"a {describe(value)} cannot be an argument of a NumPy operation")
+
+
+def distinct(values):
+    """`values` without repeats of one object, in first-seen order (at C speed): a list
+    built as [True] * n holds one value n times, and walks over captured values visit it
+    once (sieve_list's n = 60001 cost 40 ms a capture, walked item by item)."""
+    return dict(zip(map(id, values), values)).values()

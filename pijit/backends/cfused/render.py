@@ -522,6 +522,30 @@ static PJ_COLD void pj_perm(PyArrayObject *a, int *perm, int nd)
         perm[d] = (int)items[d].perm;
 }
 
+/* No two axes longer than 1 that `st` (strides broadcast to `shape`, 0 where broadcast)
+   both step along are ordered against `perm` (NULL: C order): NumPy's iterator orders a
+   result's axes by its operands' strides, and by C order where operands disagree, so the
+   kernel's order is NumPy's only when no operand disagrees with it. Equal strides keep
+   C order, as NumPy's stable sort does. */
+static PJ_COLD int pj_agrees(const npy_intp *st, const npy_intp *shape, const int *perm, int nd)
+{
+    for (int i = 0; i < nd; i++) {
+        int d = perm ? perm[i] : i;
+        if (shape[d] == 1 || st[d] == 0)
+            continue;
+        npy_intp outer = st[d] < 0 ? -st[d] : st[d];
+        for (int j = i + 1; j < nd; j++) {
+            int e = perm ? perm[j] : j;
+            if (shape[e] == 1 || st[e] == 0)
+                continue;
+            npy_intp inner = st[e] < 0 ? -st[e] : st[e];
+            if (outer < inner || (outer == inner && d > e))
+                return 0;
+        }
+    }
+    return 1;
+}
+
 static PJ_COLD void pj_permute(npy_intp *v, const int *perm, int nd)
 {
     npy_intp tmp[NPY_MAXDIMS];
@@ -1420,8 +1444,10 @@ class GroupKernel:
             L += [f"    for (int d = 0; d < {ndi}; d++)",
                   f"        if ({' || '.join(backwards)})",
                   "            return pj_fallback(gk, args, nargs);"]
-        if self.proto is not None:
+        if self.proto is not None and not self.c_born():
             L += self.keep_order()
+        elif self.allocates_layout():
+            L += self.agree_with(None)
         L += self.collapse()
         if self.grp.exact and any(
                 r.meta.dtype in FLOAT and (self.cols_axes(r) is not None
@@ -1439,6 +1465,7 @@ class GroupKernel:
                           "            if (perm[d] != d)",
                           "                return pj_fallback(gk, args, nargs);",
                           "    }"]
+            L += self.agree_with(None)
         L += ["    npy_intp N = 1, rows = 1;",
               f"    for (int d = 0; d < {ndi}; d++)",
               "        N *= shape[d];",
@@ -1499,6 +1526,37 @@ class GroupKernel:
                 "        shape[d] = 1;",
                 "    }"]
 
+    def allocates_layout(self) -> bool:
+        """An elementwise group that allocates an output of two or more axes that may be
+        longer than 1: its layout is NumPy's choice, from its operands' strides."""
+        return self.nd >= 2 and not self.grp.reductions and any(
+            self.out_kind(r) == "full" and r.index != self.write and
+            sum(d is None or d > 1 for d in self.graph.meta(r).shape) >= 2
+            for r in self.grp.outputs)
+
+    def c_born(self) -> bool:
+        """A member of two or more axes that may be longer than 1 whose operands are all
+        broadcast (`b[None, :] + c[:, None]`): NumPy lays it out in C order whatever the
+        full inputs' order, and where that order and theirs disagree, NumPy's next
+        operation takes C order again. Such a group keeps C order, or goes to NumPy."""
+        ordered = {self.grp.inputs[i].index for i in self.arrays if self.kinds[i] == "full"}
+        for n in self.grp.nodes:
+            if any(r.index in ordered for r in node_refs(n)):
+                ordered.add(n.out)
+            elif sum(d is None or d > 1 for d in self.graph.meta(Ref(n.out)).shape) >= 2:
+                return True
+        return False
+
+    def agree_with(self, perm) -> list:
+        """C lines: every array's strides agree with the axis order `perm` (a C array
+        name; None: C order), else the call goes to NumPy (pj_agrees)."""
+        if self.nd < 2:
+            return []
+        arg = perm or "NULL"
+        return [f"    if (!pj_agrees(st{i}, shape, {arg}, {self.nd}))\n"
+                "        return pj_fallback(gk, args, nargs);"
+                for i in self.arrays if self.kinds[i] != "one"]
+
     def keep_order(self) -> list:
         """Iterate in the memory order of the full-shape inputs, as NumPy's ufuncs do, so
         outputs get their layout (a transposed input gives a transposed result, and an
@@ -1516,6 +1574,7 @@ class GroupKernel:
                       "        if (memcmp(other, perm, sizeof(perm)) != 0)",
                       "            return pj_fallback(gk, args, nargs);",
                       "    }"]
+        L += self.agree_with("perm")
         L.append(f"    pj_permute(shape, perm, {nd});")
         for i in self.arrays:
             L.append(f"    pj_permute(st{i}, perm, {nd});")

@@ -601,3 +601,38 @@ def test_fork_pool_with_threads_does_not_hang(tmp_path):
     """, tmp_path, env={"PIJIT_NUM_THREADS": "2"}, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout == "[True, True, True, True]\nok\n"
+
+
+@pytest.mark.internal_errors
+def test_generated_c_that_does_not_compile_is_an_internal_error(monkeypatch, caplog):
+    """A compiler diagnostic at a line of the generated source is a bug of the renderer: it is
+    logged as an error with its traceback (so the suite's no_internal_errors check fails every
+    test that meets one), and the graph runs on NumPy; a compiler the machine lacks is not."""
+    from pijit.backends.cfused import render
+    source = render.module_source
+    monkeypatch.setattr(render, "module_source",
+                        lambda *a, **k: (lambda s, own: (s + "\nint pj_broken = ;\n", own))(
+                            *source(*a, **k)))
+    monkeypatch.setattr(build, "_loaded", {})
+    f = lambda a: a * 6.5 - 0.25          # noqa: E731
+    a = np.linspace(0, 1, 11)
+    with caplog.at_level(logging.WARNING, logger="pijit.kernels"):
+        jitted = pijit.jit(f)
+        pijit.reset(jitted)
+        assert np.array_equal(jitted(a), f(a))
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 1 and errors[0].exc_info is not None, caplog.records
+    assert isinstance(errors[0].exc_info[1], build.SourceError)
+    assert "does not compile" in errors[0].getMessage()
+    # a compiler that is not there: a warning, no traceback
+    caplog.clear()
+    monkeypatch.setattr(render, "module_source", source)
+    monkeypatch.setenv("CC", "/nonexistent/pijit-cc")
+    monkeypatch.setattr(build, "_loaded", {})
+    g = lambda a: a * 7.5 - 0.125         # noqa: E731
+    with caplog.at_level(logging.WARNING, logger="pijit.kernels"):
+        jitted = pijit.jit(g)
+        pijit.reset(jitted)
+        assert np.array_equal(jitted(a), g(a))
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.records
+    assert any("kernel build failed" in r.getMessage() for r in caplog.records)

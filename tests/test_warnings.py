@@ -68,6 +68,44 @@ def _where_masks_a_cast(x):
     return np.where(x == x, x.astype(np.int32), -1)      # NaN to int32 where x is NaN
 
 
+# A float -> int cast warns of NaN and out-of-range values by the conversion's FE_INVALID flag;
+# gcc drops a conversion whose value it folds away (t - t, t ^ t, (b + t) - t, t == t of an int
+# t), flag and all, while NumPy computes every cast element and warns
+def _cast_minus_itself(x):
+    t = x.astype(np.int8)
+    return t - t
+
+
+def _cast_xor_itself(x):
+    t = x.astype(np.int64)
+    return t ^ t
+
+
+def _cast_added_and_taken_away(x, b):
+    t = x.astype(np.int32)
+    return (b + t) - t
+
+
+def _cast_equal_to_itself(x):
+    t = x.astype(np.uint16)
+    return t == t
+
+
+def _cast_folded_into_a_write(x, out):
+    t = x.astype(np.int16)
+    out[...] = t - t
+
+
+def _cast_minus_itself_into(x, out):
+    t = x.astype(np.int16)
+    np.subtract(t, t, out=out)
+
+
+def _row_cast_minus_itself(x):
+    m = x.sum(axis=-1, keepdims=True).astype(np.int32)
+    return x + (m - m)
+
+
 # gcc turns a vector `c ? a / b : d` into a masked division that raises no flag in the lanes
 # c leaves out; NumPy computes every element of both operands and warns of them
 _MASKED = np.arange(-500.0, 500.0)
@@ -86,7 +124,15 @@ CASES = [(_scalar_add, (U8,), ["getitem", "add"]),
          (_where_masks_a_division, (_MASKED, np.where(_MASKED > 0, 1.0, 0.0)),
           ["gt", "truediv", "where"]),
          (_where_masks_an_overflow, (_MASKED32,), ["lt", "mul", "where"]),
-         (_where_masks_a_cast, (_NANS,), ["eq", "astype", "where"])]
+         (_where_masks_a_cast, (_NANS,), ["eq", "astype", "where"]),
+         (_cast_minus_itself, (np.array([0.0, np.nan], np.float32),), ["astype", "sub"]),
+         (_cast_xor_itself, (_NANS,), ["astype", "xor"]),
+         (_cast_added_and_taken_away, (np.array([1.0, 3e9]), np.arange(2, dtype=np.int32)),
+          ["astype", "add", "sub"]),
+         (_cast_equal_to_itself, (_NANS,), ["astype", "eq"]),
+         (_cast_folded_into_a_write, (_NANS, np.ones(1000, np.int16)), ["astype", "sub"]),
+         (_cast_minus_itself_into, (_NANS, np.ones(1000, np.int16)), ["astype", "subtract"]),
+         (_row_cast_minus_itself, (_NANS.reshape(100, 10),), ["sum", "astype", "sub", "add"])]
 
 
 @pytest.mark.parametrize("level", LEVELS)

@@ -525,6 +525,11 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
     row_values: set = set()       # value numbers of row values (in any group)
     whole_values: set = set()     # value numbers of reductions over all axes (in any group)
     deps: dict = {}               # value number of non-members -> group ids it depends on
+    # Float -> int casts (members): a member reading one joins another group, so every cast
+    # a kernel computes is stored. Its invalid-value warning is the FE_INVALID flag of the
+    # conversion, and gcc drops a conversion whose value it folds away (`t - t` of an int
+    # t), flag and all: NumPy warns there.
+    casts: set = set()
 
     def find(g):
         while parent[g] != g:
@@ -569,7 +574,7 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
             g = open_group(r)
             if g is None:
                 continue
-            if groups[g].shape != shape or r.index in whole_values or (
+            if groups[g].shape != shape or r.index in whole_values or r.index in casts or (
                     r.index in row_values and not row_broadcast(graph.meta(r).shape, shape)):
                 refused.add(g)
             else:
@@ -591,6 +596,8 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
         cands = set()
         for r in refs:
             g = open_group(r)
+            if r.index in casts:
+                return set()
             if r.index in row_values and g is not None and (graph.meta(r).shape == node.meta.shape
                                                             or row_expand(graph, node)):
                 cands.add(g)
@@ -618,7 +625,7 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
         values = [r for r in node_refs(fake) if r != dest]
         opened = {open_group(r) for r in values} - {None}
         if len(opened) != 1 or dest.index in member_of or any(
-                r.index in row_values for r in values):
+                r.index in row_values or r.index in casts for r in values):
             return False    # it joins one open group, that computes (some of) its operands
         g = opened.pop()
         grp = groups[g]
@@ -730,6 +737,8 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
         member_of[node.out] = root
         grp = groups[root]
         grp.nodes.append(node)
+        if op == "astype" and graph.meta(refs[0]).dtype in FLOAT and node.meta.dtype in INTEGER:
+            casts.add(node.out)
         if red is None:
             grp.ops[node.out] = op
             if not row and uses_numpy_loop(graph, node, op, exact):

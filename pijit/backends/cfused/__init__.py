@@ -92,6 +92,10 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
         log.debug("C source of %s:\n%s", name, source)
     try:
         kernels = build.load_kernels(source, cache_dir, openmp=threads > 1)
+    except build.SourceError:
+        log.error("the generated C of %s does not compile; using the NumPy backend", name,
+                  exc_info=True)
+        return on_numpy(graph)
     except Exception as e:
         log.warning("kernel build failed for %s (%s); using the NumPy backend", name, e)
         return on_numpy(graph)

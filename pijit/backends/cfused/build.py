@@ -55,6 +55,11 @@ class BuildError(Exception):
     pass
 
 
+class SourceError(BuildError):
+    """The compiler rejected the generated source itself (a diagnostic at a line of it): a
+    bug of the renderer, not of the machine."""
+
+
 class KernelPending(BaseException):
     """Under background(): the kernel module `key` is being built by a thread. A
     BaseException, so that no fallback on the way (a backend's "build failed: use NumPy")
@@ -314,7 +319,7 @@ def _build(source: str, name: str, target: str, openmp: bool, cc: list, deadline
                         "without it", name, toolchain.PCH_HEADER + ".gch")
             error = _compile(cc, source, c_path, so_tmp, openmp, [], parts, deadline)
         if error is not None:
-            raise BuildError(error)
+            raise (SourceError if re.search(r"\.c:\d+:\d+: error:", error) else BuildError)(error)
         mod = _load(so_tmp, name)
         diskcache.publish(so_tmp, final)
     return mod

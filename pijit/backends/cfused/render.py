@@ -624,9 +624,10 @@ class GroupKernel:
                     ref.index not in self.direct and self.out_kind(ref) == "full":
                 self.direct[ref.index] = f"q{k}"
         # the input whose memory order the outputs take (elementwise groups only: a
-        # reduction's axes are in the original order)
+        # reduction's axes are in the original order; see c_born)
         full = [i for i, kd in enumerate(self.kinds) if kd == "full"]
-        self.proto = full[0] if full and self.nd >= 2 and not grp.reductions else None
+        self.proto = full[0] if full and self.nd >= 2 and not grp.reductions \
+            and not self.c_born() else None
 
     # -- expressions -------------------------------------------------------------------------
     def dtype(self, ref):
@@ -1444,7 +1445,7 @@ class GroupKernel:
             L += [f"    for (int d = 0; d < {ndi}; d++)",
                   f"        if ({' || '.join(backwards)})",
                   "            return pj_fallback(gk, args, nargs);"]
-        if self.proto is not None and not self.c_born():
+        if self.proto is not None:
             L += self.keep_order()
         elif self.allocates_layout():
             L += self.agree_with(None)

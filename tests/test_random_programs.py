@@ -555,6 +555,13 @@ def test_random_program_fused(program):
 # A bool array takes a (1,) value into one element: the bounds' float64 errors must too.
 @example(("def prog(a):\n    t0 = a.astype(np.bool_)\n    t0[0] = a\n    return t0\n",
           [np.array([False])], False, [np.array([False])], 1))
+# A float -> int cast whose value gcc folded away (t0 - t0) took its invalid-value warning along.
+@example(("def prog(a, b, c):\n    t0 = a.astype(np.int8)\n    t1 = t0 - t0\n    a[...] = 0\n"
+          "    a[...] = 0\n    return t1\n",
+          [np.array([0.0, 0.0], np.float32), np.array([0.0, 0.0], np.float32), np.array(False)],
+          False,
+          [np.array([0.0, np.nan], np.float32), np.array([0.0, 0.0], np.float32),
+           np.array(False)], 2))
 def test_random_program_o2(program):
     _straight_line_test(program, "O2")
 

@@ -8,7 +8,8 @@ divisor, a non-finite float, an int too big to compare with a float exactly) jum
 with the number of its block, which boxes every variable and calls the nest's Python form
 (lower_py.py) from that block: plain Python then does that operation and the rest.
 Floats are computed in Python's order, one rounding per operation (the module is compiled
-with -ffp-contract=off; no vectorization, so no libmvec), math functions by libm as CPython.
+with -ffp-contract=off; no vectorization, so no libmvec, but for vectorize.py's passes, whose
+lanes are iterations apart: each rounds as the scalar code), math functions by libm as CPython.
 Loops are unrolled (gcc's unroll-loops: the same operations in the same order).
 """
 from __future__ import annotations

@@ -84,7 +84,8 @@ def plan(blocks: list, types: dict, origin: dict, live_in: dict) -> tuple:
                             ("version", term[1] + checks, pre, term[3]))
         body = [op for x in order for op in by_id[x].ops]
         out[pre] = Vector(head, order, any(op.bails for op in body))
-    return [by_id[k] for k in sorted(by_id)], out
+    # the blocks in their order (later passes walk them in it), the pre-headers last
+    return [by_id[b.id] for b in blocks] + [by_id[k] for k in sorted(out)], out
 
 
 def _eligible(by_id, head, loops, dom, types, origin, live_in):

@@ -58,14 +58,25 @@ def plan(blocks: list, types: dict, origin: dict, live_in: dict) -> tuple:
     dom = dominators(by_id, 0)
     loops = natural_loops(by_id, dom)
     out = {}
+    # bounds.py copies an inner loop with each outer loop it versions: the passes go to
+    # one unit-stride copy of each loop, the one inside the fewest checked accesses (the
+    # outer loops' unchecked copies, where it runs), so gcc vectorizes it once
+    chosen = {}
     for gate in sorted(by_id):
         term = by_id[gate].term
         if term[0] != "version" or not any(c[0] == ("unit",) for c in term[1]):
             continue
+        found = _eligible(by_id, term[2], loops, dom, types, origin, live_in)
+        if found is not None:
+            outer = set().union(*(b for h, b in loops.items() if gate in b))
+            checked = sum(1 for k in outer for op in by_id[k].ops
+                          if op.kind in ("load", "store") and op.checked)
+            key = origin.get(term[2], term[2])
+            if key not in chosen or checked <= chosen[key][0]:
+                chosen[key] = (checked, gate, found)
+    for _, gate, found in sorted(chosen.values(), key=lambda c: c[1]):
+        term = by_id[gate].term
         head = term[2]
-        found = _eligible(by_id, head, loops, dom, types, origin, live_in)
-        if found is None:
-            continue
         order, hoist, checks = found
         pre = max(by_id) + 1
         loads = []

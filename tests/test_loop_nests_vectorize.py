@@ -91,6 +91,24 @@ def test_a_store_hitting_the_hoisted_element(level, resumes, kernels):
         assert all(planned(k) and hoisted(k) for k in kernels)
 
 
+def index_in_the_body(A, B, k):
+    for j in range(A.shape[1]):
+        kk = k + 1                              # invariant, but assigned in the loop
+        A[1, j] = A[1, j] + B[kk, 0] * B[0, kk]
+    return A
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_an_invariant_index_the_body_computes(level, resumes, kernels):
+    """B[kk, 0] reads the same element in every iteration, but kk is set in the body: the
+    load stays there (read before the loop, kk would be the value it had before)."""
+    rng = np.random.default_rng(7)
+    compiled(index_in_the_body, rng.random((3, 20)), rng.random((4, 4)), 2, resumes=resumes,
+             level=level)
+    if level == "O1":
+        assert all(planned(k) and not hoisted(k) for k in kernels)
+
+
 def shift_add(dst, src):
     for j in range(dst.shape[0]):
         dst[j] = src[j] + 1.0

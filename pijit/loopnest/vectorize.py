@@ -146,7 +146,11 @@ def _eligible(by_id, head, loops, dom, types, origin, live_in):
                 return None             # a load after a store
             else:
                 loads.append(access)
-                if all(f[0][0] != "iter" for f in forms):
+                # read before the loop: indices it never changes, held by variables it
+                # never assigns (kk = k + 1 in the body is invariant, but set there)
+                if all(f[0][0] != "iter" for f in forms) and all(
+                        not isinstance(x, str) or x not in loop.defs
+                        for x in op.args[1:1 + ndim]):
                     hoist.append((k, j))
     if not stores or any(len(types[v]) != 1 for v in defined):
         return None

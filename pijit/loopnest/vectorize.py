@@ -46,7 +46,6 @@ SPEC = "PJ_SPEC;"              # the hand-over text of the passes' ops, rewritte
 class Vector:
     head: int               # the unit-stride copy's loop head (a foriter)
     order: tuple            # its body's blocks, from the head's successor back to the head
-    checked: bool           # some op of the body may hand over: the check pass runs
 
 
 def plan(blocks: list, types: dict, origin: dict, live_in: dict) -> tuple:
@@ -93,8 +92,7 @@ def plan(blocks: list, types: dict, origin: dict, live_in: dict) -> tuple:
         origin[pre] = origin.get(head, head)
         by_id[gate] = Block(gate, by_id[gate].ops,
                             ("version", term[1] + checks, pre, term[3]))
-        body = [op for x in order for op in by_id[x].ops]
-        out[pre] = Vector(head, order, any(op.bails for op in body))
+        out[pre] = Vector(head, order)
     # the blocks in their order (later passes walk them in it), the pre-headers last
     return [by_id[b.id] for b in blocks] + [by_id[k] for k in sorted(out)], out
 
@@ -241,7 +239,7 @@ _SPEC = re.compile(r"if \((.*)\) " + re.escape(SPEC))
 
 def lower(k, vec: Vector, target: dict) -> list:
     """The C of the passes after a pre-header's loads: chunks of the iterator's elements
-    left, each checked (when the body may hand over) and then stored; a chunk whose check
+    left, each checked (when some op of the body checks) and then stored; a chunk whose check
     fired goes to the loop as it was, from its first element."""
     head = k.blocks_by_id[vec.head]
     _, it, elem, _, exit_ = head.term
@@ -252,7 +250,8 @@ def lower(k, vec: Vector, target: dict) -> list:
     decls = " ".join(f"npy_{T.dtype_of(k.vtypes[v][0])} v_{v};" for v in dict.fromkeys(local))
     start = f"v_{elem} = {itv}_cur + pj_q * {itv}_step;"
 
-    def body(store: bool) -> list:
+    def body(store: bool) -> tuple:
+        """(the pass's lines, whether any op checks something)"""
         lines = []
         for op in ops:
             if op.kind == "store" and not store:
@@ -260,13 +259,14 @@ def lower(k, vec: Vector, target: dict) -> list:
                 lines += ["{"] + k.store_value(op.args[-1], dtype, SPEC) + ["    (void)sv;", "}"]
             else:
                 lines += k.op(op, vec.head, SPEC)
-        out = []
+        out, checks = [], False
         for s in lines:
-            s = _SPEC.sub(r"(void)(\1);" if store else r"pj_bad |= (\1);", s)
+            s, n = _SPEC.subn(r"(void)(\1);" if store else r"pj_bad |= (\1);", s)
             if SPEC in s:
                 raise AssertionError(f"a hand-over the passes cannot take: {s}")
+            checks = checks or n > 0
             out.append("            " + s)
-        return out
+        return out, checks
 
     out = ["    {", "    int64_t pj_n, pj_m, pj_q, pj_last;",
            f"    switch (pj_range_last({itv}_cur, {itv}_stop, {itv}_step, &pj_last)) {{",
@@ -276,15 +276,17 @@ def lower(k, vec: Vector, target: dict) -> list:
            f"    if (pj_n < {MIN_TRIPS}) goto b{vec.head};",
            "    for (;;) {",
            f"        pj_m = pj_n < {CHUNK} ? pj_n : {CHUNK};"]
-    if vec.checked:
+    # the check pass runs when some op's C checks something (whatever Op.bails says)
+    check, checks = body(False)
+    if checks:
         out += ["        int pj_bad = 0;",
                 "        #pragma omp simd reduction(|:pj_bad)",
                 "        for (pj_q = 0; pj_q < pj_m; pj_q++) {",
-                f"            {decls}", f"            {start}"] + body(False) + \
+                f"            {decls}", f"            {start}"] + check + \
                ["        }", f"        if (pj_bad) goto b{vec.head};"]
     out += ["        #pragma omp simd",
             "        for (pj_q = 0; pj_q < pj_m; pj_q++) {",
-            f"            {decls}", f"            {start}"] + body(True) + \
+            f"            {decls}", f"            {start}"] + body(True)[0] + \
            ["        }",
             f"        if (pj_n == pj_m) goto b{exit_};",
             f"        pj_n -= pj_m; {itv}_cur += pj_m * {itv}_step;",

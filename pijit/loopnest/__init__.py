@@ -37,6 +37,9 @@ Stages, in the order data flows:
                   NumPy calls' floating-point flags read there too)
     lanes.py      such a loop's one-operand float ufunc calls run over chunks of iterations:
                   its straight body run in phases, one call of NumPy's loop per call site
+    vectorize.py  innermost loops whose iterations touch disjoint elements (checked by address
+                  at their entry): invariant loads read once before them, the body run over
+                  chunks as a SIMD pass ORing its checks and a SIMD pass storing
     lower_c.py    Nest -> C (gotos), built by backends/cfused's build and disk cache
     node.py       NestOp: the graph node's function
     capture.py    the capture hook: at an outermost loop's first instruction, try the nest

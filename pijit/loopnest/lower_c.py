@@ -8,7 +8,8 @@ divisor, a non-finite float, an int too big to compare with a float exactly) jum
 with the number of its block, which boxes every variable and calls the nest's Python form
 (lower_py.py) from that block: plain Python then does that operation and the rest.
 Floats are computed in Python's order, one rounding per operation (the module is compiled
-with -ffp-contract=off; no vectorization, so no libmvec), math functions by libm as CPython.
+with -ffp-contract=off; no vectorization, so no libmvec, but for vectorize.py's passes, whose
+lanes are iterations apart: each rounds as the scalar code), math functions by libm as CPython.
 Loops are unrolled (gcc's unroll-loops: the same operations in the same order).
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ import struct
 import numpy as np
 
 from pijit.loopnest import (bounds, calls, cse, exit_checks, float_checks, forward,
-                            ifconvert, lanes, ranges, slices)
+                            ifconvert, lanes, ranges, slices, vectorize)
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Block, Const, Nest, reverse_postorder
 
@@ -147,14 +148,15 @@ static inline int pj_ipow(int64_t a, int64_t b, int64_t *out)
 """
 
 
-def _threaded(blocks: list) -> dict:
+def _threaded(blocks: list, keep=()) -> dict:
     """Block id -> where a jump to it really goes, past blocks that only jump on (the IR of
-    3.12 and 3.13 has one more for END_FOR than 3.11's)."""
+    3.12 and 3.13 has one more for END_FOR than 3.11's), except those in `keep`."""
     by_id = {b.id: b for b in blocks}
     out = {}
     for b in blocks:
         k, seen = b.id, set()
-        while not by_id[k].ops and by_id[k].term[0] == "jump" and k not in seen:
+        while not by_id[k].ops and by_id[k].term[0] == "jump" and k not in seen \
+                and k not in keep:
             seen.add(k)
             k = by_id[k].term[1]
         if k != b.id:
@@ -162,13 +164,13 @@ def _threaded(blocks: list) -> dict:
     return out
 
 
-def _layout(blocks: list) -> list:
+def _layout(blocks: list, keep=()) -> list:
     """The blocks in the C text: reachable ones (jump-only blocks threaded through) in
     reverse postorder, so the code gcc lays out is the same whatever order capture numbered
     the blocks in on each Python version (their order alone moved a branchy nest's time by
     16% between 3.11 and 3.12), and every block follows its forward predecessors."""
     by_id = {b.id: b for b in blocks}
-    target = _threaded(blocks)
+    target = _threaded(blocks, keep)
     to = lambda k: target.get(k, k)                                 # noqa: E731
     # the fallbacks of select blocks (ifconvert.py: the original branches, run only when a
     # check fails) and what only they reach come after the rest
@@ -230,7 +232,11 @@ class NestKernel:
         blocks = cse.eliminate(blocks, nest.types)
         blocks = forward.forward(blocks, self.vtypes, nest.arrays, nest.known)
         blocks = float_checks.defer(blocks, nest.types, self.origin, nest.live_in())
-        self.blocks = ifconvert.convert(blocks, self.vtypes)
+        blocks = ifconvert.convert(blocks, self.vtypes)
+        # innermost loops whose iterations touch disjoint elements: invariant loads read
+        # before them, their bodies run as SIMD passes (vectorize.py)
+        self.blocks, self.vectors = vectorize.plan(blocks, self.vtypes, self.origin,
+                                                   nest.live_in())
         # integer checks that cannot fail are left out (ranges.py); a loop's element is set
         # before its body reads it (live_in counts it live at the start)
         elements = {b.term[2] for b in nest.blocks if b.term[0] == "foriter"}
@@ -446,6 +452,8 @@ class NestKernel:
         """C condition: base + c is in [0, n) on axis of arr (for every element a range
         iterator has left); for base ("unit",): arr's last axis has a stride of its
         itemsize."""
+        if base[0] in ("advance", "apart"):
+            return vectorize.check_c(self, base)
         if base == ("unit",):
             return f"s_{arr}_{axis} == (npy_intp)sizeof({ctype(self.nest.arrays[arr][0])})"
         n = f"n_{arr}_{axis}"
@@ -706,7 +714,7 @@ class NestKernel:
             L.append(f"    char *d_{arr};")
             for j in range(ndim):
                 L.append(f"    npy_intp n_{arr}_{j}, s_{arr}_{j};")
-        blocks = _layout(self.blocks)
+        blocks = _layout(self.blocks, self.vectors)
         for var in _declaration_order(nest, self.vtypes, blocks):
             L.append(f"    {ctype(self.vtypes[var][0])} v_{var} = 0;")
             if len(self.vtypes[var]) > 1:
@@ -739,7 +747,7 @@ class NestKernel:
             # flags some code left before the kernel would make such a loop's exit run it
             # again in Python (right, but slow)
             L.append("    feclearexcept(PJ_FE_ERR | FE_UNDERFLOW);")
-        target = _threaded(self.blocks)
+        target = _threaded(self.blocks, self.vectors)
         fallbacks = {target.get(b.term[2], b.term[2]) for b in blocks if b.term[0] == "select"}
         in_lanes = {x for ln in self.lanes.values() for x in ln.order}
         for b in blocks:
@@ -751,6 +759,9 @@ class NestKernel:
                 L += self.lane_loop(b, target)
                 continue
             L += self.block_ops(b, target)
+            if b.id in self.vectors:
+                L += vectorize.lower(self, self.vectors[b.id], target)
+                continue
             resume = self.origin.get(b.id, b.id)
             t = tuple(target.get(x, x) if j > 0 and isinstance(x, int) else x
                       for j, x in enumerate(b.term))
@@ -827,7 +838,8 @@ class NestKernel:
               "        return res;",
               "    }",
               "}"]
-        return HELPERS + calls.C_HELPERS + slices.c_helpers(nest) + "\n".join(L) + "\n"
+        return HELPERS + calls.C_HELPERS + slices.c_helpers(nest) + \
+            (vectorize.C_HELPERS if self.vectors else "") + "\n".join(L) + "\n"
 
 
 class _Group:

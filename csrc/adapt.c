@@ -15,7 +15,8 @@
  *                   few ms in all never pays for one.
  *   varied values   While a signature is not hot, whether each of its int and float
  *                   arguments took more than one value is noted (hashes of the first
- *                   call's values, a bit per argument): when it becomes hot, the runtime
+ *                   call's values, a bit per argument; on the calls that are timed, and
+ *                   the one that finds it hot): when it becomes hot, the runtime
  *                   reads the bits (take_varied) and captures those arguments dynamic at
  *                   once, instead of specialising on the value of the call that happened to
  *                   be the hot one and recompiling at the next.
@@ -172,7 +173,10 @@ signature_slot(CodeState *st, uint64_t key)
 
 /* Note the values of the int and float arguments `args[0..n)` of a call of `slot`: the
  * first call's are remembered (hashed), a later call's different ones set their bits in
- * sig_varied.  (Hashing an exact int or float cannot fail.) */
+ * sig_varied.  (Hashing an exact int or float cannot fail.)  Only the calls that are timed
+ * (slot_sample_weight) and the one that finds the signature hot are noted: a value that
+ * varies varies among them too, and the others are the calls the Wrapper makes for one-line
+ * functions by the million, where a hash per argument was a fifth of its cost. */
 static void
 note_values(CodeState *st, int slot, PyObject *const *args, Py_ssize_t n)
 {
@@ -193,15 +197,12 @@ note_values(CodeState *st, int slot, PyObject *const *args, Py_ssize_t n)
     st->sig_varied[slot] = varied & ~PJ_UNSEEN;
 }
 
-/* Has `slot` run plain for the budget?  Then it leaves the table: its signature compiles. */
-static int
-slot_is_hot(CodeState *st, int slot)
+/* `slot` has run plain for the budget: it leaves the table, its signature compiles. */
+static void
+slot_goes_hot(CodeState *st, int slot)
 {
-    if (st->sig_time[slot] < st->budget)
-        return 0;
     st->sig_time[slot] = -1;
     st->hot_varied = st->sig_varied[slot] & ~PJ_UNSEEN;
-    return 1;
 }
 
 /* Plain runs of a signature not hot yet are timed to tell when it is hot; but two clock
@@ -259,14 +260,17 @@ run_until_hot(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st)
     if (st->budget <= 0)
         return NULL;
     int slot = signature_slot(st, frame_signature(frame, st->nargs));
-    note_values(st, slot, (PyObject *const *)frame->localsplus, st->nargs);
-    if (slot_is_hot(st, slot))
+    if (st->sig_time[slot] >= st->budget) {
+        note_values(st, slot, (PyObject *const *)frame->localsplus, st->nargs);
+        slot_goes_hot(st, slot);
         return NULL;
+    }
     double weight = slot_sample_weight(st, slot);
     if (weight == 0) {
         st->deferred++;
         return eval_outside(ts, frame);
     }
+    note_values(st, slot, (PyObject *const *)frame->localsplus, st->nargs);
     double compiled, t0 = timed_plain_begin(&compiled);
     PyObject *res = eval_outside(ts, frame);
     return slot_ran(st, slot, weight, t0, compiled, perf_now(), res);
@@ -321,7 +325,6 @@ wrapper_run_until_hot(CodeState *st, uint64_t key, PyObject *fn, PyObject *const
     int slot = signature_slot(st, key);
     if (st->sig_time[slot] >= st->budget)
         return NULL;            /* the hook's run_until_hot finds it hot: compiles */
-    note_values(st, slot, args, PyVectorcall_NARGS(nargsf));    /* defaults do not vary */
     st->calls++;
     st->misses++;
     double weight = slot_sample_weight(st, slot);
@@ -329,27 +332,82 @@ wrapper_run_until_hot(CodeState *st, uint64_t key, PyObject *fn, PyObject *const
         st->deferred++;
         return call_outside(fn, args, nargsf, kwnames);
     }
+    note_values(st, slot, args, PyVectorcall_NARGS(nargsf));    /* defaults do not vary */
     double compiled, t0 = timed_plain_begin(&compiled);
     PyObject *res = call_outside(fn, args, nargsf, kwnames);
     return slot_ran(st, slot, weight, t0, compiled, perf_now(), res);  /* NULL: exception */
 }
 
+/* Does every call of st's code run plain, whatever its arguments?  A code left to plain
+ * Python (a static fallback, an internal error), or one frozen past its entry limit whose
+ * entries all run plain: a miss of a frozen code runs plain too. */
+static inline int
+all_calls_plain(CodeState *st)
+{
+    if (st->state == ST_NEVER_COMPILE)
+        return 1;
+    if (st->state != ST_FROZEN)
+        return 0;
+    for (Py_ssize_t i = 0; i < st->nentries; i++)
+        if (st->entries[i]->fn != NULL && !st->entries[i]->plain)
+            return 0;
+    return 1;
+}
+
+/* Is this call of the types of the last call found plain for good (st->fast_types)? */
+static inline int
+fast_plain_match(CodeState *st, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (n != st->fast_nargs || kwnames != NULL)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (Py_TYPE(args[i]) != st->fast_types[i])
+            return 0;
+    return 1;
+}
+
+/* Remember the types of a call found plain for good by its signature, when they are its
+ * every parameter (no default filled in) and none is an array (whose signature is its
+ * dtype and ndim too). */
+static void
+remember_fast_plain(CodeState *st, PyObject *const *args, size_t nargsf)
+{
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (n != st->nargs || n > PJ_FAST_ARGS)
+        return;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (Py_TYPE(args[i]) == pijit_array_type)
+            return;
+    for (Py_ssize_t i = 0; i < n; i++)
+        st->fast_types[i] = Py_TYPE(args[i]);
+    st->fast_nargs = (int)n;
+}
+
 /* A call of `fn` (of `st`'s code) the Wrapper makes plain by itself, outside the hook:
- * one whose signature call_signature can tell and that runs plain for good (bypassed), or
- * one of a code with no entry yet whose signature is not hot (wrapper_run_until_hot).  The
- * call's result, or NULL without an exception when it should go through the hook.  The
- * signature is computed once for both questions: these are the calls a program of small
- * functions makes most, each paying this on top of a plain call. */
+ * one of a code whose every call runs plain, or one whose signature call_signature can
+ * tell and that runs plain for good (bypassed), or one of a code with no entry yet whose
+ * signature is not hot (wrapper_run_until_hot).  The call's result, or NULL without an
+ * exception when it should go through the hook.  These are the calls a program of small
+ * functions makes most, each paying this on top of a plain call: the first two questions
+ * cost a few compares (measured with benchmarks/call_floor.py), the signature is hashed
+ * once for the others. */
 static PyObject *
 wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
                    PyObject *kwnames)
 {
+    if (fast_plain_match(st, args, nargsf, kwnames) || all_calls_plain(st)) {
+        st->calls += st->state == ST_NEVER_COMPILE;     /* as the hook counted them */
+        st->bypassed++;
+        return call_outside(fn, args, nargsf, kwnames);
+    }
     int may_defer = st->budget > 0 && st->nentries == 0 && st->state == ST_CANDIDATE;
     uint64_t key;
     if ((st->nplain == 0 && !may_defer)
         || !call_signature(st, fn, args, nargsf, kwnames, &key))
         return NULL;
     if (is_plain_key(st, key)) {
+        remember_fast_plain(st, args, nargsf);
         st->bypassed++;
         return call_outside(fn, args, nargsf, kwnames);
     }
@@ -512,6 +570,64 @@ static void
 remember_plain(CodeState *st, _PyInterpreterFrame *frame)
 {
     remember_plain_key(st, frame_signature(frame, st->nargs));
+}
+
+/* Does `c` (a check of `e`) fail for every call whose argument slots have the types (and,
+ * for arrays, dtypes and ndims) of `frame`'s: 1; 0 if it may pass; -1 if it may raise
+ * (it reads something else than an argument, or calls Python), so that a call would not
+ * even get to the checks after it. */
+static int
+check_misses_signature(Entry *e, Check *c, _PyInterpreterFrame *frame, Py_ssize_t nargs)
+{
+    Source *s = &e->sources[c->src];
+    if (s->kind != SRC_LOCAL || s->arg >= nargs || c->kind == CHK_CALL)
+        return -1;
+    PyObject *v = frame->localsplus[s->arg];
+    if (v == NULL)
+        return -1;
+    switch (c->kind) {
+    case CHK_TYPE:
+        return (PyObject *)Py_TYPE(v) != c->obj;
+    case CHK_ARRAY: {
+        if (Py_TYPE(v) != pijit_array_type)
+            return 1;
+        PyArrayObject_fields *a = (PyArrayObject_fields *)v;
+        return a->nd != c->n || a->descr == NULL || a->descr->type_num != c->type_num;
+    }
+    case CHK_EQ:
+        if (Py_TYPE(v) != Py_TYPE(c->obj))
+            return 1;
+        return PyLong_CheckExact(v) || PyFloat_CheckExact(v) || PyBool_Check(v) ? 0 : -1;
+    case CHK_DISTINCT:
+        return e->sources[c->n].kind == SRC_LOCAL ? 0 : -1;
+    default:                    /* CHK_ID, CHK_LEN: no Python code */
+        return 0;
+    }
+}
+
+/* A miss of a frozen code: remember its signature as one that runs plain for good when
+ * every entry misses on a check of the arguments' types, dtypes or ndims that comes before
+ * any check that could raise: then every call of the signature misses them all, and
+ * (frozen) runs plain; the Wrapper bypasses the hook for such calls from then on.  An
+ * entry whose guards the signature cannot decide (shapes, values) keeps the hook's walk. */
+static void
+remember_frozen_miss(CodeState *st, _PyInterpreterFrame *frame)
+{
+    if (st->nplain >= PJ_SIGNATURES)
+        return;
+    for (Py_ssize_t i = 0; i < st->nentries; i++) {
+        Entry *e = st->entries[i];
+        int decided = 0;
+        for (Py_ssize_t k = 0; k < e->nchecks && !decided; k++) {
+            int r = check_misses_signature(e, &e->checks[k], frame, st->nargs);
+            if (r < 0)
+                return;
+            decided = r;
+        }
+        if (!decided)
+            return;
+    }
+    remember_plain(st, frame);
 }
 
 /* The same for a call whose argument slots are the items of `slots` (a tuple). */

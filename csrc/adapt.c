@@ -43,8 +43,12 @@
  * is evaluated outside this thread's jitted calls (eval_frame.c's eval_outside): no hook
  * for its frames, so plain Python at plain Python's speed.
  *
+ * Budgets count CPU time: the wall time of timed runs scaled by this thread's CPU share
+ * (cpu_seconds); trials compare wall times, both sides timed alike.
+ *
  * The adapt callback hears of promotions and of trial results (for stats and logs); a
- * test may replace the clock (set_perf_clock) to make trials deterministic.
+ * test may replace the clocks (set_perf_clock, set_cpu_clock) to make decisions
+ * deterministic.
  */
 #include "pijit.h"
 
@@ -52,6 +56,7 @@
 
 static PyObject *adapt_callback = NULL;       /* strong or NULL */
 static PyObject *perf_clock = NULL;           /* strong or NULL: time.monotonic's stand-in */
+static PyObject *cpu_clock = NULL;            /* strong or NULL: time.thread_time's stand-in */
 
 /* ---- the clock and the callback ---------------------------------------------------------- */
 
@@ -68,6 +73,73 @@ perf_now(void)
     double t = r ? PyFloat_AsDouble(r) : -1.0;
     Py_XDECREF(r);
     return t;
+}
+
+/* This thread's CPU seconds (CLOCK_THREAD_CPUTIME_ID, time.thread_time), or -1 with an
+ * exception (a failing stand-in clock). */
+static double
+cpu_now(void)
+{
+    if (cpu_clock == NULL) {
+        struct timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    }
+    PyObject *r = PyObject_CallNoArgs(cpu_clock);
+    double t = r ? PyFloat_AsDouble(r) : -1.0;
+    Py_XDECREF(r);
+    return t;
+}
+
+/* The budgets (compile_after_ms, promote_after_ms) are meant as the CPU a signature's or an
+ * entry's calls cost; the perf clock is wall time, which on a loaded machine counts the
+ * time other processes ran too (two busy processes on two cores made every budget run out
+ * in about half the work).  Reading this thread's CPU clock is a system call (vDSO serves
+ * only wall clocks), too dear for each timed run of a one-line function, and it advances
+ * in 4 ms ticks on this project's machines (a busy loop under a load average of 10 on two
+ * cores: 0.026 s of it in 0.22 s of wall time), so the wall time
+ * of a timed run is scaled by this thread's CPU share: CPU seconds over wall seconds,
+ * measured over windows of at least SHARE_PERIOD between timed runs (the CPU clock is read
+ * once a window), at least SHARE_MIN.  A window longer than SHARE_STALE (the thread idle,
+ * or waiting: its share then says nothing of its calls) starts again with the share it
+ * had; before the first window ends, the share is 1. */
+#define SHARE_PERIOD 0.05
+#define SHARE_STALE 1.0
+#define SHARE_MIN 0.05
+
+/* `dt` seconds of wall time of a timed run that ended at `now` (on the perf clock), as
+ * the CPU time they stand for.  With a stand-in perf clock alone, unscaled (tests of the
+ * other decisions run on fake wall time, which the real CPU clock cannot be compared to). */
+static double
+cpu_seconds(double dt, double now)
+{
+    if (perf_clock != NULL && cpu_clock == NULL)
+        return dt;
+    ThreadHook *t = &tls;
+    double since = now - t->share_wall;
+    if (cpu_clock != NULL && PyErr_Occurred())
+        ;                           /* the run raised: no Python stand-in called now */
+    else if (t->share_wall <= 0 || since < 0 || since > SHARE_STALE) {
+        double cpu = cpu_now();
+        if (cpu < 0)
+            PyErr_Clear();          /* a failing stand-in: no window */
+        else {
+            t->share_wall = now;
+            t->share_cpu = cpu;
+        }
+    }
+    else if (since >= SHARE_PERIOD) {
+        double cpu = cpu_now();
+        if (cpu < 0)
+            PyErr_Clear();
+        else {
+            double share = (cpu - t->share_cpu) / since;
+            t->share = share < SHARE_MIN ? SHARE_MIN : share > 1 ? 1 : share;
+            t->share_wall = now;
+            t->share_cpu = cpu;
+        }
+    }
+    return t->share > 0 ? dt * t->share : dt;
 }
 
 /* adapt_callback(event, code, fn, *details) -> its result (new reference), or None when no
@@ -244,7 +316,7 @@ slot_ran(CodeState *st, int slot, double weight, double t0, double compiled, dou
     st->deferred++;
     double dt = t1 - t0 - (tls.compile_seconds - compiled);
     if (t0 >= 0 && t1 >= t0)
-        st->sig_time[slot] += weight * (dt > 0 ? dt : 0);
+        st->sig_time[slot] += weight * (dt > 0 ? cpu_seconds(dt, t1) : 0);
     else if (PyErr_Occurred() && res != NULL)      /* a failing stand-in clock */
         Py_CLEAR(res);
     return res;
@@ -476,7 +548,7 @@ plain_until_promoted(PyThreadState *ts, _PyInterpreterFrame *frame, Entry *e, Py
         if (t1 < 0)
             Py_CLEAR(res);
         else if (t1 > t0)
-            e->spent += t1 - t0;
+            e->spent += cpu_seconds(t1 - t0, t1);
     }
     return res;
 }
@@ -499,7 +571,7 @@ call_entry(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Entry *
         if (t1 < 0)
             Py_CLEAR(res);
         else if (t1 > t0)
-            e->spent += t1 - t0;
+            e->spent += cpu_seconds(t1 - t0, t1);
     }
     return answer(ts, frame, res);
 }
@@ -673,6 +745,17 @@ m_set_perf_clock(PyObject *m, PyObject *cb)
     return set_callable(&perf_clock, cb, "perf clock") ? NULL : Py_NewRef(Py_None);
 }
 
+/* set_cpu_clock(clock or None): this thread's CPU clock's stand-in; the share window
+ * starts again. */
+static PyObject *
+m_set_cpu_clock(PyObject *m, PyObject *cb)
+{
+    if (set_callable(&cpu_clock, cb, "cpu clock") < 0)
+        return NULL;
+    tls.share_wall = tls.share = 0;
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 m_set_compile_budget(PyObject *m, PyObject *args)
 {
@@ -738,6 +821,8 @@ m_entry_stats(PyObject *m, PyObject *o)
     {"set_adapt_callback", m_set_adapt_callback, METH_O, \
      "set_adapt_callback(cb): cb(event, code, fn, details); 'promote' returns a new fn"}, \
     {"set_perf_clock", m_set_perf_clock, METH_O, "set_perf_clock(clock or None): trials' clock"}, \
+    {"set_cpu_clock", m_set_cpu_clock, METH_O, \
+     "set_cpu_clock(clock or None): this thread's CPU clock, which scales the budgets"}, \
     {"set_compile_budget", m_set_compile_budget, METH_VARARGS, \
      "set_compile_budget(code, seconds): plain run time of a signature before it compiles"}, \
     {"entry_stats", m_entry_stats, METH_O, "entry_stats(code) -> [dict] per entry, MRU first"}, \

@@ -40,6 +40,8 @@ typedef struct {
     int compiling;          /* inside the compile callback: the compiler's calls run plain */
     int timed_plain;        /* timed plain runs in progress (adapt.c) */
     double compile_seconds; /* compiling inside them, in all (adapt.c's compile_clock) */
+    double share;           /* CPU seconds per wall second, 0: not known yet (adapt.c) */
+    double share_wall, share_cpu;   /* the share's window began at these clock readings */
     int stack_probed;
     char *stack_lo;         /* lowest address of this thread's C stack, NULL if unknown */
     size_t stack_size;

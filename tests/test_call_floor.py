@@ -1,7 +1,8 @@
 """The per-call floor: calls the Wrapper makes plain without the hook (csrc/adapt.c's
 wrapper_plain_call) and the rules that let it (a code whose every call runs plain; the
 argument types of a signature found plain; a frozen code's misses decided by the argument
-types). Each rule is asserted by its decision (the hook's counters, code_info/stats), results and exceptions against plain
+types), and budgets counted in CPU time (cpu_seconds). Each rule is asserted by its
+decision (the hook's counters, code_info/stats), results and exceptions against plain
 Python, and refcounts; benchmarks/call_floor.py measures what it saves."""
 import gc
 import sys
@@ -13,7 +14,7 @@ import pytest
 import pijit
 import pijit.eval_frame as ef
 from differential import run_plain
-from test_adapt import Misses
+from test_adapt import Misses, PlainClock
 
 
 @pytest.fixture(autouse=True)
@@ -22,6 +23,7 @@ def adaptive(monkeypatch):
     monkeypatch.delenv("PIJIT_ADAPTIVE")
     yield
     ef.set_perf_clock(None)
+    ef.set_cpu_clock(None)
 
 
 def fresh(fn):
@@ -165,6 +167,44 @@ def test_bypassed_calls_do_not_leak(how):
     after = refcounts(x, f, f.fn, f.fn.__code__)
     assert after == before
     assert counters(f)["bypassed"] >= 100_000
+
+
+class CpuClock:
+    """A CPU clock that advances `share` of each plain run of PlainClock (1 s of wall)."""
+
+    def __init__(self, wall, share):
+        self.wall, self.share = wall, share
+
+    def __call__(self):
+        return self.wall.now * self.share
+
+
+@pytest.mark.parametrize("share, compiles_at", [(1.0, 4), (0.5, 5), (0.25, 8)])
+def test_the_compile_budget_counts_the_threads_cpu_share(share, compiles_at):
+    """Plain runs of 0.5 s of wall time each, a budget of 1.25 s: at a CPU share of 1 the
+    4th call compiles (3 runs, 1.5 s); at 0.5, each run after the first (whose window has
+    not ended: share 1) counts 0.25 s, so the 5th; at 0.25, 0.125 s, so the 8th. The
+    decision runs on stand-in clocks: no timing."""
+    wall = PlainClock()
+
+    def g(x):
+        wall.now += 0.5
+        return ("plain", x)
+    state = ef.mark(g.__code__)  # noqa: F841 (the Wrapper takes it over)
+    w = ef.Wrapper(g)
+    misses = Misses()
+    ef.set_callback(misses)
+    try:
+        ef.set_perf_clock(wall)
+        ef.set_cpu_clock(CpuClock(wall, share))
+        ef.set_compile_budget(g.__code__, 1.25)
+        for k in range(1, compiles_at):
+            assert w(k) == ("plain", k) and misses.calls == []
+        assert w(compiles_at) == ("plain", compiles_at) and misses.calls == ["int"]
+        assert w(0) == ("compiled", 0)
+    finally:
+        from pijit import runtime
+        ef.set_callback(runtime.on_miss)
 
 
 def rows_or_length(a):

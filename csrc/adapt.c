@@ -115,7 +115,7 @@ cpu_seconds(double dt, double now)
 {
     if (perf_clock != NULL && cpu_clock == NULL)
         return dt;
-    ThreadHook *t = &tls;
+    ThreadHook *t = this_thread();
     double since = now - t->share_wall;
     if (cpu_clock != NULL && PyErr_Occurred())
         ;                           /* the run raised: no Python stand-in called now */
@@ -426,9 +426,10 @@ all_calls_plain(CodeState *st)
     return 1;
 }
 
-/* Is this call of the types of the last call found plain for good (st->fast_types)? */
+/* Is this call of the argument types of the last call whose signature the Wrapper hashed
+ * (st->fast_types: then its signature is st->fast_key)? */
 static inline int
-fast_plain_match(CodeState *st, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+fast_match(CodeState *st, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
     if (n != st->fast_nargs || kwnames != NULL)
@@ -439,11 +440,11 @@ fast_plain_match(CodeState *st, PyObject *const *args, size_t nargsf, PyObject *
     return 1;
 }
 
-/* Remember the types of a call found plain for good by its signature, when they are its
- * every parameter (no default filled in) and none is an array (whose signature is its
- * dtype and ndim too). */
+/* Remember the argument types of a call whose signature is `key` (`plain`: one that runs
+ * plain for good), when they are its every parameter (no default filled in) and none is an
+ * array (whose signature is its dtype and ndim too). */
 static void
-remember_fast_plain(CodeState *st, PyObject *const *args, size_t nargsf)
+remember_fast(CodeState *st, PyObject *const *args, size_t nargsf, uint64_t key, int plain)
 {
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
     if (n != st->nargs || n > PJ_FAST_ARGS)
@@ -454,6 +455,8 @@ remember_fast_plain(CodeState *st, PyObject *const *args, size_t nargsf)
     for (Py_ssize_t i = 0; i < n; i++)
         st->fast_types[i] = Py_TYPE(args[i]);
     st->fast_nargs = (int)n;
+    st->fast_key = key;
+    st->fast_plain = plain;
 }
 
 /* A call of `fn` (of `st`'s code) the Wrapper makes plain by itself, outside the hook:
@@ -461,27 +464,31 @@ remember_fast_plain(CodeState *st, PyObject *const *args, size_t nargsf)
  * tell and that runs plain for good (bypassed), or one of a code with no entry yet whose
  * signature is not hot (wrapper_run_until_hot).  The call's result, or NULL without an
  * exception when it should go through the hook.  These are the calls a program of small
- * functions makes most, each paying this on top of a plain call: the first two questions
- * cost a few compares (measured with benchmarks/call_floor.py), the signature is hashed
- * once for the others. */
+ * functions makes most, each paying this on top of a plain call: a call of the argument
+ * types of the last one is told its signature by a few compares (measured with
+ * benchmarks/call_floor.py), others hash it. */
 static PyObject *
 wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
                    PyObject *kwnames)
 {
-    if (fast_plain_match(st, args, nargsf, kwnames) || all_calls_plain(st)) {
+    int known = fast_match(st, args, nargsf, kwnames);
+    if ((known && st->fast_plain) || all_calls_plain(st)) {
         st->calls += st->state == ST_NEVER_COMPILE;     /* as the hook counted them */
         st->bypassed++;
         return call_outside(fn, args, nargsf, kwnames);
     }
     int may_defer = st->budget > 0 && st->nentries == 0 && st->state == ST_CANDIDATE;
-    uint64_t key;
-    if ((st->nplain == 0 && !may_defer)
-        || !call_signature(st, fn, args, nargsf, kwnames, &key))
-        return NULL;
-    if (is_plain_key(st, key)) {
-        remember_fast_plain(st, args, nargsf);
-        st->bypassed++;
-        return call_outside(fn, args, nargsf, kwnames);
+    uint64_t key = st->fast_key;
+    if (!known) {
+        if ((st->nplain == 0 && !may_defer)
+            || !call_signature(st, fn, args, nargsf, kwnames, &key))
+            return NULL;
+        int plain = is_plain_key(st, key);
+        remember_fast(st, args, nargsf, key, plain);
+        if (plain) {
+            st->bypassed++;
+            return call_outside(fn, args, nargsf, kwnames);
+        }
     }
     if (!may_defer || tls.compiling)
         return NULL;
@@ -634,8 +641,10 @@ trial_run(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Entry *e
 static void
 remember_plain_key(CodeState *st, uint64_t key)
 {
-    if (!is_plain_key(st, key) && st->nplain < PJ_SIGNATURES)
+    if (!is_plain_key(st, key) && st->nplain < PJ_SIGNATURES) {
         st->plain_key[st->nplain++] = key;
+        st->fast_nargs = -1;        /* its fast_plain may be this key's, now out of date */
+    }
 }
 
 static void

@@ -113,12 +113,15 @@ typedef struct CodeState {
      * the hook for them (calls passing exactly the positional parameters). */
     int nplain;
     uint64_t plain_key[PJ_SIGNATURES];
-    /* The argument types of the last such call, when they were all its parameters and no
-     * array: a call of the same types is of that signature, told without hashing.  The
-     * types are compared by identity, never read (as in the signature keys: a type freed
-     * and another made at its address then runs plain, which is always right). */
+    /* The argument types of the last call whose signature the Wrapper hashed, when they
+     * were all its parameters and no array: a call of the same types has that signature,
+     * told without hashing.  The types are compared by identity, never read (as in the
+     * signature keys: a type freed and another made at its address then runs plain or waits
+     * as that signature does, which is always right). */
     int fast_nargs;                         /* -1: none */
     PyTypeObject *fast_types[PJ_FAST_ARGS];
+    uint64_t fast_key;
+    int fast_plain;                         /* fast_key is one of plain_key */
     Py_ssize_t bypassed; /* calls the Wrapper made without the hook */
     struct CodeState *live_prev, *live_next;   /* every live state, for reset() of all */
 } CodeState;

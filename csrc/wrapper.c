@@ -71,7 +71,7 @@ wrapper_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObjec
     if (w->state != NULL && (PyCodeObject *)PyFunction_GET_CODE(fn) != w->state->code
         && wrapper_follow_code(w) < 0)
         return NULL;
-    ThreadHook *t = &tls;
+    ThreadHook *t = this_thread();
     if (hook_enter(t) < 0)
         return NULL;
     Py_INCREF(fn);

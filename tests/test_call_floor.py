@@ -14,7 +14,7 @@ import pytest
 import pijit
 import pijit.eval_frame as ef
 from differential import run_plain
-from test_adapt import Misses, PlainClock
+from test_adapt import X, Misses, PlainClock
 
 
 @pytest.fixture(autouse=True)
@@ -226,3 +226,34 @@ def test_a_plain_array_signature_is_told_by_dtype_and_ndim_not_type_alone():
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
     info = pijit.code_info(f)
     assert info["compile_count"] == 2 and "sum" in str(info["entries"][0]["ops"])
+
+
+def test_a_signature_found_plain_after_its_types_were_remembered_is_bypassed():
+    """Not hot yet, the Wrapper remembers its calls' argument types with their signature;
+    once the signature gets an entry that runs plain (hot: captured, nothing to gain), the
+    next calls of those types are bypassed, not walked by the hook."""
+    wall = PlainClock()
+
+    def g(x):
+        wall.ran()
+        return ("plain", x)
+
+    def plain_entry(func, args):
+        ef.add_entry(func.__code__, X, (("type", 0, type(args[0])),), None,
+                     plain_args=tuple(args))
+    state = ef.mark(g.__code__)  # noqa: F841 (the Wrapper takes it over)
+    w = ef.Wrapper(g)
+    ef.set_callback(plain_entry)
+    try:
+        ef.set_perf_clock(wall)
+        ef.set_compile_budget(g.__code__, 2.5)
+        assert [w(k) for k in range(3)] == [("plain", k) for k in range(3)]
+        assert ef.counters(g.__code__)["deferred"] == 3
+        assert w(3) == ("plain", 3) and ef.entry_count(g.__code__) == 1     # hot: captured
+        c = ef.counters(g.__code__)
+        assert [w(k) for k in range(10)] == [("plain", k) for k in range(10)]
+        after = ef.counters(g.__code__)
+        assert after["bypassed"] == c["bypassed"] + 10 and after["hits"] == c["hits"]
+    finally:
+        from pijit import runtime
+        ef.set_callback(runtime.on_miss)

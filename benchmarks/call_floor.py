@@ -129,11 +129,18 @@ def _make_math(jitted):
     return run, (ns["hyp"] if jitted else None)
 
 
-def _warm_for(seconds):
-    def warm(run):
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
+def _warm_until_bypassed(limit_s=120.0):
+    """Warm a default-config case until its wrapper's calls are bypassed (hot, captured,
+    found plain): compile_after_ms counts CPU time, which a loaded machine (or valgrind)
+    hands out slowly, so a fixed warm-up time would measure another path on another day.
+    Gives up after `limit_s` (the path column then says what ran)."""
+    def warm(run, wrapper):
+        end = time.perf_counter() + limit_s
+        while wrapper is not None and time.perf_counter() < end:
+            before = _counters(wrapper)["bypassed"]
             run(50)
+            if _counters(wrapper)["bypassed"] > before:
+                break
     return warm
 
 
@@ -145,9 +152,9 @@ CASES = [
     Case("frozen", "add1(7): frozen past limit_graph_count=1 (one array entry)", _make_frozen),
     Case("graph", "a + 1.0 of 4 float64s: a compiled entry (adaptive=False, O1)", _make_graph),
     Case("fib", f"fib({FIB_N}), recursive through its global name (default config)", _make_fib,
-         warm=_warm_for(1.0), per=None),
+         warm=_warm_until_bypassed(), per=None),
     Case("math_helper", "hyp(i, 0.5) = math.sqrt(x*x + y*y), called by a jitted loop "
-         "(default config)", _make_math, warm=_warm_for(1.0)),
+         "(default config)", _make_math, warm=_warm_until_bypassed()),
 ]
 BY_NAME = {c.name: c for c in CASES}
 
@@ -185,7 +192,7 @@ def _path(before, after, calls):
 def prepare(case, jitted):
     run, wrapper = case.make(jitted)
     if case.warm is not None:
-        case.warm(run)
+        case.warm(run, wrapper)
     run(20)
     return run, wrapper
 

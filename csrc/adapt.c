@@ -15,7 +15,8 @@
  *                   few ms in all never pays for one.
  *   varied values   While a signature is not hot, whether each of its int and float
  *                   arguments took more than one value is noted (hashes of the first
- *                   call's values, a bit per argument): when it becomes hot, the runtime
+ *                   call's values, a bit per argument; on the calls that are timed, and
+ *                   the one that finds it hot): when it becomes hot, the runtime
  *                   reads the bits (take_varied) and captures those arguments dynamic at
  *                   once, instead of specialising on the value of the call that happened to
  *                   be the hot one and recompiling at the next.
@@ -42,8 +43,12 @@
  * is evaluated outside this thread's jitted calls (eval_frame.c's eval_outside): no hook
  * for its frames, so plain Python at plain Python's speed.
  *
+ * Budgets count CPU time: the wall time of timed runs scaled by this thread's CPU share
+ * (cpu_seconds); trials compare wall times, both sides timed alike.
+ *
  * The adapt callback hears of promotions and of trial results (for stats and logs); a
- * test may replace the clock (set_perf_clock) to make trials deterministic.
+ * test may replace the clocks (set_perf_clock, set_cpu_clock) to make decisions
+ * deterministic.
  */
 #include "pijit.h"
 
@@ -51,6 +56,7 @@
 
 static PyObject *adapt_callback = NULL;       /* strong or NULL */
 static PyObject *perf_clock = NULL;           /* strong or NULL: time.monotonic's stand-in */
+static PyObject *cpu_clock = NULL;            /* strong or NULL: time.thread_time's stand-in */
 
 /* ---- the clock and the callback ---------------------------------------------------------- */
 
@@ -67,6 +73,73 @@ perf_now(void)
     double t = r ? PyFloat_AsDouble(r) : -1.0;
     Py_XDECREF(r);
     return t;
+}
+
+/* This thread's CPU seconds (CLOCK_THREAD_CPUTIME_ID, time.thread_time), or -1 with an
+ * exception (a failing stand-in clock). */
+static double
+cpu_now(void)
+{
+    if (cpu_clock == NULL) {
+        struct timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    }
+    PyObject *r = PyObject_CallNoArgs(cpu_clock);
+    double t = r ? PyFloat_AsDouble(r) : -1.0;
+    Py_XDECREF(r);
+    return t;
+}
+
+/* The budgets (compile_after_ms, promote_after_ms) are meant as the CPU a signature's or an
+ * entry's calls cost; the perf clock is wall time, which on a loaded machine counts the
+ * time other processes ran too (two busy processes on two cores made every budget run out
+ * in about half the work).  Reading this thread's CPU clock is a system call (vDSO serves
+ * only wall clocks), too dear for each timed run of a one-line function, and it advances
+ * in 4 ms ticks on this project's machines (a busy loop under a load average of 10 on two
+ * cores: 0.026 s of it in 0.22 s of wall time), so the wall time
+ * of a timed run is scaled by this thread's CPU share: CPU seconds over wall seconds,
+ * measured over windows of at least SHARE_PERIOD between timed runs (the CPU clock is read
+ * once a window), at least SHARE_MIN.  A window longer than SHARE_STALE (the thread idle,
+ * or waiting: its share then says nothing of its calls) starts again with the share it
+ * had; before the first window ends, the share is 1. */
+#define SHARE_PERIOD 0.05
+#define SHARE_STALE 1.0
+#define SHARE_MIN 0.05
+
+/* `dt` seconds of wall time of a timed run that ended at `now` (on the perf clock), as
+ * the CPU time they stand for.  With a stand-in perf clock alone, unscaled (tests of the
+ * other decisions run on fake wall time, which the real CPU clock cannot be compared to). */
+static double
+cpu_seconds(double dt, double now)
+{
+    if (perf_clock != NULL && cpu_clock == NULL)
+        return dt;
+    ThreadHook *t = this_thread();
+    double since = now - t->share_wall;
+    if (cpu_clock != NULL && PyErr_Occurred())
+        ;                           /* the run raised: no Python stand-in called now */
+    else if (t->share_wall <= 0 || since < 0 || since > SHARE_STALE) {
+        double cpu = cpu_now();
+        if (cpu < 0)
+            PyErr_Clear();          /* a failing stand-in: no window */
+        else {
+            t->share_wall = now;
+            t->share_cpu = cpu;
+        }
+    }
+    else if (since >= SHARE_PERIOD) {
+        double cpu = cpu_now();
+        if (cpu < 0)
+            PyErr_Clear();
+        else {
+            double share = (cpu - t->share_cpu) / since;
+            t->share = share < SHARE_MIN ? SHARE_MIN : share > 1 ? 1 : share;
+            t->share_wall = now;
+            t->share_cpu = cpu;
+        }
+    }
+    return t->share > 0 ? dt * t->share : dt;
 }
 
 /* adapt_callback(event, code, fn, *details) -> its result (new reference), or None when no
@@ -172,7 +245,10 @@ signature_slot(CodeState *st, uint64_t key)
 
 /* Note the values of the int and float arguments `args[0..n)` of a call of `slot`: the
  * first call's are remembered (hashed), a later call's different ones set their bits in
- * sig_varied.  (Hashing an exact int or float cannot fail.) */
+ * sig_varied.  (Hashing an exact int or float cannot fail.)  Only the calls that are timed
+ * (slot_sample_weight) and the one that finds the signature hot are noted: a value that
+ * varies varies among them too, and the others are the calls the Wrapper makes for one-line
+ * functions by the million, where a hash per argument was a fifth of its cost. */
 static void
 note_values(CodeState *st, int slot, PyObject *const *args, Py_ssize_t n)
 {
@@ -193,15 +269,12 @@ note_values(CodeState *st, int slot, PyObject *const *args, Py_ssize_t n)
     st->sig_varied[slot] = varied & ~PJ_UNSEEN;
 }
 
-/* Has `slot` run plain for the budget?  Then it leaves the table: its signature compiles. */
-static int
-slot_is_hot(CodeState *st, int slot)
+/* `slot` has run plain for the budget: it leaves the table, its signature compiles. */
+static void
+slot_goes_hot(CodeState *st, int slot)
 {
-    if (st->sig_time[slot] < st->budget)
-        return 0;
     st->sig_time[slot] = -1;
     st->hot_varied = st->sig_varied[slot] & ~PJ_UNSEEN;
-    return 1;
 }
 
 /* Plain runs of a signature not hot yet are timed to tell when it is hot; but two clock
@@ -243,7 +316,7 @@ slot_ran(CodeState *st, int slot, double weight, double t0, double compiled, dou
     st->deferred++;
     double dt = t1 - t0 - (tls.compile_seconds - compiled);
     if (t0 >= 0 && t1 >= t0)
-        st->sig_time[slot] += weight * (dt > 0 ? dt : 0);
+        st->sig_time[slot] += weight * (dt > 0 ? cpu_seconds(dt, t1) : 0);
     else if (PyErr_Occurred() && res != NULL)      /* a failing stand-in clock */
         Py_CLEAR(res);
     return res;
@@ -259,14 +332,17 @@ run_until_hot(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st)
     if (st->budget <= 0)
         return NULL;
     int slot = signature_slot(st, frame_signature(frame, st->nargs));
-    note_values(st, slot, (PyObject *const *)frame->localsplus, st->nargs);
-    if (slot_is_hot(st, slot))
+    if (st->sig_time[slot] >= st->budget) {
+        note_values(st, slot, (PyObject *const *)frame->localsplus, st->nargs);
+        slot_goes_hot(st, slot);
         return NULL;
+    }
     double weight = slot_sample_weight(st, slot);
     if (weight == 0) {
         st->deferred++;
         return eval_outside(ts, frame);
     }
+    note_values(st, slot, (PyObject *const *)frame->localsplus, st->nargs);
     double compiled, t0 = timed_plain_begin(&compiled);
     PyObject *res = eval_outside(ts, frame);
     return slot_ran(st, slot, weight, t0, compiled, perf_now(), res);
@@ -321,7 +397,6 @@ wrapper_run_until_hot(CodeState *st, uint64_t key, PyObject *fn, PyObject *const
     int slot = signature_slot(st, key);
     if (st->sig_time[slot] >= st->budget)
         return NULL;            /* the hook's run_until_hot finds it hot: compiles */
-    note_values(st, slot, args, PyVectorcall_NARGS(nargsf));    /* defaults do not vary */
     st->calls++;
     st->misses++;
     double weight = slot_sample_weight(st, slot);
@@ -329,29 +404,91 @@ wrapper_run_until_hot(CodeState *st, uint64_t key, PyObject *fn, PyObject *const
         st->deferred++;
         return call_outside(fn, args, nargsf, kwnames);
     }
+    note_values(st, slot, args, PyVectorcall_NARGS(nargsf));    /* defaults do not vary */
     double compiled, t0 = timed_plain_begin(&compiled);
     PyObject *res = call_outside(fn, args, nargsf, kwnames);
     return slot_ran(st, slot, weight, t0, compiled, perf_now(), res);  /* NULL: exception */
 }
 
+/* Does every call of st's code run plain, whatever its arguments?  A code left to plain
+ * Python (a static fallback, an internal error), or one frozen past its entry limit whose
+ * entries all run plain: a miss of a frozen code runs plain too. */
+static inline int
+all_calls_plain(CodeState *st)
+{
+    if (st->state == ST_NEVER_COMPILE)
+        return 1;
+    if (st->state != ST_FROZEN)
+        return 0;
+    for (Py_ssize_t i = 0; i < st->nentries; i++)
+        if (st->entries[i]->fn != NULL && !st->entries[i]->plain)
+            return 0;
+    return 1;
+}
+
+/* Is this call of the argument types of the last call whose signature the Wrapper hashed
+ * (st->fast_types: then its signature is st->fast_key)? */
+static inline int
+fast_match(CodeState *st, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (n != st->fast_nargs || kwnames != NULL)
+        return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (Py_TYPE(args[i]) != st->fast_types[i])
+            return 0;
+    return 1;
+}
+
+/* Remember the argument types of a call whose signature is `key` (`plain`: one that runs
+ * plain for good), when they are its every parameter (no default filled in) and none is an
+ * array (whose signature is its dtype and ndim too). */
+static void
+remember_fast(CodeState *st, PyObject *const *args, size_t nargsf, uint64_t key, int plain)
+{
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (n != st->nargs || n > PJ_FAST_ARGS)
+        return;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (Py_TYPE(args[i]) == pijit_array_type)
+            return;
+    for (Py_ssize_t i = 0; i < n; i++)
+        st->fast_types[i] = Py_TYPE(args[i]);
+    st->fast_nargs = (int)n;
+    st->fast_key = key;
+    st->fast_plain = plain;
+}
+
 /* A call of `fn` (of `st`'s code) the Wrapper makes plain by itself, outside the hook:
- * one whose signature call_signature can tell and that runs plain for good (bypassed), or
- * one of a code with no entry yet whose signature is not hot (wrapper_run_until_hot).  The
- * call's result, or NULL without an exception when it should go through the hook.  The
- * signature is computed once for both questions: these are the calls a program of small
- * functions makes most, each paying this on top of a plain call. */
+ * one of a code whose every call runs plain, or one whose signature call_signature can
+ * tell and that runs plain for good (bypassed), or one of a code with no entry yet whose
+ * signature is not hot (wrapper_run_until_hot).  The call's result, or NULL without an
+ * exception when it should go through the hook.  These are the calls a program of small
+ * functions makes most, each paying this on top of a plain call: a call of the argument
+ * types of the last one is told its signature by a few compares (measured with
+ * benchmarks/call_floor.py), others hash it. */
 static PyObject *
 wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
                    PyObject *kwnames)
 {
-    int may_defer = st->budget > 0 && st->nentries == 0 && st->state == ST_CANDIDATE;
-    uint64_t key;
-    if ((st->nplain == 0 && !may_defer)
-        || !call_signature(st, fn, args, nargsf, kwnames, &key))
-        return NULL;
-    if (is_plain_key(st, key)) {
+    int known = fast_match(st, args, nargsf, kwnames);
+    if ((known && st->fast_plain) || all_calls_plain(st)) {
+        st->calls += st->state == ST_NEVER_COMPILE;     /* as the hook counted them */
         st->bypassed++;
         return call_outside(fn, args, nargsf, kwnames);
+    }
+    int may_defer = st->budget > 0 && st->nentries == 0 && st->state == ST_CANDIDATE;
+    uint64_t key = st->fast_key;
+    if (!known) {
+        if ((st->nplain == 0 && !may_defer)
+            || !call_signature(st, fn, args, nargsf, kwnames, &key))
+            return NULL;
+        int plain = is_plain_key(st, key);
+        remember_fast(st, args, nargsf, key, plain);
+        if (plain) {
+            st->bypassed++;
+            return call_outside(fn, args, nargsf, kwnames);
+        }
     }
     if (!may_defer || tls.compiling)
         return NULL;
@@ -418,7 +555,7 @@ plain_until_promoted(PyThreadState *ts, _PyInterpreterFrame *frame, Entry *e, Py
         if (t1 < 0)
             Py_CLEAR(res);
         else if (t1 > t0)
-            e->spent += t1 - t0;
+            e->spent += cpu_seconds(t1 - t0, t1);
     }
     return res;
 }
@@ -441,7 +578,7 @@ call_entry(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Entry *
         if (t1 < 0)
             Py_CLEAR(res);
         else if (t1 > t0)
-            e->spent += t1 - t0;
+            e->spent += cpu_seconds(t1 - t0, t1);
     }
     return answer(ts, frame, res);
 }
@@ -504,14 +641,74 @@ trial_run(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Entry *e
 static void
 remember_plain_key(CodeState *st, uint64_t key)
 {
-    if (!is_plain_key(st, key) && st->nplain < PJ_SIGNATURES)
+    if (!is_plain_key(st, key) && st->nplain < PJ_SIGNATURES) {
         st->plain_key[st->nplain++] = key;
+        st->fast_nargs = -1;        /* its fast_plain may be this key's, now out of date */
+    }
 }
 
 static void
 remember_plain(CodeState *st, _PyInterpreterFrame *frame)
 {
     remember_plain_key(st, frame_signature(frame, st->nargs));
+}
+
+/* Does `c` (a check of `e`) fail for every call whose argument slots have the types (and,
+ * for arrays, dtypes and ndims) of `frame`'s: 1; 0 if it may pass; -1 if it may raise
+ * (it reads something else than an argument, or calls Python), so that a call would not
+ * even get to the checks after it. */
+static int
+check_misses_signature(Entry *e, Check *c, _PyInterpreterFrame *frame, Py_ssize_t nargs)
+{
+    Source *s = &e->sources[c->src];
+    if (s->kind != SRC_LOCAL || s->arg >= nargs || c->kind == CHK_CALL)
+        return -1;
+    PyObject *v = frame->localsplus[s->arg];
+    if (v == NULL)
+        return -1;
+    switch (c->kind) {
+    case CHK_TYPE:
+        return (PyObject *)Py_TYPE(v) != c->obj;
+    case CHK_ARRAY: {
+        if (Py_TYPE(v) != pijit_array_type)
+            return 1;
+        PyArrayObject_fields *a = (PyArrayObject_fields *)v;
+        return a->nd != c->n || a->descr == NULL || a->descr->type_num != c->type_num;
+    }
+    case CHK_EQ:
+        if (Py_TYPE(v) != Py_TYPE(c->obj))
+            return 1;
+        return PyLong_CheckExact(v) || PyFloat_CheckExact(v) || PyBool_Check(v) ? 0 : -1;
+    case CHK_DISTINCT:
+        return e->sources[c->n].kind == SRC_LOCAL ? 0 : -1;
+    default:                    /* CHK_ID, CHK_LEN: no Python code */
+        return 0;
+    }
+}
+
+/* A miss of a frozen code: remember its signature as one that runs plain for good when
+ * every entry misses on a check of the arguments' types, dtypes or ndims that comes before
+ * any check that could raise: then every call of the signature misses them all, and
+ * (frozen) runs plain; the Wrapper bypasses the hook for such calls from then on.  An
+ * entry whose guards the signature cannot decide (shapes, values) keeps the hook's walk. */
+static void
+remember_frozen_miss(CodeState *st, _PyInterpreterFrame *frame)
+{
+    if (st->nplain >= PJ_SIGNATURES)
+        return;
+    for (Py_ssize_t i = 0; i < st->nentries; i++) {
+        Entry *e = st->entries[i];
+        int decided = 0;
+        for (Py_ssize_t k = 0; k < e->nchecks && !decided; k++) {
+            int r = check_misses_signature(e, &e->checks[k], frame, st->nargs);
+            if (r < 0)
+                return;
+            decided = r;
+        }
+        if (!decided)
+            return;
+    }
+    remember_plain(st, frame);
 }
 
 /* The same for a call whose argument slots are the items of `slots` (a tuple). */
@@ -555,6 +752,17 @@ static PyObject *
 m_set_perf_clock(PyObject *m, PyObject *cb)
 {
     return set_callable(&perf_clock, cb, "perf clock") ? NULL : Py_NewRef(Py_None);
+}
+
+/* set_cpu_clock(clock or None): this thread's CPU clock's stand-in; the share window
+ * starts again. */
+static PyObject *
+m_set_cpu_clock(PyObject *m, PyObject *cb)
+{
+    if (set_callable(&cpu_clock, cb, "cpu clock") < 0)
+        return NULL;
+    tls.share_wall = tls.share = 0;
+    Py_RETURN_NONE;
 }
 
 static PyObject *
@@ -622,6 +830,8 @@ m_entry_stats(PyObject *m, PyObject *o)
     {"set_adapt_callback", m_set_adapt_callback, METH_O, \
      "set_adapt_callback(cb): cb(event, code, fn, details); 'promote' returns a new fn"}, \
     {"set_perf_clock", m_set_perf_clock, METH_O, "set_perf_clock(clock or None): trials' clock"}, \
+    {"set_cpu_clock", m_set_cpu_clock, METH_O, \
+     "set_cpu_clock(clock or None): this thread's CPU clock, which scales the budgets"}, \
     {"set_compile_budget", m_set_compile_budget, METH_VARARGS, \
      "set_compile_budget(code, seconds): plain run time of a signature before it compiles"}, \
     {"entry_stats", m_entry_stats, METH_O, "entry_stats(code) -> [dict] per entry, MRU first"}, \

@@ -77,6 +77,7 @@ code_state_mark(PyCodeObject *code)
     for (int i = 0; i < PJ_SIGNATURES; i++)
         st->sig_time[i] = -1;
     st->nplain = 0;
+    st->fast_nargs = -1;
     st->bypassed = 0;
     if (pj_set_code_extra((PyObject *)code, extra_index, st) < 0) {
         st->live_prev = st->live_next = st;

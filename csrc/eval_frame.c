@@ -40,12 +40,27 @@ typedef struct {
     int compiling;          /* inside the compile callback: the compiler's calls run plain */
     int timed_plain;        /* timed plain runs in progress (adapt.c) */
     double compile_seconds; /* compiling inside them, in all (adapt.c's compile_clock) */
+    double share;           /* CPU seconds per wall second, 0: not known yet (adapt.c) */
+    double share_wall, share_cpu;   /* the share's window began at these clock readings */
     int stack_probed;
     char *stack_lo;         /* lowest address of this thread's C stack, NULL if unknown */
     size_t stack_size;
 } ThreadHook;
 
 static _Thread_local ThreadHook tls;
+
+/* This thread's &tls.  Each reading of a _Thread_local in this shared library is a call of
+ * __tls_get_addr (11 instructions), and gcc computes the address again at each use rather
+ * than keep it in a register (it counts as a constant): the empty asm makes it a value the
+ * compiler must keep, so the hot paths, which take it once and pass it down, pay one call
+ * (measured: 5 calls of it on a hit through the Wrapper, 55 instructions). */
+static inline ThreadHook *
+this_thread(void)
+{
+    ThreadHook *t = &tls;
+    __asm__("" : "+r"(t));
+    return t;
+}
 
 static PyObject *pijit_hook(PyThreadState *, _PyInterpreterFrame *, int);
 
@@ -57,37 +72,44 @@ static PyObject *pijit_hook(PyThreadState *, _PyInterpreterFrame *, int);
 #define STACK_HARD ((size_t)128 << 10)
 
 static void
-probe_stack(void)
+probe_stack(ThreadHook *t)
 {
-    tls.stack_probed = 1;
+    t->stack_probed = 1;
     pthread_attr_t attr;
     void *addr;
     size_t size;
     if (pthread_getattr_np(pthread_self(), &attr) != 0)
         return;
     if (pthread_attr_getstack(&attr, &addr, &size) == 0 && size > 4 * STACK_HARD) {
-        tls.stack_lo = (char *)addr;
-        tls.stack_size = size;
+        t->stack_lo = (char *)addr;
+        t->stack_size = size;
     }
     pthread_attr_destroy(&attr);
 }
 
-/* Bytes of C stack left below the caller's frame, or SIZE_MAX if unknown. */
+/* Bytes of C stack left below the caller's frame, or SIZE_MAX if unknown; `t`: this
+ * thread's this_thread(). */
 static inline size_t
-stack_left(void)
+stack_left_of(ThreadHook *t)
 {
     char here;
-    if (!tls.stack_probed)
-        probe_stack();
-    if (tls.stack_lo == NULL)
+    if (!t->stack_probed)
+        probe_stack(t);
+    if (t->stack_lo == NULL)
         return SIZE_MAX;
-    return &here > tls.stack_lo ? (size_t)(&here - tls.stack_lo) : 0;
+    return &here > t->stack_lo ? (size_t)(&here - t->stack_lo) : 0;
 }
 
 static inline size_t
-stack_soft_limit(void)
+stack_left(void)
 {
-    size_t quarter = tls.stack_size / 4;
+    return stack_left_of(&tls);
+}
+
+static inline size_t
+stack_soft_limit_of(ThreadHook *t)
+{
+    size_t quarter = t->stack_size / 4;
     return quarter > STACK_SOFT_MIN ? quarter : STACK_SOFT_MIN;
 }
 
@@ -116,22 +138,22 @@ hook_uninstall(void)
 /* This thread enters a jitted call.  -1 with RecursionError when the C stack is nearly
  * exhausted (a jitted recursion through its Wrapper). */
 static int
-hook_enter(void)
+hook_enter(ThreadHook *t)
 {
-    if (stack_left() < STACK_HARD) {
+    if (stack_left_of(t) < STACK_HARD) {
         PyErr_SetString(PyExc_RecursionError,
                         "maximum recursion depth exceeded (C stack, in a jitted call)");
         return -1;
     }
-    if (tls.depth++ == 0 && active_threads++ == 0)
+    if (t->depth++ == 0 && active_threads++ == 0)
         hook_install();
     return 0;
 }
 
 static void
-hook_leave(void)
+hook_leave(ThreadHook *t)
 {
-    if (--tls.depth == 0 && --active_threads == 0)
+    if (--t->depth == 0 && --active_threads == 0)
         hook_uninstall();
 }
 
@@ -170,11 +192,11 @@ eval_unhooked(PyThreadState *ts, _PyInterpreterFrame *frame, int throwflag)
 /* Leave / re-enter the jitted calls of this thread around a plain run (see eval_outside):
  * `depth` keeps this thread's count meanwhile. */
 static inline Py_ssize_t
-outside_enter(void)
+outside_enter(ThreadHook *t)
 {
-    Py_ssize_t depth = tls.depth;
+    Py_ssize_t depth = t->depth;
     if (depth > 0) {
-        tls.depth = 0;
+        t->depth = 0;
         if (--active_threads == 0)
             hook_uninstall();
     }
@@ -182,10 +204,10 @@ outside_enter(void)
 }
 
 static inline void
-outside_leave(Py_ssize_t depth)
+outside_leave(ThreadHook *t, Py_ssize_t depth)
 {
     if (depth > 0) {
-        tls.depth = depth;
+        t->depth = depth;
         if (active_threads++ == 0)
             hook_install();
     }
@@ -203,9 +225,10 @@ outside_leave(Py_ssize_t depth)
 static PyObject *
 eval_outside(PyThreadState *ts, _PyInterpreterFrame *frame)
 {
-    Py_ssize_t depth = outside_enter();
+    ThreadHook *t = this_thread();
+    Py_ssize_t depth = outside_enter(t);
     PyObject *res = prev_eval(ts, frame, 0);
-    outside_leave(depth);
+    outside_leave(t, depth);
     return res;
 }
 
@@ -215,15 +238,20 @@ eval_outside(PyThreadState *ts, _PyInterpreterFrame *frame)
 static PyObject *
 call_outside(PyObject *fn, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    if (stack_left() < STACK_HARD) {
+    ThreadHook *t = this_thread();
+    if (stack_left_of(t) < STACK_HARD) {
         PyErr_SetString(PyExc_RecursionError,
                         "maximum recursion depth exceeded (C stack, in a jitted call)");
         return NULL;
     }
+    /* Straight through fn's own vectorcall: PyObject_Vectorcall would check the result
+     * here too, as the caller's call of the Wrapper does anyway (30 instructions). */
+    vectorcallfunc call = PyVectorcall_Function(fn);
     Py_INCREF(fn);
-    Py_ssize_t depth = outside_enter();
-    PyObject *res = PyObject_Vectorcall(fn, args, nargsf, kwnames);
-    outside_leave(depth);
+    Py_ssize_t depth = outside_enter(t);
+    PyObject *res = call ? call(fn, args, nargsf, kwnames)
+                         : PyObject_Vectorcall(fn, args, nargsf, kwnames);
+    outside_leave(t, depth);
     Py_DECREF(fn);
     return res;
 }
@@ -319,7 +347,7 @@ call_with_slots(PyObject *fn, _PyInterpreterFrame *frame, Py_ssize_t n)
 static inline int
 too_deep_to_compile(PyThreadState *ts)
 {
-    return pj_py_recursion_remaining(ts) < 200 || stack_left() < 2 * stack_soft_limit()
+    return pj_py_recursion_remaining(ts) < 200 || stack_left() < 2 * stack_soft_limit_of(&tls)
         || pj_c_recursion_left(ts) < 0.5;
 }
 
@@ -408,8 +436,10 @@ dispatch(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st)
         return res;
     }
     st->misses++;
-    if (st->state == ST_FROZEN)
+    if (st->state == ST_FROZEN) {
+        remember_frozen_miss(st, frame);
         return eval_outside(ts, frame);
+    }
     PyObject *res = run_until_hot(ts, frame, st);
     if (res != NULL || PyErr_Occurred())
         return res;
@@ -435,9 +465,10 @@ static PyObject *
 pijit_hook(PyThreadState *ts, _PyInterpreterFrame *frame, int throwflag)
 {
     /* Every thread's frames pass here while any thread is inside a jitted call. */
-    if (stack_left() < stack_soft_limit() || pj_c_recursion_left(ts) < 0.25)
+    ThreadHook *t = this_thread();
+    if (stack_left_of(t) < stack_soft_limit_of(t) || pj_c_recursion_left(ts) < 0.25)
         return eval_unhooked(ts, frame, throwflag);
-    if (tls.depth == 0 || tls.compiling || throwflag || !jit_enabled)
+    if (t->depth == 0 || t->compiling || throwflag || !jit_enabled)
         return eval_plain(ts, frame, throwflag);
     PyCodeObject *code = PJ_FRAME_CODE(frame);
     CodeState *st = code_state(code);

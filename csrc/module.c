@@ -68,6 +68,7 @@ m_reset(PyObject *m, PyObject *o)
     code_state_clear_entries(st);
     st->calls = st->hits = st->misses = st->deferred = st->bypassed = 0;
     st->nplain = 0;
+    st->fast_nargs = -1;
     for (int i = 0; i < PJ_SIGNATURES; i++)
         st->sig_time[i] = -1;
     st->hot_varied = 0;
@@ -92,6 +93,11 @@ m_set_state(PyObject *m, PyObject *args)
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_ValueError, "set_state: %R is not marked", o);
         return NULL;
+    }
+    if (st->state == ST_FROZEN && state != ST_FROZEN) {
+        /* Signatures remembered as plain by frozen misses (adapt.c) would compile now. */
+        st->nplain = 0;
+        st->fast_nargs = -1;
     }
     st->state = state;
     st->build_epoch = fork_epoch;
@@ -229,7 +235,7 @@ m_is_enabled(PyObject *m, PyObject *unused)
 static PyObject *
 m_install(PyObject *m, PyObject *unused)
 {
-    return hook_enter() < 0 ? NULL : Py_NewRef(Py_None);
+    return hook_enter(&tls) < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 static PyObject *
@@ -239,7 +245,7 @@ m_uninstall(PyObject *m, PyObject *unused)
         PyErr_SetString(PyExc_RuntimeError, "pijit hook is not installed on this thread");
         return NULL;
     }
-    hook_leave();
+    hook_leave(&tls);
     Py_RETURN_NONE;
 }
 

@@ -84,6 +84,7 @@ typedef struct {
 #define PJ_SIGNATURES 8
 #define PJ_VALUE_ARGS 16        /* argument slots whose int/float values a signature tracks */
 #define PJ_UNSEEN ((uint64_t)1 << 63)   /* sig_varied: no call of the slot noted yet */
+#define PJ_FAST_ARGS 6          /* parameters of a plain signature the Wrapper tells by type */
 
 typedef struct CodeState {
     PyObject_HEAD
@@ -112,6 +113,15 @@ typedef struct CodeState {
      * the hook for them (calls passing exactly the positional parameters). */
     int nplain;
     uint64_t plain_key[PJ_SIGNATURES];
+    /* The argument types of the last call whose signature the Wrapper hashed, when they
+     * were all its parameters and no array: a call of the same types has that signature,
+     * told without hashing.  The types are compared by identity, never read (as in the
+     * signature keys: a type freed and another made at its address then runs plain or waits
+     * as that signature does, which is always right). */
+    int fast_nargs;                         /* -1: none */
+    PyTypeObject *fast_types[PJ_FAST_ARGS];
+    uint64_t fast_key;
+    int fast_plain;                         /* fast_key is one of plain_key */
     Py_ssize_t bypassed; /* calls the Wrapper made without the hook */
     struct CodeState *live_prev, *live_next;   /* every live state, for reset() of all */
 } CodeState;
@@ -138,6 +148,7 @@ static PyObject *run_until_hot(PyThreadState *ts, _PyInterpreterFrame *frame, Co
 static PyObject *wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args,
                                     size_t nargsf, PyObject *kwnames);
 static void remember_plain_slots(CodeState *st, PyObject *slots);
+static void remember_frozen_miss(CodeState *st, _PyInterpreterFrame *frame);
 static int maybe_promote(CodeState *st, Entry *e);
 static PyObject *run_hit(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st,
                          Entry *e, PyObject *fn);

@@ -71,12 +71,13 @@ wrapper_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObjec
     if (w->state != NULL && (PyCodeObject *)PyFunction_GET_CODE(fn) != w->state->code
         && wrapper_follow_code(w) < 0)
         return NULL;
-    if (hook_enter() < 0)
+    ThreadHook *t = this_thread();
+    if (hook_enter(t) < 0)
         return NULL;
     Py_INCREF(fn);
     PyObject *res = PyObject_Vectorcall(fn, args, nargsf, kwnames);
     Py_DECREF(fn);
-    hook_leave();
+    hook_leave(t);
     return res;
 }
 

@@ -175,7 +175,8 @@ OPTIONS = (
     Option("compile_after_ms", int, 100,
            "With adaptive: milliseconds an input signature's calls run as plain Python (timed: "
            "its first 16 calls, then one in 16, counted 16 times; less the time spent compiling "
-           "inside them) before it is captured and compiled: "
+           "inside them; CPU time: wall time scaled by the thread's CPU share, so that other "
+           "processes on a loaded machine do not count) before it is captured and compiled: "
            "capture costs 2-30 ms an entry (and its resume functions as much again), so a "
            "signature that is called rarely, or runs fast, is never worth it (the program "
            "corpus, 68 programs of 10-250 ms: geometric mean 0.78x plain at 20 ms, 0.82x at 50, "
@@ -186,7 +187,8 @@ OPTIONS = (
            "jit_level (fused C kernels), once promote_after_ms allows it. 0: at once.",
            minimum=0),
     Option("promote_after_ms", int, 20,
-           "With adaptive: milliseconds an entry's calls run on the NumPy backend (timed; an entry "
+           "With adaptive: milliseconds an entry's calls run on the NumPy backend (timed, in CPU "
+           "time as compile_after_ms; an entry "
            "whose work is a loop runs plain Python meanwhile) before it is compiled at jit_level: a C compile costs 60-300 ms when its kernels are not in "
            "the disk cache (run in the background, see background_compile) and a few ms of "
            "code generation when they are, so a program that runs a few ms in all never pays "

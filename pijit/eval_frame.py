@@ -21,7 +21,9 @@ re-exported here:
 * Adaptive execution (``csrc/adapt.c``): ``set_compile_budget(code, seconds)``,
   ``add_entry``'s ``promote_at``/``promote_after``/``plain_until_promoted``/``trial``/
   ``margin``,
-  ``set_adapt_callback``, ``set_perf_clock``, ``entry_stats(code)``, ``take_varied(code)``.
+  ``set_adapt_callback``, ``set_perf_clock``, ``set_cpu_clock`` (the budgets count CPU
+  time: wall time scaled by the thread's CPU share), ``entry_stats(code)``,
+  ``take_varied(code)``.
 * ``install()``, ``uninstall()`` (this thread enters / leaves a jitted call),
   ``is_installed()``, ``depth()`` (this thread's), ``active_threads()``,
   ``set_compiling(flag)``, ``after_fork_child()``, ``set_array_type(numpy.ndarray)``.
@@ -48,6 +50,7 @@ from pijit._eval_frame import (  # noqa: E402,F401
     entry_count, get_state, install, is_enabled, is_installed, kernel_support, mark,
     pool_handler, pool_stats, release_pool, reset, set_array_type, set_callback,
     set_code_changed_callback, set_compiling, set_enabled, set_pool_limit, set_reduce_callback,
-    set_state, state_of, uninstall, set_adapt_callback, set_perf_clock, set_compile_budget,
+    set_state, state_of, uninstall, set_adapt_callback, set_perf_clock, set_cpu_clock,
+    set_compile_budget,
     entry_stats, take_varied,
 )

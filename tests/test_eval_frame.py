@@ -594,16 +594,21 @@ def test_states_and_counters():
     w = ef.Wrapper(f)
     ef.add_entry(code, X, (("type", 0, int),), lambda x: "hit")
 
-    ef.set_state(code, ef.NEVER_COMPILE)
+    ef.set_state(code, ef.NEVER_COMPILE)        # every call plain: the Wrapper skips the hook
     assert w(1) == "plain" and w("s") == "plain"
     assert ef.counters(code) == {"calls": 2, "hits": 0, "misses": 0, "state": 0,
-                                 "deferred": 0, "bypassed": 0}
+                                 "deferred": 0, "bypassed": 2}
 
     ef.set_state(code, ef.FROZEN)
     assert w(1) == "hit" and w("s") == "plain"
     assert rec.calls == []
     assert ef.counters(code) == {"calls": 4, "hits": 1, "misses": 1, "state": 4,
-                                 "deferred": 0, "bypassed": 0}
+                                 "deferred": 0, "bypassed": 2}
+    # The miss failed the entry's type guard: str calls run plain without the hook now,
+    # int calls still hit the entry.
+    assert w("t") == "plain" and w(2) == "hit"
+    assert ef.counters(code) == {"calls": 5, "hits": 2, "misses": 1, "state": 4,
+                                 "deferred": 0, "bypassed": 3}
 
     ef.set_state(code, ef.BUILDING)
     assert w(1) == "plain"

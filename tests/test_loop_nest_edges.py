@@ -230,3 +230,28 @@ def test_float_store_overflowing_float32(resumes):
     'overflow encountered in cast' warning."""
     in_c(resumes, store_float_times, np.array([1.0, -2.5, 0.0]), np.zeros(3, np.float32))
     same(store_float_times, np.array([1.0, 1e10, -1e10]), np.zeros(3, np.float32))
+
+
+# -- Python ints past int64 passed to a nest -----------------------------------------------------
+def plus_k(a, out, k):
+    for i in range(a.shape[0]):
+        out[i] = a[i] + k
+    return out
+
+
+def test_python_int_argument_past_int64(resumes):
+    """k is a run-time input of the nest (specialize_scalar off): one past int64 does not fit
+    the kernel's int64 (NumPy adds it as a float, 1.8e19): the kernel hands the call over."""
+    config = {"jit_config": {"specialize_scalar": False}}
+    a = np.array([0.5, -1.0, 2.0])
+    assert_same(plus_k, a, np.zeros(3), 7, ops=["loop_nest"], jit_kwargs=config)
+    assert resumes == [], resumes
+    jitted = pijit.jit(plus_k, **config)
+    pijit.reset(jitted)
+    for k in (7, 2**64 + 1, -2**63 - 1, 7):
+        want, got = run_plain(plus_k, [a, np.zeros(3), k], {}), \
+            run_observed(jitted, [a, np.zeros(3), k], {})
+        assert repr(got.exc) == repr(want.exc), k
+        assert_equal_values(got.result, want.result, f"k={k}")
+    assert pijit.stats(jitted)["cache_misses"] == 1, pijit.stats(jitted)
+    assert resumes.count(-1) == 2, resumes

@@ -1444,7 +1444,7 @@ class GroupKernel:
             L += [f"    for (int d = 0; d < {ndi}; d++)",
                   f"        if ({' || '.join(backwards)})",
                   "            return pj_fallback(gk, args, nargs);"]
-        if self.proto is not None and not self.c_born():
+        if self.keeps_order():
             L += self.keep_order()
         elif self.allocates_layout():
             L += self.agree_with(None)
@@ -1533,6 +1533,11 @@ class GroupKernel:
             self.out_kind(r) == "full" and r.index != self.write and
             sum(d is None or d > 1 for d in self.graph.meta(r).shape) >= 2
             for r in self.grp.outputs)
+
+    def keeps_order(self) -> bool:
+        """Whether the kernel iterates in its prototype input's memory order (keep_order:
+        the axis order `perm`), else in C order; a flag's repair counts in that order."""
+        return self.proto is not None and not self.c_born()
 
     def c_born(self) -> bool:
         """A member of two or more axes that may be longer than 1 whose operands are all
@@ -1800,7 +1805,7 @@ class GroupKernel:
              *([] if self.write is None else [
                  "    if (bail >= 0) {",
                  "        PyObject *rest = pj_repair(gk, args, nargs, rstart, "
-                 f"{'perm' if self.proto is not None else 'NULL'}, {self.nd});",
+                 f"{'perm' if self.keeps_order() else 'NULL'}, {self.nd});",
                  "        if (rest == NULL)",
                  "            goto fail;",
                  "        Py_DECREF(rest);",

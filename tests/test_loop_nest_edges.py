@@ -255,3 +255,34 @@ def test_python_int_argument_past_int64(resumes):
         assert_equal_values(got.result, want.result, f"k={k}")
     assert pijit.stats(jitted)["cache_misses"] == 1, pijit.stats(jitted)
     assert resumes.count(-1) == 2, resumes
+
+
+# -- an index i - 1 at i = 0 ------------------------------------------------------------------------
+def neighbours(a, out):
+    for i in range(a.shape[0] - 1):
+        out[i] = a[i - 1] * 10.0 + a[i + 1]     # a[-1] at i = 0: the last element
+    return out
+
+
+def test_index_below_the_iterator_wraps_at_zero(resumes):
+    """Versioning proves an index i + c in bounds for every i of the range before running
+    the loop unchecked; a[i - 1] at i = 0 is a[-1], which the checked loop wraps. (a is a
+    view of a longer buffer: a read before it would see 99.0, not a's last element.)"""
+    buffer = np.array([99.0, 1.0, 2.0, 3.0, 4.0, 5.0])
+    in_c(resumes, neighbours, buffer[1:], np.zeros(4))
+
+
+# -- floats stored into integer arrays ------------------------------------------------------------
+def store_scaled(xs, out):
+    for i in range(xs.shape[0]):
+        out[i] = float(xs[i]) * 2.5
+    return out
+
+
+def test_float_into_an_int_array_is_not_compiled():
+    """NumPy converts a Python float stored into an int array with int() (NaN: ValueError,
+    inf: OverflowError); a C cast would give anything: the loop is not a nest."""
+    for xs in (np.array([1.0, -2.0, 3.5]), np.array([1.0, np.nan]), np.array([np.inf])):
+        report = assert_same(store_scaled, xs, np.zeros(xs.shape[0], np.int64), graphs=None,
+                             breaks=None)
+        assert not any("loop_nest" in ops for ops in report.ops_per_graph), report

@@ -279,6 +279,13 @@ def test_negation_wraps_at_the_smallest_int(dtype):
     run(lambda a: ((-a) > 0, (-a) < 0, -a), a)
 
 
+def test_bool_arrays_against_python_numbers():
+    """NumPy compares a bool array with a Python int or float as numbers (True == 2 is
+    False, True < 2 True), not with the number cast to bool: such comparisons go to NumPy."""
+    b = np.array([[True, False, True], [False, False, True]])
+    run(lambda b: (b == 2, b < 0.5, b < 2, b > -1), b, fused=False)
+
+
 def test_astype():
     run(lambda a: (a * 2.0).astype(np.float32) + np.float32(1.0), A)
     run(lambda a: (a * 2.0).astype(np.float64) + 1.0, A32)

@@ -270,6 +270,22 @@ def test_pow_and_square():
     run(lambda a: (a - 1.0) ** 2, A32)
 
 
+@pytest.mark.parametrize("dtype", [np.int64, np.int32])
+def test_negation_wraps_at_the_smallest_int(dtype):
+    """-x of the smallest int wraps to itself in NumPy; in C it is an overflow, which gcc
+    may assume away (folding -x > 0 into x < 0) unless computed as unsigned."""
+    info = np.iinfo(dtype)
+    a = np.array([info.min, -1, 0, 1, info.max, info.min], dtype)
+    run(lambda a: ((-a) > 0, (-a) < 0, -a), a)
+
+
+def test_bool_arrays_against_python_numbers():
+    """NumPy compares a bool array with a Python int or float as numbers (True == 2 is
+    False, True < 2 True), not with the number cast to bool: such comparisons go to NumPy."""
+    b = np.array([[True, False, True], [False, False, True]])
+    run(lambda b: (b == 2, b < 0.5, b < 2, b > -1), b, fused=False)
+
+
 def test_astype():
     run(lambda a: (a * 2.0).astype(np.float32) + np.float32(1.0), A)
     run(lambda a: (a * 2.0).astype(np.float64) + 1.0, A32)

@@ -100,11 +100,51 @@ def inputs(draw):
         shape = tuple(d if draw(st.integers(0, 3)) else 1 for d in base[ndim - k:])
         dtype = draw(st.sampled_from(DTYPES))
         arrays.append(draw(hnp.arrays(np.dtype(dtype), shape, elements=elements(dtype))))
+    arrays = [relayout(a, draw(st.sampled_from(LAYOUTS))) for a in arrays]
     if len(arrays) >= 2 and draw(st.integers(0, 5)) == 0:
         # the second argument over the first one's buffer: the array itself or reversed
         a = arrays[0]
         arrays[1] = a[..., ::-1] if a.ndim and draw(st.booleans()) else a
     return arrays
+
+
+# How an input is laid out in memory, drawn for each one (C order most often): Fortran order,
+# every other element of a buffer twice as long, a negative stride, a stride of 0 along the
+# last axis (a read-only np.broadcast_to, all of its rows equal), as users pass transposes,
+# slices, reversed views and broadcasts. The second inputs take the same layout
+# (same_kind_inputs), so they still hit the cache.
+LAYOUTS = ("C",) * 4 + ("F", "strided", "reversed", "broadcast")
+
+
+def relayout(a: np.ndarray, how: str) -> np.ndarray:
+    """`a`'s shape and dtype laid out `how` (its values too, except that broadcast keeps the
+    first element of each row)."""
+    if a.ndim == 0 or a.size == 0 or how == "C":
+        return a
+    if how == "F":
+        return np.asfortranarray(a)
+    if how == "strided":
+        buffer = np.zeros((2 * a.shape[0],) + a.shape[1:], a.dtype)
+        buffer[::2] = a
+        return buffer[::2]
+    if how == "reversed":
+        return a[::-1].copy()[::-1]
+    return np.broadcast_to(a[..., :1], a.shape)
+
+
+def layout_name(a: np.ndarray) -> str:
+    """The layout relayout gave `a` (C when it cannot be told: 0-d, empty, one element)."""
+    if a.ndim == 0 or a.size <= 1:
+        return "C"
+    if a.strides[-1] == 0 and a.shape[-1] > 1:
+        return "broadcast"
+    if a.strides[0] < 0 and a.shape[0] > 1:
+        return "reversed"
+    if a.flags.c_contiguous:
+        return "C"
+    if a.flags.f_contiguous:
+        return "F"
+    return "strided"
 
 
 # -- one statement ------------------------------------------------------------------------------
@@ -432,7 +472,10 @@ def same_kind_inputs(draw, args):
     new = []
     for a in args:
         x = draw(hnp.arrays(a.dtype, a.shape, elements=elements(str(a.dtype))))
-        new.append(x[..., ::-1].copy()[..., ::-1] if a.ndim and a.strides[-1] < 0 else x)
+        if a.ndim and a.strides[-1] < 0 and a.shape[-1] > 1:
+            new.append(x[..., ::-1].copy()[..., ::-1])      # the reversed second argument
+        else:
+            new.append(relayout(x, layout_name(a)))
     return new
 
 
@@ -450,9 +493,11 @@ def describe(args) -> str:
             lines.append(f"{n} = {first}" if a is args[INPUT_NAMES.index(first)]
                          else f"{n} = {first}[..., ::-1]")
         else:
-            lines.append(f"{n} = np.array({a.tolist()!r}, dtype=np.{a.dtype})  # shape "
-                         f"{a.shape}" + ("  (reversed view)" if a.ndim and a.strides[-1] < 0
-                                         else ""))
+            how = layout_name(a)
+            text = f"np.array({a.tolist()!r}, dtype=np.{a.dtype})"
+            lines.append(f"{n} = " + (f"relayout({text}, {how!r})" if how != "C" else text)
+                         + f"  # shape {a.shape}"
+                         + ("  (reversed view)" if a.ndim and a.strides[-1] < 0 else ""))
     return "\n".join(lines)
 
 

@@ -1,0 +1,186 @@
+"""Rules of purity (pijit/graph/purity.py) and of the C guards (csrc/guards.c) that no other
+test broke when they were planted wrong (tests/mutants/h33_*): a node that may raise or warn
+only for some operands, and a guard asked about an object that equals, or is a subclass of,
+what the entry was compiled for. Each compares plain and jitted bit for bit
+(tests/differential.py) and checks how the calls ran (breaks, recompiles)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pijit
+from differential import assert_equal_values, assert_same, run_observed, run_plain, clone
+
+X = np.linspace(-1.0, 2.0, 6)
+
+
+class State:
+    def __init__(self):
+        self.steps = 0
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.__dict__ == self.__dict__
+
+
+# -- a store before a node that may raise runs where it stands ---------------------------------
+def store_then_divide(s, x, d):
+    s.steps += 1
+    q = 10 // d                         # ZeroDivisionError for d == 0, after the store
+    return x * q
+
+
+def test_store_before_a_python_division():
+    """Compiled for d == 2 (not specialized), called with d == 0: the store is done when
+    10 // 0 raises, as in plain Python."""
+    config = {"specialize_scalar": False}
+    report = assert_same(store_then_divide, State(), X, 2, graphs=None, breaks=None,
+                         jit_kwargs={"jit_config": config})
+    assert any("before an operation that may raise" in b["reason"]
+               for b in report.break_reasons), report
+    stats = calls_in_turn(store_then_divide, [(State(), X, 2), (State(), X, 0)], config)
+    assert stats["cache_misses"] == 1, stats
+
+
+# -- an unused integer scalar operation still warns --------------------------------------------
+def unused_scalar_overflow(x, k):
+    t = k * k                           # np.int8: NumPy's overflow warning; t is never read
+    return x + 1.0
+
+
+def test_unused_integer_scalar_overflow_warns():
+    report = assert_same(unused_scalar_overflow, X, np.int8(100),
+                         jit_kwargs={"jit_config": {"specialize_scalar": False}})
+    assert "mul" in report.ops_per_graph[0], report
+
+
+# -- guards: another type, another byte order ----------------------------------------------------
+def calls_in_turn(fn, arg_lists, jit_config=None):
+    """fn jitted once, called with each argument list in turn: each call == plain."""
+    jitted = pijit.jit(fn, jit_config=jit_config or {})
+    pijit.reset(jitted)
+    for args in arg_lists:
+        want_args, got_args = clone(args), clone(args)
+        want = run_plain(fn, want_args, {})
+        got = run_observed(jitted, got_args, {})
+        assert repr(got.exc) == repr(want.exc) and got.warnings == want.warnings, args
+        assert_equal_values(got.result, want.result)
+        assert_equal_values(got_args, want_args, "arguments")
+    return pijit.stats(jitted)
+
+
+def scale(a, k):
+    return a * k + k
+
+
+@pytest.mark.parametrize("config", [{}, {"specialize_scalar": False}])
+def test_scalar_guard_tells_equal_values_of_other_types_apart(config):
+    """2, 2.0 and True == 1 compare equal; a * k of an int array is int64, float64, int64."""
+    a = np.arange(5)
+    stats = calls_in_turn(scale, [(a, 2), (a, 2.0), (a, 1), (a, True), (a, 2)], config)
+    assert stats["cache_misses"] >= 3, stats
+
+
+def doubled(a):
+    return a * 2.0 + 1.0
+
+
+def test_array_guard_tells_byte_orders_apart():
+    """The same dtype in the other byte order is another array to a kernel."""
+    a = np.linspace(0.5, 3.0, 7)
+    stats = calls_in_turn(doubled, [(a,), (a.astype(">f8"),), (a,)])
+    assert stats["cache_misses"] == 2, stats
+
+
+class Base:
+    def scale(self, x):
+        return x * 2.0
+
+
+class Sub(Base):
+    def scale(self, x):
+        return x * 3.0
+
+
+def method_user(obj, x):
+    return obj.scale(x) + 1.0
+
+
+def test_type_guard_tells_a_subclass_apart():
+    stats = calls_in_turn(method_user, [(Base(), X), (Sub(), X), (Base(), X)])
+    assert stats["cache_misses"] == 2, stats
+
+
+# -- a global that shadows a builtin --------------------------------------------------------------
+def test_a_global_defined_after_compile_shadows_the_builtin():
+    """LOAD_GLOBAL reads the module's globals before the builtins: a global `abs` defined
+    after the compile must miss the entry that used the builtin (and deleting it hit it)."""
+    ns = {"np": np}
+    exec("def f(x):\n    return abs(x) + 1.0\n", ns)
+    jitted = pijit.jit(ns["f"])
+    pijit.reset(jitted)
+    x = np.array([-1.0, 2.0])
+    for shadow in (None, lambda v: v * 10.0, None):
+        if shadow is None:
+            ns.pop("abs", None)
+        else:
+            ns["abs"] = shadow
+        assert_equal_values(jitted(x), (np.abs(x) if shadow is None else x * 10.0) + 1.0)
+    assert pijit.stats(jitted)["cache_misses"] == 2, pijit.stats(jitted)
+
+
+# -- common subexpressions across writes ---------------------------------------------------------
+def clipped_around_a_write(a):
+    x = np.maximum(a, 1.0)      # quiet (no warning NumPy could give), and no output:
+    a[0] = 5.0                  # CSE may merge it; a is the same value number before and
+    y = np.maximum(a, 1.0)      # after: only the write tells the two apart
+    return x * 2.0, y * 3.0
+
+
+def clipped_around_a_view_write(a):
+    v = a[1:]
+    x = np.maximum(a, 1.0)
+    v += 1.0                    # through a view
+    y = np.maximum(a, 1.0)
+    return x * 2.0, y * 3.0
+
+
+@pytest.mark.parametrize("fn", [clipped_around_a_write, clipped_around_a_view_write])
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_no_common_subexpression_across_a_write(fn, level):
+    assert_same(fn, np.arange(4.0), ops=["maximum"],
+                jit_kwargs={"jit_config": {"jit_level": level}})
+
+
+# -- -(-x) and nothing else ------------------------------------------------------------------------
+def negated_functions(a):
+    return -np.abs(a) + 0.0, -np.sqrt(np.abs(a)) + 0.0, -np.negative(a) + 0.0
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_only_a_double_negation_is_the_operand(level):
+    """-(-x) is x bit for bit; -abs(x) and -sqrt(x) are not."""
+    assert_same(negated_functions, np.array([-2.0, -0.0, 0.0, 3.0]), ops=["neg"],
+                jit_kwargs={"jit_config": {"jit_level": level}})
+
+
+# -- a store into an object whose class reads attributes its own way --------------------------------
+class Doubling:
+    def __init__(self):
+        self.v = 1.0
+
+    def __getattribute__(self, name):
+        value = object.__getattribute__(self, name)
+        return value * 2 if name == "v" else value
+
+    def __eq__(self, other):
+        return type(other) is Doubling and object.__getattribute__(other, "__dict__") == \
+            object.__getattribute__(self, "__dict__")
+
+
+def store_then_read(o, x):
+    o.v = 3.0
+    return x * o.v              # 6.0: read back through Doubling.__getattribute__
+
+
+def test_store_read_back_through_a_custom_getattribute():
+    assert_same(store_then_read, Doubling(), X, graphs=None, breaks=None)

@@ -12,24 +12,10 @@ import numpy as np
 import pytest
 
 import pijit
-from pijit.loopnest import node as nest_node
 from tests.differential import assert_equal_values, assert_same, run_observed, run_plain
+from tests.test_loop_nests import resumes  # noqa: F401 - a fixture
 
 INT64_MIN = -2**63
-
-
-@pytest.fixture
-def resumes(monkeypatch):
-    """The blocks at which the C kernels handed over to Python."""
-    seen = []
-    original = nest_node.NestOp.resume
-
-    def spy(self, block, *state):
-        seen.append(block)
-        return original(self, block, *state)
-
-    monkeypatch.setattr(nest_node.NestOp, "resume", spy)
-    return seen
 
 
 def same(fn, *args):

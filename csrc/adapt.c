@@ -60,35 +60,33 @@ static PyObject *cpu_clock = NULL;            /* strong or NULL: time.thread_tim
 
 /* ---- the clock and the callback ---------------------------------------------------------- */
 
-/* Seconds, or -1 with an exception (a failing stand-in clock). */
+/* Seconds of clock `id`, or of the stand-in clock a test set in its place; -1 with an
+ * exception (a failing stand-in). */
 static double
-perf_now(void)
+clock_seconds(PyObject *standin, clockid_t id)
 {
-    if (perf_clock == NULL) {
+    if (standin == NULL) {
         struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
+        clock_gettime(id, &ts);
         return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
     }
-    PyObject *r = PyObject_CallNoArgs(perf_clock);
+    PyObject *r = PyObject_CallNoArgs(standin);
     double t = r ? PyFloat_AsDouble(r) : -1.0;
     Py_XDECREF(r);
     return t;
 }
 
-/* This thread's CPU seconds (CLOCK_THREAD_CPUTIME_ID, time.thread_time), or -1 with an
- * exception (a failing stand-in clock). */
+static double
+perf_now(void)
+{
+    return clock_seconds(perf_clock, CLOCK_MONOTONIC);
+}
+
+/* This thread's CPU seconds (CLOCK_THREAD_CPUTIME_ID, time.thread_time). */
 static double
 cpu_now(void)
 {
-    if (cpu_clock == NULL) {
-        struct timespec ts;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-    }
-    PyObject *r = PyObject_CallNoArgs(cpu_clock);
-    double t = r ? PyFloat_AsDouble(r) : -1.0;
-    Py_XDECREF(r);
-    return t;
+    return clock_seconds(cpu_clock, CLOCK_THREAD_CPUTIME_ID);
 }
 
 /* The budgets (compile_after_ms, promote_after_ms) are meant as the CPU a signature's or an

@@ -13,7 +13,8 @@ For each workload (see benchmarks/README.md for how to read the numbers):
    is called until it has settled: its
    signatures hot (compile_after_ms of plain runs), its entries promoted from the NumPy
    backend to jit_level (promote_after_ms of hits, then the kernels' build, in the background
-   when they are not on disk, waited for here), so the samples time the code it settles on. Each variant's calls-per-sample is chosen timeit-style so a
+   when they are not on disk, waited for here), its perf_statistics trials done, so the
+   samples time the code it settles on. Each variant's calls-per-sample is chosen timeit-style so a
    sample lasts at least `target` seconds (tiny workloads: hundreds of calls per sample,
    reported per call). Samples are interleaved round-robin (A, B, A, B ... with the order
    rotated every round), with a short sleep after each sample so spinning thread pools park.
@@ -100,8 +101,11 @@ def make_timer(fn, inputs):
 
 def settle_pijit(fn, inputs, *, warm_s=0.25, min_calls=3, limit_s=20.0):
     """Calls a pijit-jitted fn until adaptive execution has settled (see the module's
-    docstring, step 3): for warm_s (at least min_calls calls), then, with its background
-    kernel builds waited for, until no entry of fn's code or its resume functions awaits a
+    docstring, step 3): for warm_s (at least min_calls calls) and until its signature is hot
+    (a loop nest whose plain call takes 70 ms needs a few dozen calls before its capture and C
+    compile pay: timed before that, its samples had the plain calls and the compile among
+    them, lu_nopivot 81 us where its kernel takes 32 us), then, with its background kernel
+    builds waited for, until no entry of fn's code or its resume functions awaits a
     promotion; at most limit_s in all. A perf_statistics trial may still be running: the
     samples' median takes it, as before adaptive execution."""
     import pijit
@@ -109,16 +113,24 @@ def settle_pijit(fn, inputs, *, warm_s=0.25, min_calls=3, limit_s=20.0):
     from pijit.backends.cfused import build as kernel_build
     start = time.perf_counter()
     calls = 0
-    while calls < min_calls or time.perf_counter() - start < warm_s:
+
+    def not_hot():
+        return pijit.code_info(fn)["state"] == "candidate"
+    while calls < min_calls or time.perf_counter() - start < warm_s or not_hot():
         call_all(fn, inputs)
         calls += 1
         if time.perf_counter() - start > limit_s:
             return
 
     def awaiting():
+        """A promotion, or a perf_statistics trial (its calls alternate plain Python and the
+        entry: 70 ms and 32 us for lu_nopivot, so the interleave's calls-per-sample came out
+        as 1 and its samples took the trial), not done yet."""
         family = cache.family(pijit.api._code_of(fn))
-        return any(info.promote is not None for c in family if cache.record(c)
-                   for info in cache.record(c).entries)
+        return any(info.promote is not None
+                   or (rec.config.perf_statistics and info.level is not None
+                       and info.perf is None)
+                   for rec in map(cache.record, family) if rec for info in rec.entries)
     while awaiting() and time.perf_counter() - start < limit_s:
         for build in list(kernel_build._builds.values()):
             build.thread.join(max(limit_s - (time.perf_counter() - start), 0.0))

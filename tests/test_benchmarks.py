@@ -212,3 +212,30 @@ def test_bad_sweep_sizes_are_named(text, message):
     assert sweep.parse_sizes("") == list(sweep.DEFAULT_SIZES)
     with pytest.raises(SystemExit, match="unknown sweep workload"):
         sweep.workloads([100], "chain,softmax")
+
+
+def _running_sum(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i]
+    return s
+
+
+def test_settle_times_the_compiled_entry_not_the_warm_up(monkeypatch):
+    """An adaptive loop whose signature needs several calls to get hot, then a perf_statistics
+    trial: settle_pijit must not return before both are done, or the samples time plain calls
+    and the trial (lu_nopivot: 81 us reported, 32 us its kernel). Decided by state, not time."""
+    import pijit
+    from pijit import cache
+    from benchmarks.runner import settle_pijit
+    monkeypatch.setenv("PIJIT_ADAPTIVE", "1")
+    fn = pijit.jit(_running_sum, jit_config={"compile_after_ms": 20})
+    x = np.arange(20000, dtype=np.float64)
+    settle_pijit(fn, [(x,)], warm_s=0.0, min_calls=1, limit_s=120.0)
+    info = pijit.code_info(fn)
+    assert info["state"] != "candidate", info
+    assert "loop_nest" in info["entries"][0]["ops"], info
+    (entry,) = cache.record(_running_sum.__code__).entries
+    assert entry.level == "O1" and entry.promote is None and entry.perf is not None, info
+    assert fn(x) == _running_sum(x)
+    pijit.reset(fn)

@@ -14,7 +14,7 @@ from pijit.graph.opaque import is_opaque
 
 STATE_NAMES = {eval_frame.NEVER_COMPILE: "never_compile", eval_frame.CANDIDATE: "candidate",
                eval_frame.BUILDING: "building", eval_frame.CALLABLE: "callable",
-               eval_frame.FROZEN: "callable"}
+               eval_frame.FROZEN: "frozen"}
 
 
 # -- logging channels ---------------------------------------------------------------------

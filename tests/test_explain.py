@@ -79,6 +79,21 @@ def test_code_info_and_stats():
     assert info["recompile_reasons"] == ["x: expected float32[2,3] C, got float64[2,3] C"]
 
 
+
+def test_code_info_says_frozen_past_limit_graph_count():
+    """Past limit_graph_count the code's entries still serve their inputs and other inputs run
+    plain: code_info says `frozen` (it said `callable`, the state of a code that still
+    captures new inputs)."""
+    f = pijit.jit(scaled_exp, jit_config={"limit_graph_count": 1})
+    pijit.reset(f)
+    f(X, Y)
+    f(X.astype(np.float64), Y)
+    f(X, Y)
+    info = pijit.stats(f)
+    assert info["state"] == "frozen", info
+    assert any("limit_graph_count" in r for r in info["eager_fallbacks"]), info
+    assert info["compile_count"] == 1 and info["cache_hits"] == 1, info
+
 def test_int64_of_another_c_type_is_a_signature_of_its_own():
     """int64 as C long and as C long long compare equal as dtypes, but NumPy's results keep
     the input's type (dtype.char): each gets an entry, and the reason names the type."""

@@ -208,9 +208,12 @@ wrapper_traverse(Wrapper *w, visitproc visit, void *arg)
     return 0;
 }
 
+static void fn_cache_forget(Wrapper *w);
+
 static int
 wrapper_clear(Wrapper *w)
 {
+    fn_cache_forget(w);
     Py_CLEAR(w->fn);
     Py_CLEAR(w->state);
     Py_CLEAR(w->dict);
@@ -333,14 +336,43 @@ wrapper_of_function(PyObject *func)
     return w != NULL && Py_IS_TYPE(w, &WrapperType) ? (Wrapper *)w : NULL;
 }
 
+/* The Wrappers of the jitted function objects called last, by the function's address: a
+ * dict lookup per call cost about 150 instructions (benchmarks/call_floor.py).  An entry
+ * is used only while its Wrapper's function is the one called (a Wrapper holds its
+ * function, so the address is not reused meanwhile) and is forgotten when the Wrapper is
+ * cleared; a function whose __dict__ was given another Wrapper since keeps running with
+ * the one it had, which is as right. */
+#define FN_CACHE 64
+static struct { PyObject *func; Wrapper *w; } fn_cache[FN_CACHE];
+
+static inline size_t
+fn_cache_slot(PyObject *func)
+{
+    return ((uintptr_t)func >> 4) & (FN_CACHE - 1);
+}
+
+static void
+fn_cache_forget(Wrapper *w)
+{
+    for (size_t k = 0; k < FN_CACHE; k++)
+        if (fn_cache[k].w == w)
+            fn_cache[k].func = NULL, fn_cache[k].w = NULL;
+}
+
 /* The vectorcall of a jitted function object.  A function whose Wrapper left its __dict__
  * runs as CPython runs it. */
 static PyObject *
 function_vectorcall(PyObject *func, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    Wrapper *w = wrapper_of_function(func);
-    if (w == NULL)
-        return PyErr_Occurred() ? NULL : cpython_function_vc(func, args, nargsf, kwnames);
+    size_t k = fn_cache_slot(func);
+    Wrapper *w = fn_cache[k].func == func ? fn_cache[k].w : NULL;
+    if (w == NULL || w->fn != func) {
+        w = wrapper_of_function(func);
+        if (w == NULL)
+            return PyErr_Occurred() ? NULL : cpython_function_vc(func, args, nargsf, kwnames);
+        if (w->fn == func)
+            fn_cache[k].func = func, fn_cache[k].w = w;
+    }
     return jit_call(w, func, 1, args, nargsf, kwnames);
 }
 

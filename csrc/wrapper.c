@@ -427,7 +427,14 @@ give_back(PyObject *func, CodeState *st)
         return;
     }
     Py_DECREF(ref);
-    pj_function_set_vectorcall((PyFunctionObject *)func, cpython_function_vc);
+    PyFunctionObject *f = (PyFunctionObject *)func;
+    pj_function_set_vectorcall(f, cpython_function_vc);
+    Wrapper *w = wrapper_of_function(func);
+    PyErr_Clear();
+    PyFunctionObject *o = w != NULL ? (PyFunctionObject *)w->orig : NULL;
+    if (o != NULL && o->func_version != 0 && f->func_code == o->func_code
+        && f->func_defaults == o->func_defaults && f->func_kwdefaults == o->func_kwdefaults)
+        pj_function_version_of(f, o);
 #else
     (void)func;
     (void)st;

@@ -254,7 +254,7 @@ def _rearm(fn, original, signature, hash_args, config):
         if kept is not None:
             fn.__code__ = original.__code__ = kept.__code__
         jitted = _wrap(original, signature, hash_args, config)
-        fn.__code__ = jitted.__code__       # a _variant's, when other options took the code
+        fn.__code__ = _code_of(jitted)      # a _variant's, when other options took the code
         _UNPICKLED[fn.__code__] = jitted
         _UNPICKLED.move_to_end(fn.__code__)
         if len(_UNPICKLED) > _UNPICKLED_LIMIT:

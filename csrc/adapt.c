@@ -534,9 +534,11 @@ nothing_to_do(CodeState *st)
     if (st->plain_streak < INLINE_STREAK
         || (st->state != ST_CANDIDATE && st->state != ST_CALLABLE))
         return 0;
-    for (Py_ssize_t i = 0; i < st->nentries; i++)
-        if (st->entries[i]->fn != NULL && !st->entries[i]->plain)
-            return 0;
+    for (Py_ssize_t i = 0; i < st->nentries; i++) {
+        Entry *e = st->entries[i];
+        if (e->fn != NULL && !e->plain)
+            return 0;           /* it runs compiled code for some calls */
+    }
     return st->plain_seconds <= INLINE_CALL_S * (double)st->deferred;
 }
 

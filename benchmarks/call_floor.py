@@ -6,9 +6,9 @@ compiled graph, a recursive fib(20) (every level calls the jitted function throu
 global name, so through the Wrapper, or from 3.12 the jitted function object), and a scalar
 math helper called in a loop by a jitted driver (the corpus jits every function). Each side
 is warmed first, past the calls after which pijit gives a function it has nothing to do for
-back to CPython (3.12+; the path column then says "given back to CPython"). For each: instructions per call counted by
-callgrind (the measure to compare: deterministic, unlike time on a shared machine), and
-nanoseconds per call as a secondary number (interleaved plain/jit samples, median), with
+back to CPython (3.12+; the path column then says "given back to CPython"). For each:
+instructions per call counted by callgrind (the measure to compare: deterministic, unlike
+time on a shared machine), and nanoseconds per call as a secondary number (interleaved plain/jit samples, median), with
 the ratio jit / plain and how the jitted calls ran (the hook's counters over the measured
 calls), so a case that took another path than its name says shows it.
 

@@ -3,10 +3,12 @@
 Cases (each plain and jitted): a one-line function whose jitted calls run as plain Python
 (nothing to gain; not hot yet; frozen past limit_graph_count), one whose entry runs a tiny
 compiled graph, a recursive fib(20) (every level calls the jitted function through its
-global name, so through the Wrapper), and a scalar math helper called in a loop by a jitted
-driver (the corpus jits every function). For each: instructions per call counted by
-callgrind (the measure to compare: deterministic, unlike time on a shared machine), and
-nanoseconds per call as a secondary number (interleaved plain/jit samples, median), with
+global name, so through the Wrapper, or from 3.12 the jitted function object), and a scalar
+math helper called in a loop by a jitted driver (the corpus jits every function). Each side
+is warmed first, past the calls after which pijit gives a function it has nothing to do for
+back to CPython (3.12+; the path column then says "given back to CPython"). For each:
+instructions per call counted by callgrind (the measure to compare: deterministic, unlike
+time on a shared machine), and nanoseconds per call as a secondary number (interleaved plain/jit samples, median), with
 the ratio jit / plain and how the jitted calls ran (the hook's counters over the measured
 calls), so a case that took another path than its name says shows it.
 
@@ -131,15 +133,16 @@ def _make_math(jitted):
 
 def _warm_until_bypassed(limit_s=120.0):
     """Warm a default-config case until its wrapper's calls are bypassed (hot, captured,
-    found plain): compile_after_ms counts CPU time, which a loaded machine (or valgrind)
-    hands out slowly, so a fixed warm-up time would measure another path on another day.
-    Gives up after `limit_s` (the path column then says what ran)."""
+    found plain) or given back to CPython (3.12+): compile_after_ms counts CPU time, which a
+    loaded machine (or valgrind) hands out slowly, so a fixed warm-up time would measure
+    another path on another day. Gives up after `limit_s` (the path column then says what
+    ran)."""
     def warm(run, wrapper):
         end = time.perf_counter() + limit_s
         while wrapper is not None and time.perf_counter() < end:
             before = _counters(wrapper)["bypassed"]
             run(50)
-            if _counters(wrapper)["bypassed"] > before:
+            if _counters(wrapper)["bypassed"] > before or _counters(wrapper)["inlined"]:
                 break
     return warm
 
@@ -186,14 +189,18 @@ def _path(before, after, calls):
     state = {eval_frame.NEVER_COMPILE: "never_compile", eval_frame.CANDIDATE: "candidate",
              eval_frame.CALLABLE: "callable", eval_frame.FROZEN: "frozen"}.get(after["state"])
     parts = [f"{k} {v}" for k, v in d.items() if v]
+    if after["inlined"]:
+        state += ", given back to CPython"
     return f"{state}: " + ", ".join(parts) + f" / {calls} calls"
 
 
 def prepare(case, jitted):
+    """A case's side, warmed past the calls after which a function pijit has nothing to do
+    for is given back to CPython (3.12+: 1000 in a row)."""
     run, wrapper = case.make(jitted)
     if case.warm is not None:
         case.warm(run, wrapper)
-    run(20)
+    run(max(20, math.ceil(1100 / _per(case))))
     return run, wrapper
 
 

@@ -42,17 +42,17 @@ def same(a, b) -> bool:
 
 
 def jitted_functions(module):
-    """(qualified name, wrapper) of every pijit wrapper in a jitted program module."""
-    import pijit
-    wrapper_type = type(pijit.jit(lambda: None))
+    """(qualified name, jitted function) of every function pijit.jit made in a jitted program
+    module (a Wrapper, or from 3.12 a function object: api.is_jitted)."""
+    from pijit.api import is_jitted
     out = []
     for name, obj in vars(module).items():
-        if isinstance(obj, wrapper_type):
+        if is_jitted(obj):
             out.append((name, obj))
         elif isinstance(obj, type) and obj.__module__ == module.__name__:
             for attr, member in vars(obj).items():
                 member = getattr(member, "__func__", member)
-                if isinstance(member, wrapper_type):
+                if is_jitted(member):
                     out.append((f"{name}.{attr}", member))
     return out
 

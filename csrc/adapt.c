@@ -308,13 +308,19 @@ timed_plain_begin(double *compiled)
  * stand-in clock failed. */
 static PyObject *
 slot_ran(CodeState *st, int slot, double weight, double t0, double compiled, double t1,
-         PyObject *res)
+         PyObject *res, int outer)
 {
     tls.timed_plain--;
     st->deferred++;
     double dt = t1 - t0 - (tls.compile_seconds - compiled);
-    if (t0 >= 0 && t1 >= t0)
-        st->sig_time[slot] += weight * (dt > 0 ? cpu_seconds(dt, t1) : 0);
+    if (outer)
+        st->timing = 0;
+    if (t0 >= 0 && t1 >= t0) {
+        double spent = weight * (dt > 0 ? cpu_seconds(dt, t1) : 0);
+        st->sig_time[slot] += spent;
+        if (outer)
+            st->plain_seconds += spent;
+    }
     else if (PyErr_Occurred() && res != NULL)      /* a failing stand-in clock */
         Py_CLEAR(res);
     return res;
@@ -341,9 +347,11 @@ run_until_hot(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st)
         return eval_outside(ts, frame);
     }
     note_values(st, slot, (PyObject *const *)frame->localsplus, st->nargs);
+    int outer = !st->timing;
+    st->timing = 1;
     double compiled, t0 = timed_plain_begin(&compiled);
     PyObject *res = eval_outside(ts, frame);
-    return slot_ran(st, slot, weight, t0, compiled, perf_now(), res);
+    return slot_ran(st, slot, weight, t0, compiled, perf_now(), res, outer);
 }
 
 /* The Wrapper's view of a call of `fn` (of st's code): when it passes positional arguments
@@ -403,9 +411,11 @@ wrapper_run_until_hot(CodeState *st, uint64_t key, PyObject *fn, PyObject *const
         return call_outside(fn, args, nargsf, kwnames);
     }
     note_values(st, slot, args, PyVectorcall_NARGS(nargsf));    /* defaults do not vary */
+    int outer = !st->timing;
+    st->timing = 1;
     double compiled, t0 = timed_plain_begin(&compiled);
     PyObject *res = call_outside(fn, args, nargsf, kwnames);
-    return slot_ran(st, slot, weight, t0, compiled, perf_now(), res);  /* NULL: exception */
+    return slot_ran(st, slot, weight, t0, compiled, perf_now(), res, outer);  /* NULL: exc. */
 }
 
 /* Does every call of st's code run plain, whatever its arguments?  A code left to plain
@@ -470,6 +480,7 @@ wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t na
                    PyObject *kwnames)
 {
     int known = fast_match(st, args, nargsf, kwnames);
+    st->plain_streak = known ? st->plain_streak + 1 : 0;
     if ((known && st->fast_plain) || all_calls_plain(st)) {
         st->calls += st->state == ST_NEVER_COMPILE;     /* as the hook counted them */
         st->bypassed++;
@@ -480,7 +491,7 @@ wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t na
     if (!known) {
         if ((st->nplain == 0 && !may_defer)
             || !call_signature(st, fn, args, nargsf, kwnames, &key))
-            return NULL;
+            return NULL;        /* (plain_streak is 0) */
         int plain = is_plain_key(st, key);
         remember_fast(st, args, nargsf, key, plain);
         if (plain) {
@@ -488,9 +499,47 @@ wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t na
             return call_outside(fn, args, nargsf, kwnames);
         }
     }
-    if (!may_defer || tls.compiling)
-        return NULL;
-    return wrapper_run_until_hot(st, key, fn, args, nargsf, kwnames);
+    PyObject *res = !may_defer || tls.compiling ? NULL
+        : wrapper_run_until_hot(st, key, fn, args, nargsf, kwnames);
+    if (res == NULL && !PyErr_Occurred())
+        st->plain_streak = 0;   /* through the hook */
+    return res;
+}
+
+/* When a code's calls stay plain without pijit knowing they must: INLINE_STREAK calls in a
+ * row that the Wrapper ran plain by itself, each passing the argument types of the last
+ * one it hashed (so no array, and positional arguments only), while the code has no entry
+ * that runs a compiled function and its calls not hot yet have cost less than
+ * INLINE_CALL_S each in plain Python (what one call of a kernel costs: nothing to win;
+ * plain_seconds over deferred: timed runs inside a timed run of the same code, as the
+ * levels of a recursion, are counted in that one only).
+ * Measured with benchmarks/call_floor.py and the corpus: the calls such codes make by the
+ * hundred thousand (a sort's key function, a recursive scalar function, a small method)
+ * each paid the Wrapper's C call, ~500 instructions, until then. */
+#define INLINE_STREAK 1000
+#define INLINE_CALL_S 2e-6
+
+/* Does pijit have nothing to do for any call of st's code (so a jitted function object
+ * of it can be given back to CPython's own calls, wrapper.c)?  Every call runs plain
+ * (all_calls_plain), or they stay plain as far as pijit can tell (above); calls made
+ * from inside a jitted call still reach the hook, and one that finds work (an entry
+ * added) arms the function again. */
+static int
+nothing_to_do(CodeState *st)
+{
+    if (!st->inline_plain)
+        return 0;
+    if (all_calls_plain(st))
+        return 1;
+    if (st->plain_streak < INLINE_STREAK
+        || (st->state != ST_CANDIDATE && st->state != ST_CALLABLE))
+        return 0;
+    for (Py_ssize_t i = 0; i < st->nentries; i++) {
+        Entry *e = st->entries[i];
+        if (e->fn != NULL && !e->plain)
+            return 0;           /* it runs compiled code for some calls */
+    }
+    return st->plain_seconds <= INLINE_CALL_S * (double)st->deferred;
 }
 
 /* ---- promotion ------------------------------------------------------------------------------ */

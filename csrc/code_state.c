@@ -79,6 +79,11 @@ code_state_mark(PyCodeObject *code)
     st->nplain = 0;
     st->fast_nargs = -1;
     st->bypassed = 0;
+    st->inlined = NULL;
+    st->plain_streak = 0;
+    st->inline_plain = 1;
+    st->timing = 0;
+    st->plain_seconds = 0;
     if (pj_set_code_extra((PyObject *)code, extra_index, st) < 0) {
         st->live_prev = st->live_next = st;
         Py_DECREF(st);
@@ -129,6 +134,7 @@ static int
 code_state_traverse(CodeState *st, visitproc visit, void *arg)
 {
     Py_VISIT(st->record);
+    Py_VISIT(st->inlined);
     for (Py_ssize_t i = 0; i < st->nentries; i++) {
         int r = entry_traverse(st->entries[i], visit, arg);
         if (r)
@@ -142,6 +148,7 @@ code_state_clear(CodeState *st)
 {
     code_state_clear_entries(st);
     Py_CLEAR(st->record);
+    Py_CLEAR(st->inlined);
     return 0;
 }
 

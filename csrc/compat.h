@@ -21,6 +21,17 @@
 #define PJ_PY312 (PY_VERSION_HEX >= 0x030C0000)
 #define PJ_PY313 (PY_VERSION_HEX >= 0x030D0000)
 
+/* Can pijit.jit return a function object whose calls pijit sees (pijit's vectorcall), and
+ * give it back to CPython's inlined calls once pijit has nothing to do for it?  From 3.12:
+ * PyFunction_SetVectorcall is public, a function whose vectorcall is not CPython's gets no
+ * func_version (so no call site specializes it: CALL_PY_EXACT_ARGS and the other inlining
+ * specializations check the version), and the generic CALL inlines a Python function only
+ * when no PEP 523 hook is set and its vectorcall is CPython's.  3.11 specializes any
+ * function (it versions functions whatever their vectorcall) and its generic CALL inlines
+ * any function when no hook is set: calls from plain code would skip pijit's vectorcall
+ * (tests/test_inline.py shows it), so 3.11 returns the Wrapper. */
+#define PJ_FUNCTION_VECTORCALL PJ_PY312
+
 #define Py_BUILD_CORE 1
 /* Python.h defines the pre-3.9 spelling of _PyGC_FINALIZED that pycore_gc.h redefines. */
 #undef _PyGC_FINALIZED
@@ -113,6 +124,61 @@ pj_frame_release(PyThreadState *ts, _PyInterpreterFrame *f)
 
 /* Only a frame without a frame object can be released by pj_frame_release. */
 #define PJ_FRAME_RELEASABLE(f) ((f)->frame_obj == NULL)
+
+/* ---- functions ------------------------------------------------------------------------- */
+
+/* 3.11 has no PyFunction_SetVectorcall (tests/test_inline.py sets one there only to show
+ * that 3.11's calls skip it). */
+static inline void
+pj_function_set_vectorcall(PyFunctionObject *f, vectorcallfunc vc)
+{
+#if PJ_PY312
+    PyFunction_SetVectorcall(f, vc);
+#else
+    f->vectorcall = vc;
+#endif
+}
+
+/* A function given back to CPython's calls (wrapper.c) takes the version of the user's
+ * function it is a copy of, when it has that function's code and defaults (what a version
+ * stands for).  PyFunction_SetVectorcall left it 0: 3.12 versions such a function again at
+ * its next specialization (its vectorcall is CPython's again); 3.13 versions a function
+ * only when MAKE_FUNCTION makes it (types.FunctionType's copies get 0), so without this
+ * its calls were never specialized (fib: 1.23x plain instead of 1.00x, callgrind).
+ * 3.13's _PyFunction_SetVersion (exported) also files it in the version cache, as making
+ * a function does. */
+#if PJ_PY313
+#define Py_BUILD_CORE 1
+#include <internal/pycore_function.h>
+#undef Py_BUILD_CORE
+#endif
+
+static inline void
+pj_function_version_of(PyFunctionObject *f, PyFunctionObject *original)
+{
+#if PJ_PY313
+    _PyFunction_SetVersion(f, original->func_version);
+#else
+    (void)f;
+    (void)original;
+#endif
+}
+
+/* The object a weak reference points at (new reference), or NULL when it is dead.  3.13
+ * deprecated PyWeakref_GET_OBJECT for PyWeakref_GetRef. */
+static inline PyObject *
+pj_weakref_get(PyObject *ref)
+{
+#if PJ_PY313
+    PyObject *o = NULL;
+    if (PyWeakref_GetRef(ref, &o) < 0)
+        PyErr_Clear();
+    return o;
+#else
+    PyObject *o = PyWeakref_GET_OBJECT(ref);
+    return o == Py_None ? NULL : Py_NewRef(o);
+#endif
+}
 
 /* ---- code extras ---------------------------------------------------------------------- */
 

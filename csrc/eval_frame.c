@@ -247,6 +247,8 @@ call_outside(PyObject *fn, PyObject *const *args, size_t nargsf, PyObject *kwnam
     /* Straight through fn's own vectorcall: PyObject_Vectorcall would check the result
      * here too, as the caller's call of the Wrapper does anyway (30 instructions). */
     vectorcallfunc call = PyVectorcall_Function(fn);
+    if (call == function_vectorcall)    /* a jitted function object: run it as CPython would */
+        call = cpython_function_vc;
     Py_INCREF(fn);
     Py_ssize_t depth = outside_enter(t);
     PyObject *res = call ? call(fn, args, nargsf, kwnames)

@@ -66,13 +66,15 @@ m_reset(PyObject *m, PyObject *o)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     Py_INCREF(st);
     code_state_clear_entries(st);
-    st->calls = st->hits = st->misses = st->deferred = st->bypassed = 0;
+    st->calls = st->hits = st->misses = st->deferred = st->bypassed = st->plain_streak = 0;
     st->nplain = 0;
     st->fast_nargs = -1;
     for (int i = 0; i < PJ_SIGNATURES; i++)
         st->sig_time[i] = -1;
     st->hot_varied = 0;
+    st->plain_seconds = 0;
     st->state = ST_CANDIDATE;
+    rearm_inlined(st);
     Py_DECREF(st);
     Py_RETURN_NONE;
 }
@@ -101,6 +103,7 @@ m_set_state(PyObject *m, PyObject *args)
     }
     st->state = state;
     st->build_epoch = fork_epoch;
+    rearm_inlined(st);
     Py_RETURN_NONE;
 }
 
@@ -157,6 +160,10 @@ m_add_entry(PyObject *m, PyObject *args, PyObject *kwargs)
         e->margin = margin;
     }
     int rc = e == NULL ? -1 : code_state_add_entry(st, e);
+    if (rc == 0) {
+        st->plain_streak = 0;
+        rearm_inlined(st);
+    }
     if (rc == 0 && plain_args != NULL && fn == Py_None)
         remember_plain_slots(st, plain_args);
     if (e != NULL && rc < 0)
@@ -211,9 +218,9 @@ m_counters(PyObject *m, PyObject *o)
     CodeState *st = state_of(o);
     if (st == NULL)
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    return Py_BuildValue("{s:n,s:n,s:n,s:i,s:n,s:n}", "calls", st->calls, "hits", st->hits,
+    return Py_BuildValue("{s:n,s:n,s:n,s:i,s:n,s:n,s:n}", "calls", st->calls, "hits", st->hits,
                          "misses", st->misses, "state", st->state, "deferred", st->deferred,
-                         "bypassed", st->bypassed);
+                         "bypassed", st->bypassed, "inlined", inlined_count(st));
 }
 
 static PyObject *
@@ -328,6 +335,7 @@ static PyMethodDef module_methods[] = {
     POOL_METHODS
     KERNEL_SUPPORT_METHODS
     ADAPT_METHODS
+    FUNCTION_METHODS
     {NULL},
 };
 
@@ -364,7 +372,8 @@ create_module(void)
             || PyModule_AddIntConstant(m, "BUILDING", ST_BUILDING) < 0
             || PyModule_AddIntConstant(m, "CALLABLE", ST_CALLABLE) < 0
             || PyModule_AddIntConstant(m, "FROZEN", ST_FROZEN) < 0
-            || ensure_extra_index() < 0) {
+            || PyModule_AddIntConstant(m, "FUNCTION_VECTORCALL", PJ_FUNCTION_VECTORCALL) < 0
+            || ensure_extra_index() < 0 || functions_init() < 0) {
             Py_DECREF(m);
             return -1;
         }

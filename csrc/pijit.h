@@ -123,6 +123,14 @@ typedef struct CodeState {
     uint64_t fast_key;
     int fast_plain;                         /* fast_key is one of plain_key */
     Py_ssize_t bypassed; /* calls the Wrapper made without the hook */
+    /* Jitted function objects given back to CPython's own calls because every call of
+     * this code runs plain (wrapper.c): a list of weak references, or NULL.  A change that
+     * may give pijit work again (reset, a state change, a new entry) arms them again. */
+    PyObject *inlined;
+    Py_ssize_t plain_streak;    /* calls in a row the Wrapper ran plain by itself (adapt.c) */
+    int inline_plain;           /* jit_config's inline_plain (set_inline) */
+    int timing;                 /* a timed plain run of a signature not hot yet is running */
+    double plain_seconds;       /* such runs in all, those inside one not counted (adapt.c) */
     struct CodeState *live_prev, *live_next;   /* every live state, for reset() of all */
 } CodeState;
 
@@ -140,6 +148,14 @@ static CodeState *code_state(PyCodeObject *code);
 static CodeState *code_state_mark(PyCodeObject *code);
 static void code_state_clear_entries(CodeState *st);
 static CodeState *state_of(PyObject *o);
+
+/* wrapper.c */
+static void rearm_inlined(CodeState *st);
+static PyObject *function_vectorcall(PyObject *func, PyObject *const *args, size_t nargsf,
+                                     PyObject *kwnames);
+/* CPython's vectorcall of Python functions (_PyFunction_Vectorcall, which 3.13 does not
+ * export), read from the first function arm() is given; NULL before. */
+static vectorcallfunc cpython_function_vc = NULL;
 
 /* adapt.c */
 static double compile_began(void);

@@ -1,12 +1,28 @@
-/* wrapper.c -- Wrapper: what pijit.jit returns, a C callable that runs its function with
- * the hook active on the calling thread.
+/* wrapper.c -- what pijit.jit returns: a C callable (Wrapper) that runs its function with
+ * the hook active on the calling thread, or (from 3.12: compat.h's PJ_FUNCTION_VECTORCALL)
+ * a function object whose vectorcall does the same.
  *
- * It owns the CodeState of its function's code (marked before the Wrapper is made), so
- * the entries compiled for the function live as long as the jitted function does (and are
- * freed with it, cycles included).  When the function's __code__ is replaced (IPython's
+ * A Wrapper owns the CodeState of its function's code (marked before the Wrapper is made),
+ * so the entries compiled for the function live as long as the jitted function does (and
+ * are freed with it, cycles included).  When the function's __code__ is replaced (IPython's
  * autoreload, a debugger's edit), the next call asks the code-changed callback for the new
- * code's state.  It pickles, copies and is
- * weakly referenced like the function it wraps: the reduce callback decides how.
+ * code's state.  It pickles, copies and is weakly referenced like the function it wraps:
+ * the reduce callback decides how.
+ *
+ * A jitted function object is a copy of the user's function whose __dict__ holds, under
+ * "__pijit__", a Wrapper of the copy itself (which owns the state as above; the function
+ * reaches it through its dict, so the garbage collector sees the cycle), and whose
+ * vectorcall (function_vectorcall) makes the Wrapper's call.  A call of a Wrapper, from
+ * Python code, is a C call: a new C frame and a new evaluation loop, about 500
+ * instructions more than CPython's inlined call of a Python function (the cost of a
+ * jitted one-line function called in a loop, measured by benchmarks/call_floor.py).  So
+ * once every call of the function's code runs plain (its code is left to plain Python, or
+ * frozen with entries that all run plain) the function is given back to CPython: its
+ * vectorcall becomes CPython's again, and calls from plain code are inlined and
+ * specialized as if pijit were not there.  (Inside a jitted call the hook is set, so
+ * CPython inlines no call and the hook still sees the function's frames.)  Anything that
+ * may give pijit work again (reset, a state change, a new entry: rearm_inlined; a new
+ * __code__: a function watcher) arms it again.
  */
 #include "pijit.h"
 
@@ -20,7 +36,46 @@ typedef struct {
     PyObject *dict;
     PyObject *weakreflist;
     vectorcallfunc vectorcall;
+    /* Of a jitted function object: the user's function it is a copy of, and that function's
+     * __code__, __defaults__ and __kwdefaults__ when the copy last took them (a Wrapper
+     * calls the user's function, so it sees their changes: the copy takes them). */
+    PyObject *orig;
+    PyObject *orig_code, *orig_defaults, *orig_kwdefaults;
 } Wrapper;
+
+/* Give the jitted function object `fn` what w's original function changed since fn last
+ * took it (its __code__, __defaults__, __kwdefaults__, each set as an assignment would).
+ * -1 with an exception. */
+static int
+follow_original(Wrapper *w, PyObject *fn)
+{
+    PyFunctionObject *o = (PyFunctionObject *)w->orig;
+    struct { const char *name; PyObject *now; PyObject **seen; } parts[] = {
+        {"__code__", o->func_code, &w->orig_code},
+        {"__defaults__", o->func_defaults, &w->orig_defaults},
+        {"__kwdefaults__", o->func_kwdefaults, &w->orig_kwdefaults},
+    };
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        PyObject *now = Py_XNewRef(parts[i].now);
+        if (now != *parts[i].seen) {
+            if (PyObject_SetAttrString(fn, parts[i].name, now ? now : Py_None) < 0) {
+                Py_XDECREF(now);
+                return -1;
+            }
+            Py_XSETREF(*parts[i].seen, Py_XNewRef(now));
+        }
+        Py_XDECREF(now);
+    }
+    return 0;
+}
+
+static inline int
+original_changed(Wrapper *w)
+{
+    PyFunctionObject *o = (PyFunctionObject *)w->orig;
+    return o != NULL && (o->func_code != w->orig_code || o->func_defaults != w->orig_defaults
+                         || o->func_kwdefaults != w->orig_kwdefaults);
+}
 
 /* Make w->state the state of fn's current code: -1 with an exception on error.  A code
  * that replaced the one the state was made for is registered by the callback (with the
@@ -50,18 +105,35 @@ wrapper_follow_code(Wrapper *w)
     return 0;
 }
 
-static PyObject *
-wrapper_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+/* Call `fn` as CPython would call it (a jitted function object: by CPython's own
+ * vectorcall, not pijit's, which is making this call). */
+static inline PyObject *
+call_as_cpython(PyObject *fn, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    Wrapper *w = (Wrapper *)self;
-    PyObject *fn = w->fn;
+    if (PyVectorcall_Function(fn) == function_vectorcall)
+        return cpython_function_vc(fn, args, nargsf, kwnames);
+    return PyObject_Vectorcall(fn, args, nargsf, kwnames);
+}
+
+static void give_back(PyObject *func, CodeState *st);
+
+/* A jitted call of `fn`, the function of `w` (`own`: a jitted function object, whose
+ * vectorcall is pijit's). */
+static PyObject *
+jit_call(Wrapper *w, PyObject *fn, int own, PyObject *const *args, size_t nargsf,
+         PyObject *kwnames)
+{
     if (fn == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "pijit wrapper was cleared");
         return NULL;
     }
+    if (own && original_changed(w) && follow_original(w, fn) < 0)
+        return NULL;
     if (!jit_enabled)
-        return PyObject_Vectorcall(fn, args, nargsf, kwnames);
+        return call_as_cpython(fn, args, nargsf, kwnames);
     if (w->state != NULL && (PyCodeObject *)PyFunction_GET_CODE(fn) == w->state->code) {
+        if (own && nothing_to_do(w->state))
+            give_back(fn, w->state);
         /* Calls that run plain (adapt.c) run outside this thread's jitted calls: called
          * from inside one, the hook would otherwise still see this call's frame. */
         PyObject *res = wrapper_plain_call(w->state, fn, args, nargsf, kwnames);
@@ -75,24 +147,35 @@ wrapper_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObjec
     if (hook_enter(t) < 0)
         return NULL;
     Py_INCREF(fn);
-    PyObject *res = PyObject_Vectorcall(fn, args, nargsf, kwnames);
+    PyObject *res = call_as_cpython(fn, args, nargsf, kwnames);
     Py_DECREF(fn);
     hook_leave(t);
     return res;
 }
 
 static PyObject *
+wrapper_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Wrapper *w = (Wrapper *)self;
+    return jit_call(w, w->fn, 0, args, nargsf, kwnames);
+}
+
+static PyObject *
 wrapper_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *fn;
+    PyObject *fn, *orig = NULL;
     if (kwds && PyDict_GET_SIZE(kwds)) {
         PyErr_SetString(PyExc_TypeError, "Wrapper(fn) takes no keyword arguments");
         return NULL;
     }
-    if (!PyArg_UnpackTuple(args, "Wrapper", 1, 1, &fn))
+    if (!PyArg_UnpackTuple(args, "Wrapper", 1, 2, &fn, &orig))
         return NULL;
     if (!PyCallable_Check(fn)) {
         PyErr_Format(PyExc_TypeError, "Wrapper needs a callable, got %R", fn);
+        return NULL;
+    }
+    if (orig != NULL && !(PyFunction_Check(orig) && PyFunction_Check(fn))) {
+        PyErr_Format(PyExc_TypeError, "Wrapper(fn, original): two functions, got %R", orig);
         return NULL;
     }
     Wrapper *w = (Wrapper *)type->tp_alloc(type, 0);
@@ -100,6 +183,13 @@ wrapper_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         return NULL;
     w->fn = Py_NewRef(fn);
     w->vectorcall = wrapper_vectorcall;
+    if (orig != NULL) {
+        PyFunctionObject *o = (PyFunctionObject *)orig;
+        w->orig = Py_NewRef(orig);
+        w->orig_code = Py_XNewRef(o->func_code);
+        w->orig_defaults = Py_XNewRef(o->func_defaults);
+        w->orig_kwdefaults = Py_XNewRef(o->func_kwdefaults);
+    }
     if (PyFunction_Check(fn))
         w->state = (CodeState *)Py_XNewRef(code_state((PyCodeObject *)PyFunction_GET_CODE(fn)));
     return (PyObject *)w;
@@ -111,15 +201,26 @@ wrapper_traverse(Wrapper *w, visitproc visit, void *arg)
     Py_VISIT(w->fn);
     Py_VISIT(w->state);
     Py_VISIT(w->dict);
+    Py_VISIT(w->orig);
+    Py_VISIT(w->orig_code);
+    Py_VISIT(w->orig_defaults);
+    Py_VISIT(w->orig_kwdefaults);
     return 0;
 }
+
+static void fn_cache_forget(Wrapper *w);
 
 static int
 wrapper_clear(Wrapper *w)
 {
+    fn_cache_forget(w);
     Py_CLEAR(w->fn);
     Py_CLEAR(w->state);
     Py_CLEAR(w->dict);
+    Py_CLEAR(w->orig);
+    Py_CLEAR(w->orig_code);
+    Py_CLEAR(w->orig_defaults);
+    Py_CLEAR(w->orig_kwdefaults);
     return 0;
 }
 
@@ -180,6 +281,8 @@ wrapper_get_state(Wrapper *w, void *closure)
 
 static PyMemberDef wrapper_members[] = {
     {"fn", T_OBJECT, offsetof(Wrapper, fn), READONLY, "the wrapped callable"},
+    {"original", T_OBJECT, offsetof(Wrapper, orig), READONLY,
+     "of a jitted function object's Wrapper: the user's function it is a copy of, or None"},
     {NULL},
 };
 
@@ -216,3 +319,250 @@ static PyTypeObject WrapperType = {
     .tp_dictoffset = offsetof(Wrapper, dict),
     .tp_new = wrapper_new,
 };
+
+/* ---- jitted function objects ---------------------------------------------------------- */
+
+static PyObject *handle_key = NULL;        /* "__pijit__", interned */
+
+/* The Wrapper in a jitted function's __dict__ (borrowed), or NULL (with an exception if
+ * the lookup raised). */
+static Wrapper *
+wrapper_of_function(PyObject *func)
+{
+    PyObject *d = ((PyFunctionObject *)func)->func_dict;
+    if (d == NULL || handle_key == NULL)
+        return NULL;
+    PyObject *w = PyDict_GetItemWithError(d, handle_key);
+    return w != NULL && Py_IS_TYPE(w, &WrapperType) ? (Wrapper *)w : NULL;
+}
+
+/* The Wrappers of the jitted function objects called last, by the function's address: a
+ * dict lookup per call cost about 150 instructions (benchmarks/call_floor.py).  An entry
+ * is used only while its Wrapper's function is the one called (a Wrapper holds its
+ * function, so the address is not reused meanwhile) and is forgotten when the Wrapper is
+ * cleared; a function whose __dict__ was given another Wrapper since keeps running with
+ * the one it had, which is as right. */
+#define FN_CACHE 64
+static struct { PyObject *func; Wrapper *w; } fn_cache[FN_CACHE];
+
+static inline size_t
+fn_cache_slot(PyObject *func)
+{
+    return ((uintptr_t)func >> 4) & (FN_CACHE - 1);
+}
+
+static void
+fn_cache_forget(Wrapper *w)
+{
+    for (size_t k = 0; k < FN_CACHE; k++)
+        if (fn_cache[k].w == w)
+            fn_cache[k].func = NULL, fn_cache[k].w = NULL;
+}
+
+/* The vectorcall of a jitted function object.  A function whose Wrapper left its __dict__
+ * runs as CPython runs it. */
+static PyObject *
+function_vectorcall(PyObject *func, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    size_t k = fn_cache_slot(func);
+    Wrapper *w = fn_cache[k].func == func ? fn_cache[k].w : NULL;
+    if (w == NULL || w->fn != func) {
+        w = wrapper_of_function(func);
+        if (w == NULL)
+            return PyErr_Occurred() ? NULL : cpython_function_vc(func, args, nargsf, kwnames);
+        if (w->fn == func)
+            fn_cache[k].func = func, fn_cache[k].w = w;
+    }
+    return jit_call(w, func, 1, args, nargsf, kwnames);
+}
+
+#if PJ_FUNCTION_VECTORCALL
+static int function_watcher = -1;
+
+/* A new __code__ of a function given back to CPython may have work for pijit: arm it
+ * (the next call follows the code, as a Wrapper's does).  Every function event of the
+ * interpreter comes here once a function was given back; all but code changes of
+ * functions with a Wrapper return at once. */
+static int
+on_function_event(PyFunction_WatchEvent event, PyFunctionObject *func, PyObject *new_value)
+{
+    if (event != PyFunction_EVENT_MODIFY_CODE && event != PyFunction_EVENT_MODIFY_DEFAULTS
+        && event != PyFunction_EVENT_MODIFY_KWDEFAULTS)
+        return 0;
+    if (event == PyFunction_EVENT_MODIFY_CODE && func->vectorcall == cpython_function_vc
+        && wrapper_of_function((PyObject *)func) != NULL)
+        pj_function_set_vectorcall(func, function_vectorcall);
+    /* The user's function of given-back copies (they share its code): they take the change
+     * at their next call, armed. */
+    CodeState *st = code_state((PyCodeObject *)func->func_code);
+    for (Py_ssize_t i = 0; st != NULL && st->inlined != NULL && i < PyList_GET_SIZE(st->inlined);
+         i++) {
+        PyObject *f = pj_weakref_get(PyList_GET_ITEM(st->inlined, i));
+        Wrapper *w = f != NULL ? wrapper_of_function(f) : NULL;
+        if (w != NULL && w->orig == (PyObject *)func
+            && ((PyFunctionObject *)f)->vectorcall == cpython_function_vc)
+            pj_function_set_vectorcall((PyFunctionObject *)f, function_vectorcall);
+        Py_XDECREF(f);
+    }
+    return PyErr_Occurred() ? -1 : 0;
+}
+#endif
+
+/* Every call of st's code runs plain: let CPython call `func` (a jitted function object of
+ * that code) by itself, remembered in st->inlined to be armed again.  On 3.11 (no
+ * PJ_FUNCTION_VECTORCALL) nothing: CPython would not call pijit's vectorcall again. */
+static void
+give_back(PyObject *func, CodeState *st)
+{
+#if PJ_FUNCTION_VECTORCALL
+    if (function_watcher < 0 && (function_watcher = PyFunction_AddWatcher(on_function_event)) < 0) {
+        PyErr_Clear();          /* no watcher: a new __code__ would go unseen, so stay armed */
+        return;
+    }
+    PyObject *ref = PyWeakref_NewRef(func, NULL);
+    if (ref == NULL || (st->inlined == NULL && (st->inlined = PyList_New(0)) == NULL)
+        || PyList_Append(st->inlined, ref) < 0) {
+        Py_XDECREF(ref);
+        PyErr_Clear();          /* stays armed: always right */
+        return;
+    }
+    Py_DECREF(ref);
+    PyFunctionObject *f = (PyFunctionObject *)func;
+    pj_function_set_vectorcall(f, cpython_function_vc);
+    Wrapper *w = wrapper_of_function(func);
+    PyErr_Clear();
+    PyFunctionObject *o = w != NULL ? (PyFunctionObject *)w->orig : NULL;
+    if (o != NULL && o->func_version != 0 && f->func_code == o->func_code
+        && f->func_defaults == o->func_defaults && f->func_kwdefaults == o->func_kwdefaults)
+        pj_function_version_of(f, o);
+#else
+    (void)func;
+    (void)st;
+#endif
+}
+
+/* Arm again the functions of st's code given back to CPython (something may have given
+ * pijit work for their calls). */
+static void
+rearm_inlined(CodeState *st)
+{
+    PyObject *refs = st->inlined;
+    if (refs == NULL)
+        return;
+    st->inlined = NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(refs); i++) {
+        PyObject *f = pj_weakref_get(PyList_GET_ITEM(refs, i));
+        if (f != NULL && PyFunction_Check(f)
+            && ((PyFunctionObject *)f)->vectorcall == cpython_function_vc
+            && wrapper_of_function(f) != NULL)
+            pj_function_set_vectorcall((PyFunctionObject *)f, function_vectorcall);
+        PyErr_Clear();
+        Py_XDECREF(f);
+    }
+    Py_DECREF(refs);
+}
+
+/* Functions of st's code given back to CPython, still alive and not armed again. */
+static Py_ssize_t
+inlined_count(CodeState *st)
+{
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; st->inlined != NULL && i < PyList_GET_SIZE(st->inlined); i++) {
+        PyObject *f = pj_weakref_get(PyList_GET_ITEM(st->inlined, i));
+        n += f != NULL && PyFunction_Check(f)
+            && ((PyFunctionObject *)f)->vectorcall == cpython_function_vc;
+        Py_XDECREF(f);
+    }
+    return n;
+}
+
+/* arm(func): give `func` pijit's vectorcall (jit puts its Wrapper in its __dict__ first).
+ * TypeError for a function whose vectorcall is another's (another JIT's). */
+static PyObject *
+m_arm(PyObject *m, PyObject *f)
+{
+    if (!PyFunction_Check(f)) {
+        PyErr_Format(PyExc_TypeError, "arm() needs a function, got %R", f);
+        return NULL;
+    }
+    vectorcallfunc vc = ((PyFunctionObject *)f)->vectorcall;
+    if (vc != function_vectorcall && vc != cpython_function_vc) {
+        PyErr_Format(PyExc_TypeError, "%R has a vectorcall of its own", f);
+        return NULL;
+    }
+    pj_function_set_vectorcall((PyFunctionObject *)f, function_vectorcall);
+    Py_RETURN_NONE;
+}
+
+/* vectorcall_of(func) -> "pijit", "cpython" or "other": whose vectorcall calls func. */
+static PyObject *
+m_vectorcall_of(PyObject *m, PyObject *f)
+{
+    if (!PyFunction_Check(f)) {
+        PyErr_Format(PyExc_TypeError, "vectorcall_of() needs a function, got %R", f);
+        return NULL;
+    }
+    vectorcallfunc vc = ((PyFunctionObject *)f)->vectorcall;
+    return PyUnicode_FromString(vc == function_vectorcall ? "pijit"
+                                : vc == cpython_function_vc ? "cpython" : "other");
+}
+
+/* follow_original(func): a jitted function object takes what its user's function changed
+ * since (as its next call would); capture calls it before inlining one. */
+static PyObject *
+m_follow_original(PyObject *m, PyObject *f)
+{
+    Wrapper *w = PyFunction_Check(f) ? wrapper_of_function(f) : NULL;
+    if (w == NULL && PyErr_Occurred())
+        return NULL;
+    if (w != NULL && original_changed(w) && follow_original(w, f) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* set_inline(code, flag): may jitted functions of the code be given back to CPython
+ * (jit_config's inline_plain)?  False arms those given back. */
+static PyObject *
+m_set_inline(PyObject *m, PyObject *args)
+{
+    PyObject *o;
+    int flag;
+    if (!PyArg_ParseTuple(args, "Op:set_inline", &o, &flag))
+        return NULL;
+    CodeState *st = state_of(o);
+    if (st == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "set_inline: %R is not marked", o);
+        return NULL;
+    }
+    st->inline_plain = flag;
+    if (!flag)
+        rearm_inlined(st);
+    Py_RETURN_NONE;
+}
+
+/* CPython's vectorcall of Python functions, read from a function made here, and the key. */
+static int
+functions_init(void)
+{
+    handle_key = PyUnicode_InternFromString("__pijit__");
+    PyCodeObject *code = PyCode_NewEmpty("<pijit>", "probe", 0);
+    PyObject *globals = PyDict_New();
+    PyObject *f = code && globals ? PyFunction_New((PyObject *)code, globals) : NULL;
+    if (f != NULL)
+        cpython_function_vc = ((PyFunctionObject *)f)->vectorcall;
+    Py_XDECREF(f);
+    Py_XDECREF(globals);
+    Py_XDECREF(code);
+    return handle_key != NULL && f != NULL ? 0 : -1;
+}
+
+#define FUNCTION_METHODS \
+    {"arm", m_arm, METH_O, \
+     "arm(func): func's calls go through pijit (its __dict__['__pijit__'] is its Wrapper)"}, \
+    {"set_inline", m_set_inline, METH_VARARGS, \
+     "set_inline(code, flag): may its jitted functions be given back to CPython's calls"}, \
+    {"follow_original", m_follow_original, METH_O, \
+     "follow_original(func): a jitted function object takes its user's function's changes"}, \
+    {"vectorcall_of", m_vectorcall_of, METH_O, \
+     "vectorcall_of(func) -> 'pijit', 'cpython' or 'other'"},

@@ -16,6 +16,17 @@ VERSION = sys.version_info[:2]
 FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 SUPPORTED = (3, 11) <= VERSION <= (3, 13) and not FREE_THREADED
 
+# pijit.jit returns a function object whose vectorcall is pijit's, given back to CPython's
+# inlined calls once pijit has nothing to do for its calls (3.12+: PyFunction_SetVectorcall,
+# and calls specialize or inline only a function whose vectorcall is CPython's); 3.11's calls
+# would skip such a vectorcall, so there it returns the C Wrapper. csrc/compat.h's
+# PJ_FUNCTION_VECTORCALL is the C side of this fact.
+FUNCTION_VECTORCALL = VERSION >= (3, 12)
+# Functions under these names are called by specializations that do not look at their
+# vectorcall: 3.13's CALL_ALLOC_AND_ENTER_INIT pushes a class's Python __init__ as a frame
+# of its own (tests/test_inline.py): a jitted __init__ stays a Wrapper there.
+VECTORCALL_SKIPPED_BY = ("__init__",) if VERSION >= (3, 13) else ()
+
 # Code flags whose frames the hook never intercepts (their frames resume mid-code).
 GENERATOR_LIKE = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
                   | inspect.CO_ITERABLE_COROUTINE)

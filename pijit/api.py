@@ -51,6 +51,8 @@ def _wrap(fn, signature, hash_args, config):
         return _wrap(fn.__func__, signature, hash_args, config).__get__(fn.__self__)
     if isinstance(fn, eval_frame.Wrapper):
         fn = fn.fn
+    elif _handle(fn) is not None:
+        fn = vars(fn).get("fn", fn)
     if isinstance(fn, type):
         raise TypeError(f"pijit.jit expects a Python function, got the class {fn.__qualname__}; "
                         "decorate its methods instead")
@@ -79,12 +81,56 @@ def _wrap(fn, signature, hash_args, config):
     # The record (and through it the code's state) is held until the Wrapper owns the state:
     # between the two, the state and its record are a cycle the garbage collector may free.
     rec = cache.register(code, config, signature, hash_args)
-    wrapper = eval_frame.Wrapper(fn)
-    _WRAPPERS.setdefault(code, []).append(weakref.ref(wrapper))
-    assert wrapper.code_state is rec.state
-    functools.update_wrapper(wrapper, fn)
+    jitted = _jitted_function(fn) if _compat.FUNCTION_VECTORCALL \
+        and fn.__name__ not in _compat.VECTORCALL_SKIPPED_BY else None
+    if jitted is None:
+        jitted = eval_frame.Wrapper(fn)
+        functools.update_wrapper(jitted, fn)
+    _WRAPPERS.setdefault(code, []).append(weakref.ref(jitted))
+    assert wrapper_of(jitted).code_state is rec.state
     _follow_autoreload()
-    return wrapper
+    return jitted
+
+
+# The key of a jitted function object's __dict__ that holds its Wrapper (csrc/wrapper.c).
+_HANDLE = "__pijit__"
+
+
+def _jitted_function(fn):
+    """A copy of fn (its code, globals, defaults, closure, and what functools.wraps copies,
+    `__wrapped__` being fn) whose calls go through pijit: `fn` names fn, as on a Wrapper,
+    and its Wrapper (which owns the code's state) sits in its __dict__. CPython then calls
+    it as it calls any function once pijit has nothing to do for its calls (wrapper.c).
+    None when fn's calls are someone else's (a vectorcall of another JIT's)."""
+    if eval_frame.vectorcall_of(fn) != "cpython":
+        return None
+    jitted = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                                fn.__closure__)
+    jitted.__kwdefaults__ = fn.__kwdefaults__
+    functools.update_wrapper(jitted, fn)
+    jitted.fn = fn
+    setattr(jitted, _HANDLE, eval_frame.Wrapper(jitted, fn))
+    eval_frame.arm(jitted)
+    return jitted
+
+
+def _handle(obj):
+    """The Wrapper of a jitted function object, else None."""
+    if not isinstance(obj, types.FunctionType):
+        return None
+    w = vars(obj).get(_HANDLE)
+    return w if isinstance(w, eval_frame.Wrapper) else None
+
+
+def wrapper_of(obj):
+    """The Wrapper of what pijit.jit returns (the Wrapper itself, or from 3.12 the one in a
+    jitted function object's __dict__), else None."""
+    return obj if isinstance(obj, eval_frame.Wrapper) else _handle(obj)
+
+
+def is_jitted(obj) -> bool:
+    """Is obj what pijit.jit returns (a Wrapper, or from 3.12 a jitted function object)?"""
+    return wrapper_of(obj) is not None
 
 
 # code -> the copies of it jitted under other options (see _variant), as long as it lives
@@ -151,7 +197,7 @@ def _rejit(fn, signature, hash_args, config):
             if kept is not None:
                 fn.__code__ = kept.fn.__code__
             wrapper = _wrap(fn, signature, hash_args, config)
-            if isinstance(wrapper, eval_frame.Wrapper):     # not a generator, say
+            if is_jitted(wrapper):      # not a generator, say
                 _UNPICKLED[fn.__code__] = wrapper
                 _UNPICKLED.move_to_end(fn.__code__)
                 if len(_UNPICKLED) > _UNPICKLED_LIMIT:
@@ -176,7 +222,18 @@ def _reduce(wrapper):
     """Wrapper.__reduce__: by reference, as pickle does functions. A decorated function or
     method is found by its module and qualified name (the name then names this very
     object); anything else pickles as jit(the wrapped function, its options), so the
-    wrapped function must pickle, and raises what pickling it raises when it does not."""
+    wrapped function must pickle, and raises what pickling it raises when it does not.
+
+    A jitted function object pickles as a function does (pickle: by reference; cloudpickle:
+    by value when its module does not hold it, with its __dict__): its Wrapper, met in
+    that __dict__, pickles as _rearm of the function (pickled before its __dict__, so
+    unpickled first) and of the options."""
+    if _handle(wrapper.fn) is wrapper:
+        fn = wrapper.fn
+        rec = cache.record(fn.__code__)
+        options = (rec.input_signature, rec.hash_args, rec.config) if rec is not None \
+            else (None, None, JitConfig())
+        return (_rearm, (fn, vars(fn).get("fn", fn), *options))
     fn = wrapper.fn
     found = _named(wrapper)
     if found is wrapper or (isinstance(found, types.MethodType) and found.__func__ is wrapper):
@@ -185,6 +242,26 @@ def _reduce(wrapper):
     if rec is None:
         return (_rejit, (fn, None, None, JitConfig()))
     return (_rejit, (fn, rec.input_signature, rec.hash_args, rec.config))
+
+
+def _rearm(fn, original, signature, hash_args, config):
+    """Unpickle the Wrapper of a jitted function object pickled by value: make the function
+    being unpickled (`fn`, its __dict__ not set yet) a jitted one with these options, and
+    return its Wrapper (for the __dict__). As _rejit, a function whose code equals one
+    unpickled before is given that code."""
+    with _unpickled_lock:
+        kept = _UNPICKLED.get(fn.__code__)
+        if kept is not None:
+            fn.__code__ = original.__code__ = kept.__code__
+        jitted = _wrap(original, signature, hash_args, config)
+        fn.__code__ = _code_of(jitted)      # a _variant's, when other options took the code
+        _UNPICKLED[fn.__code__] = jitted
+        _UNPICKLED.move_to_end(fn.__code__)
+        if len(_UNPICKLED) > _UNPICKLED_LIMIT:
+            _UNPICKLED.popitem(last=False)
+    wrapper = eval_frame.Wrapper(fn, original)
+    eval_frame.arm(fn)
+    return wrapper
 
 
 def _code_changed(wrapper):

@@ -29,6 +29,11 @@ re-exported here:
   ``set_compiling(flag)``, ``after_fork_child()``, ``set_array_type(numpy.ndarray)``.
 * The kernels' buffer pool (``csrc/pool.c``): ``pool_handler()``,
   ``set_pool_limit(bytes)``, ``release_pool()``, ``pool_stats()``.
+* Jitted function objects (3.12+, ``csrc/wrapper.c``): ``arm(func)`` gives a function
+  pijit's vectorcall (its ``__dict__["__pijit__"]`` is its ``Wrapper(func, original)``);
+  ``vectorcall_of(func)`` ("pijit", "cpython" or "other"), ``follow_original(func)``,
+  ``set_inline(code, flag)``; ``counters(code)["inlined"]`` counts those given back to
+  CPython. ``FUNCTION_VECTORCALL``: whether this build can do so.
 * ``kernel_support()``: the capsule of routines fused-kernel modules call
   (``csrc/kernel_support.c``); their init takes it.
 """
@@ -52,5 +57,5 @@ from pijit._eval_frame import (  # noqa: E402,F401
     set_code_changed_callback, set_compiling, set_enabled, set_pool_limit, set_reduce_callback,
     set_state, state_of, uninstall, set_adapt_callback, set_perf_clock, set_cpu_clock,
     set_compile_budget,
-    entry_stats, take_varied,
+    entry_stats, take_varied, arm, vectorcall_of, follow_original, set_inline,
 )

@@ -240,6 +240,10 @@ def code_info(code) -> dict:
         "break_count": sum(1 for e in entries if e["fallback"]),
         "call_count": counters["calls"],
         "entries": entries,
+        # Jitted function objects of the code given back to CPython because pijit had
+        # nothing to do for their calls (3.12+: jit_config's inline_plain); their calls are
+        # CPython's own from then on, counted nowhere.
+        "inlined": counters["inlined"],
     }
 
 

@@ -135,10 +135,9 @@ def test_jit_config_checked_at_decoration_time():
 
 
 def test_valid_configs_accepted():
-    assert isinstance(pijit.jit(_f, jit_config={"limit_graph_count": 1}), pijit.eval_frame.Wrapper)
-    assert isinstance(pijit.jit(_f, jit_config=pijit.JitConfig(jit_level="O0")),
-                      pijit.eval_frame.Wrapper)
-    assert isinstance(pijit.jit(_f, jit_config={}), pijit.eval_frame.Wrapper)
+    assert pijit.api.is_jitted(pijit.jit(_f, jit_config={"limit_graph_count": 1}))
+    assert pijit.api.is_jitted(pijit.jit(_f, jit_config=pijit.JitConfig(jit_level="O0")))
+    assert pijit.api.is_jitted(pijit.jit(_f, jit_config={}))
     assert pijit.jit(_f)(np.ones(2)).tolist() == [2.0, 2.0]
 
 

@@ -100,7 +100,9 @@ def test_a_frozen_code_bypasses_misses_its_argument_types_decide():
 def test_a_frozen_code_whose_entries_all_run_plain_bypasses_every_call():
     """Every entry runs plain (no array work) and the code is frozen: any call runs plain,
     even one the signature cannot tell (a keyword argument), without the hook."""
-    f = pijit.jit(fresh(add1), jit_config={"compile_after_ms": 0, "limit_graph_count": 1})
+    # (inline_plain off: calls given back to CPython are not counted; tests/test_inline.py)
+    f = pijit.jit(fresh(add1), jit_config={"compile_after_ms": 0, "limit_graph_count": 1,
+                                           "inline_plain": False})
     assert f(1) == 2 and f(2.5) == 3.5
     assert ef.get_state(f.fn.__code__) == ef.FROZEN
     before = counters(f)
@@ -135,7 +137,7 @@ def fib(n):
 def test_recursion_through_the_wrapper_bypasses_every_level():
     ns = {}
     exec("def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n", ns)
-    jitted = pijit.jit(ns["fib"], jit_config={"compile_after_ms": 0})
+    jitted = pijit.jit(ns["fib"], jit_config={"compile_after_ms": 0, "inline_plain": False})
     ns["fib"] = jitted
     assert jitted(2) == fib(2)
     before = counters(jitted)["bypassed"]
@@ -151,10 +153,11 @@ def refcounts(*objs):
 @pytest.mark.parametrize("how", ["types", "frozen", "never_compile"])
 def test_bypassed_calls_do_not_leak(how):
     if how == "frozen":
-        f = pijit.jit(fresh(add1), jit_config={"adaptive": False, "limit_graph_count": 1})
+        f = pijit.jit(fresh(add1), jit_config={"adaptive": False, "limit_graph_count": 1,
+                                               "inline_plain": False})
         f(np.ones(3))
     else:
-        f = pijit.jit(fresh(add1), jit_config={"compile_after_ms": 0})
+        f = pijit.jit(fresh(add1), jit_config={"compile_after_ms": 0, "inline_plain": False})
     f(10 ** 30)
     if how == "never_compile":
         ef.set_state(f.fn.__code__, ef.NEVER_COMPILE)

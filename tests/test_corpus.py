@@ -62,11 +62,33 @@ def test_jit_all_wraps_functions_and_methods():
     assert {"main", "Vec.__init__", "Vec.add", "Particle.step", "World.run"} <= names
 
 
+@pytest.mark.skipif(not pijit._compat.FUNCTION_VECTORCALL, reason="3.12+ (inline_plain)")
+def test_a_pure_python_program_is_given_back_to_cpython(adaptive):
+    """Default options: the hot helper of a pure-Python program is given back to CPython
+    (its calls are CPython's own from then on, counted nowhere); results are plain Python's."""
+    jit_mod = programs.load("caesar", jitted=True)
+    plain_mod = programs.load("caesar")
+    try:
+        assert corpus.same(jit_mod.main(20), plain_mod.main(20))
+        assert pijit.eval_frame.vectorcall_of(jit_mod.shift_char) == "cpython"
+        assert pijit.code_info(jit_mod.shift_char)["inlined"] == 1
+        before = pijit.stats(jit_mod.shift_char)
+        for _ in range(100):
+            assert jit_mod.shift_char("q", 3) == "t"
+        assert pijit.stats(jit_mod.shift_char) == before
+    finally:
+        programs.unload(jit_mod)
+        programs.unload(plain_mod)
+
+
 def test_a_pure_python_program_ends_up_plain(adaptive):
     """Every function of a pure-Python program (caesar: string work, a generator expression,
     a Counter) jitted: after a few runs its hot helper has only plain entries and is called
-    without the hook; results are plain Python's."""
-    jit_mod = programs.load("caesar", jitted=True, jit_config={"compile_after_ms": 1})
+    without the hook; results are plain Python's. (From 3.12 the helper, called a thousand
+    times in a row with the same argument types for nothing, is given back to CPython before
+    it gets hot: test_a_pure_python_program_is_given_back_to_cpython.)"""
+    jit_mod = programs.load("caesar", jitted=True,
+                            jit_config={"compile_after_ms": 1, "inline_plain": False})
     plain_mod = programs.load("caesar")
     try:
         # compile_after_ms counts CPU time: on a loaded machine a run of main gets a small

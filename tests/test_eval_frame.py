@@ -68,7 +68,8 @@ def test_hit_returns_substitute_result():
     assert w(1, 2) == ("sub", 1, 2)
     assert w(1.5, 2) == 3.5          # miss, no callback: plain
     c = ef.counters(f.__code__)
-    assert c == {"calls": 2, "hits": 1, "misses": 1, "state": ef.CANDIDATE, "deferred": 0, "bypassed": 0}
+    assert c == {"calls": 2, "hits": 1, "misses": 1, "state": ef.CANDIDATE, "deferred": 0,
+                 "bypassed": 0, "inlined": 0}
 
 
 @pytest.mark.parametrize("call, expected", [
@@ -597,18 +598,18 @@ def test_states_and_counters():
     ef.set_state(code, ef.NEVER_COMPILE)        # every call plain: the Wrapper skips the hook
     assert w(1) == "plain" and w("s") == "plain"
     assert ef.counters(code) == {"calls": 2, "hits": 0, "misses": 0, "state": 0,
-                                 "deferred": 0, "bypassed": 2}
+                                 "deferred": 0, "bypassed": 2, "inlined": 0}
 
     ef.set_state(code, ef.FROZEN)
     assert w(1) == "hit" and w("s") == "plain"
     assert rec.calls == []
     assert ef.counters(code) == {"calls": 4, "hits": 1, "misses": 1, "state": 4,
-                                 "deferred": 0, "bypassed": 2}
+                                 "deferred": 0, "bypassed": 2, "inlined": 0}
     # The miss failed the entry's type guard: str calls run plain without the hook now,
     # int calls still hit the entry.
     assert w("t") == "plain" and w(2) == "hit"
     assert ef.counters(code) == {"calls": 5, "hits": 2, "misses": 1, "state": 4,
-                                 "deferred": 0, "bypassed": 3}
+                                 "deferred": 0, "bypassed": 3, "inlined": 0}
 
     ef.set_state(code, ef.BUILDING)
     assert w(1) == "plain"
@@ -622,7 +623,7 @@ def test_states_and_counters():
         ef.set_state(code, 7)
     ef.reset(code)
     assert ef.counters(code) == {"calls": 0, "hits": 0, "misses": 0, "state": 1,
-                                 "deferred": 0, "bypassed": 0}
+                                 "deferred": 0, "bypassed": 0, "inlined": 0}
     assert ef.entry_count(code) == 0
     ef.reset((lambda: 0).__code__)               # unmarked: no-op
     with pytest.raises(TypeError):

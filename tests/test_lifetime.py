@@ -177,6 +177,6 @@ def test_a_garbage_collection_between_marking_and_wrapping_keeps_the_function_ji
                 ns = {}
                 exec(f"def f(x):\n    return x * {i} + 1\n", ns)
                 f = pijit.jit(ns["f"], jit_config=O0)
-                assert f.code_state is not None, f"threshold {threshold}"
+                assert pijit.api.wrapper_of(f).code_state is not None, f"threshold {threshold}"
     finally:
         gc.set_threshold(*old)

@@ -52,6 +52,7 @@ OPTION_TESTS = {
     "background_compile": [
         "test_compile_policy.py::test_without_background_compile_the_promotion_waits_for_the_compiler"],
     "perf_statistics": ["test_adaptive.py::test_perf_statistics_keeps_the_faster_path"],
+    "inline_plain": ["test_inline.py::test_inline_plain_off_keeps_every_call"],
     "PERF_STATISTICS_COUNT": ["test_adaptive.py::test_perf_statistics_keeps_the_faster_path"],
     "PERF_STATISTICS_SCALE_10000X": [
         "test_adaptive.py::test_perf_statistics_scale_is_the_margin_plain_python_must_beat"],

@@ -127,6 +127,7 @@ def call_value(cap, fn, args: list, kwargs: dict):
     kind = call_table.kind(target)
     if isinstance(target, types.FunctionType) and numpy_rules.lookup_call(target) is None \
             and not (kind == "pure" and _not_inlined_library(cap, target)):
+        _follow_original(cap, target, fn.source)
         return inline_call(cap, target, fn.source, args, kwargs)
     name = getattr(target, "__name__", type(target).__name__)
     if _is_introspection(target):
@@ -285,6 +286,23 @@ def _super(cap, args):
             and isinstance(args[1].obj, args[0].value):
         return SuperValue(args[0], args[1])
     cap.unsupported(Reason.UNSUPPORTED_CALL, "super() of values pijit does not know")
+
+
+def _follow_original(cap, func, source):
+    """A jitted function object (3.12+) is a copy of the user's function, which takes the
+    changes of the user's function (`__code__`, `__defaults__`, `__kwdefaults__`) at its
+    next call: take them now, and guard the user's function's, so that a later change
+    recompiles the inlined copy as it would change what the copy's call runs."""
+    handle = vars(func).get("__pijit__")
+    if not isinstance(handle, eval_frame.Wrapper) or handle.original is None:
+        return
+    eval_frame.follow_original(func)
+    if source is None:
+        return
+    original = AttrSource(AttrSource(source, "__pijit__"), "original")
+    cap.builder.guard(original, "id", handle.original)
+    for attr in ("__code__", "__defaults__", "__kwdefaults__"):
+        cap.builder.guard(AttrSource(original, attr), "id", getattr(handle.original, attr))
 
 
 def _call_object(cap, fn: ObjectValue, args, kwargs):

@@ -198,7 +198,12 @@ class Nest:
         while changed:
             changed = False
             for b in reversed(self.blocks):
-                out = set().union(*(live[s] for s in succ[b.id]))
+                t = b.term
+                # a for loop's element is set on the edge into its body: live there, it is
+                # not live at the loop's head (counted live, it kept the last element of
+                # every loop alive across its exit, and saved and boxed at each hand-over)
+                out = set().union(*(live[s] - {t[2]} if t[0] == "foriter" and s == t[3]
+                                    else live[s] for s in succ[b.id]))
                 new = uses[b.id] | (out - defs[b.id])
                 if new != live[b.id]:
                     live[b.id] = new

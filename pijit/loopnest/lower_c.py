@@ -237,11 +237,9 @@ class NestKernel:
         # before them, their bodies run as SIMD passes (vectorize.py)
         self.blocks, self.vectors = vectorize.plan(blocks, self.vtypes, self.origin,
                                                    nest.live_in())
-        # integer checks that cannot fail are left out (ranges.py); a loop's element is set
-        # before its body reads it (live_in counts it live at the start)
-        elements = {b.term[2] for b in nest.blocks if b.term[0] == "foriter"}
+        # integer checks that cannot fail are left out (ranges.py)
         self.ranges = ranges.Ranges(self.blocks, self.vtypes, nest.arrays, nest.inputs,
-                                    nest.known, nest.live_in()[0] - set(nest.inputs) - elements)
+                                    nest.known, nest.live_in()[0] - set(nest.inputs))
         # then an accumulator's float check moves to its loop's exit (restored variables
         # hold values they held before: the ranges stay true)
         self.blocks, self.restarts = exit_checks.defer(

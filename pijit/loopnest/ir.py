@@ -60,6 +60,9 @@ class Op:
     resume: int | None = None
     # an array op's views and expression (slices.ArrayOp, over positions in args)
     array: object = None
+    # a store of bounds.py's unit-stride copy, whose entry checked that its array's memory
+    # and these arrays' do not overlap: their loads stay valid across it (cse.py; C only)
+    apart: tuple = ()
     # forward.py (C kernel only): ("fw", value, valid) on a store: it also sets `value` to
     # what it stored and `valid` to 1; on a load: the element is `value` when `valid`, the
     # previous iteration having stored it

@@ -129,6 +129,28 @@ static inline int pj_range_in_bounds(int64_t cur, int64_t stop, int64_t step, in
         last = cur + (span - (step > 0 ? 1 : -1)) / step * step;
     return pj_in_bounds(cur, c, n) && pj_in_bounds(last, c, n);
 }
+/* arrays a and b (of the kernel's arguments) span bytes apart: neither can see the other's
+   stores (bounds.py's unit-stride copies); an array without elements spans none */
+static inline int pj_disjoint(PyObject *a, PyObject *b)
+{
+    char *lo[2], *hi[2];
+    PyArrayObject *x[2] = {(PyArrayObject *)a, (PyArrayObject *)b};
+    int k, j;
+    for (k = 0; k < 2; k++) {
+        lo[k] = hi[k] = PyArray_BYTES(x[k]);
+        for (j = 0; j < PyArray_NDIM(x[k]); j++) {
+            npy_intp n = PyArray_DIM(x[k], j), s = PyArray_STRIDE(x[k], j);
+            if (n == 0)
+                return 1;
+            if (s < 0)
+                lo[k] += s * (n - 1);
+            else
+                hi[k] += s * (n - 1);
+        }
+        hi[k] += PyArray_ITEMSIZE(x[k]);
+    }
+    return hi[0] <= lo[1] || hi[1] <= lo[0];
+}
 /* a ** b for 0 <= b; 0 on overflow (the caller bails) */
 static inline int pj_ipow(int64_t a, int64_t b, int64_t *out)
 {
@@ -452,6 +474,9 @@ class NestKernel:
         itemsize."""
         if base[0] in ("advance", "apart"):
             return vectorize.check_c(self, base)
+        if base[0] == "disjoint":
+            k = list(self.nest.arrays)
+            return f"pj_disjoint(args[{k.index(base[1])}], args[{k.index(base[2])}])"
         if base == ("unit",):
             return f"s_{arr}_{axis} == (npy_intp)sizeof({ctype(self.nest.arrays[arr][0])})"
         n = f"n_{arr}_{axis}"

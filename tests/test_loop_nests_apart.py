@@ -201,3 +201,54 @@ def test_cholesky_hands_over_where_python_raises_or_warns(level, case):
     else:
         A[5, 2] = A[2, 5] = 1e200       # t * t overflows in the sums of column 5
     same(cholesky_loops, A, level=level)
+
+
+# -- an inner loop's entry checks only what its outer loop's entry did not ----------------------
+def gates_checking_no_index(kernel) -> list:
+    """The loop entries (gates) that check no index, only iterators' ranges, strides and
+    memory apart."""
+    return [b.term[1] for b in kernel.blocks if b.term[0] == "version"
+            and all(c[0][0] not in ("var", "const") for c in b.term[1])]
+
+
+def inner_only(A, r, out):
+    for i in range(out.shape[0]):
+        s = 0.0
+        for k in range(A.shape[1]):
+            s += A[r, k]            # r: checked at the inner loop's entry, never by the outer
+        out[i] = s
+    return out
+
+
+def shifted_rows(A, out):
+    for i in range(out.shape[0]):
+        r = i + 1
+        s = A[i, 0]                 # the outer loop's entry checks i, not i + 1
+        for k in range(A.shape[1]):
+            s += A[r, k]
+        out[i] = s
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_cholesky_checks_its_rows_once(level, resumes, kernels):
+    compiled(cholesky_loops, _spd(20, np.random.default_rng(3)), resumes=resumes, level=level)
+    if level == "O1":
+        # the outermost loop's, and the inner loops' in their outer loop's unchecked copy:
+        # L[j, k] and L[i, k] check j and i where their loops start, not at each (i, j)
+        assert len(gates_checking_no_index(kernels[0])) >= 3
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("r", [2, 4, 5, -1, -5, -6])
+def test_an_index_only_the_inner_loop_reads_stays_checked(level, r):
+    A = np.arange(40.0).reshape(5, 8)
+    same(inner_only, A, r, np.zeros(30), level=level)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("rows", [6, 7])
+def test_an_offset_index_stays_checked(level, rows):
+    A = np.arange(56.0).reshape(7, 8)
+    # 7 rows out: A[7, k] at the last one raises IndexError after six rows written
+    same(shifted_rows, A, np.zeros(rows), level=level)

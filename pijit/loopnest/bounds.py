@@ -13,6 +13,10 @@ it stores into spans is apart from every other array's it accesses, and its stor
 arrays could otherwise be views of one buffer (`y[i] = ...; prev = x[i]` reads x[i] once).
 Arrays that do overlap (the same array twice, views shifted by an element) run the first copy.
 
+An outer loop's unchecked copy holds its inner loops' gates; there they leave out the checks
+of indices the outer loop's entry already proved for every iteration (an index the outer loop
+never assigns, or its element plus a constant, on the same array and axis).
+
 A failed check changes nothing: the checked loop hands over to Python at the access that
 goes out of bounds (an IndexError there, or a negative index Python wraps), with the writes
 before it done, as without versioning. The copies' hand-overs name the blocks they were
@@ -180,6 +184,25 @@ def _disjoint(apart: dict) -> tuple:
     return tuple((("disjoint", a, b), 0, None, None) for a, b in sorted(pairs))
 
 
+def _implied_dropped(loop: Loop, k: int, term: tuple, checks: tuple) -> tuple:
+    """The terminator of an inner loop's gate (block k) in the unchecked copy of `loop`, less
+    the checks `loop`'s entry made: an index the outer loop does not change, or its iterator's
+    element, checked again at every entry of the inner loop (cholesky_loops' L[i, k] checked
+    i at each (i, j)); no check left, a jump to the unchecked copy."""
+    made = set(checks)
+    kept = []
+    for check in term[1]:
+        base, c, arr, axis = check
+        if base[0] == "var":
+            form = loop.affine(base[1], (k, None))
+            if form is not None and (form[0], form[1] + c, arr, axis) in made:
+                continue
+        elif base[0] == "const" and check in made:
+            continue
+        kept.append(check)
+    return ("version", tuple(kept)) + term[2:] if kept else ("jump", term[2])
+
+
 def version(nest) -> tuple:
     """(blocks, origin): the nest's blocks with its loops versioned, and new block id -> the
     nest's block a hand-over there resumes at (copies only)."""
@@ -224,6 +247,8 @@ def version(nest) -> tuple:
                            if op.kind == "store" and op.args[0] in apart else op for op in ops]
                 term = tuple(new.get(x, x) if j > 0 and isinstance(x, int) else x
                              for j, x in enumerate(b.term))
+                if term[0] == "version":
+                    term = _implied_dropped(loop, k, term, checks)
                 blocks[new[k]] = Block(new[k], ops, term)
                 origin[new[k]] = origin.get(k, k)
             blocks[gate] = Block(gate, [], ("version", checks + units if unit else checks,

@@ -12,7 +12,9 @@ Stages, in the order data flows:
     lower_py.py   Nest -> a Python function run from any block (O0; the rest of the nest
                   after the kernel bails: exact Python semantics, exceptions and warnings)
     bounds.py     the C kernel's loops versioned: accesses proven in range at a loop's
-                  entry skip their bounds checks (the Python form never sees the copies)
+                  entry skip their bounds checks (the Python form never sees the copies);
+                  an innermost loop's stores into arrays its entry checked apart from the
+                  others keep those others' loads
     cse.py        loads and arithmetic the C kernel already holds on every path: copies
     forward.py    an element the previous iteration of a loop stored, read again: taken from
                   a variable the store sets (no round trip through memory)

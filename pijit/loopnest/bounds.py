@@ -7,7 +7,15 @@ when it does the loop runs as a copy whose accesses are unchecked, else as it wa
 An innermost loop has a second unchecked copy, entered when the arrays it accesses also have
 a last-axis stride of their itemsize (checked at the entry too): it addresses that axis by a
 constant (scaled-index addressing, no multiply per access); other strides (a column, a[::2],
-a[::-1], F order) run the first copy.
+a[::-1], F order) run the first copy. That copy's entry also checks that the memory each array
+it stores into spans is apart from every other array's it accesses, and its stores say so
+(Op.apart): an element of another array it loaded stays valid across them (cse.py), where two
+arrays could otherwise be views of one buffer (`y[i] = ...; prev = x[i]` reads x[i] once).
+Arrays that do overlap (the same array twice, views shifted by an element) run the first copy.
+
+An outer loop's unchecked copy holds its inner loops' gates; there they leave out the checks
+of indices the outer loop's entry already proved for every iteration (an index the outer loop
+never assigns, or its element plus a constant, on the same array and axis).
 
 A failed check changes nothing: the checked loop hands over to Python at the access that
 goes out of bounds (an IndexError there, or a negative index Python wraps), with the writes
@@ -156,6 +164,45 @@ def _checks(loop: Loop, arrays: dict) -> tuple:
     return proven, tuple(sorted(checks, key=str)), tuple(sorted(units, key=str))
 
 
+def _apart(loop: Loop) -> dict:
+    """Array a loop stores into -> the other arrays it loads or stores (whose memory its
+    unit-stride copy's entry checks to be apart from the first's)."""
+    stored, seen = set(), set()
+    for k in loop.body:
+        for op in loop.blocks[k].ops:
+            if op.kind in ("load", "store"):
+                seen.add(op.args[0])
+                if op.kind == "store":
+                    stored.add(op.args[0])
+    return {a: tuple(sorted(seen - {a})) for a in stored if seen - {a}}
+
+
+def _disjoint(apart: dict) -> tuple:
+    """The checks ((disjoint, a, b), 0, None, None) that arrays a and b span bytes apart,
+    for each pair _apart relates."""
+    pairs = {tuple(sorted((a, b))) for a, others in apart.items() for b in others}
+    return tuple((("disjoint", a, b), 0, None, None) for a, b in sorted(pairs))
+
+
+def _implied_dropped(loop: Loop, k: int, term: tuple, checks: tuple) -> tuple:
+    """The terminator of an inner loop's gate (block k) in the unchecked copy of `loop`, less
+    the checks `loop`'s entry made: an index the outer loop does not change, or its iterator's
+    element, checked again at every entry of the inner loop (cholesky_loops' L[i, k] checked
+    i at each (i, j)); no check left, a jump to the unchecked copy."""
+    made = set(checks)
+    kept = []
+    for check in term[1]:
+        base, c, arr, axis = check
+        if base[0] == "var":
+            form = loop.affine(base[1], (k, None))
+            if form is not None and (form[0], form[1] + c, arr, axis) in made:
+                continue
+        elif base[0] == "const" and check in made:
+            continue
+        kept.append(check)
+    return ("version", tuple(kept)) + term[2:] if kept else ("jump", term[2])
+
+
 def version(nest) -> tuple:
     """(blocks, origin): the nest's blocks with its loops versioned, and new block id -> the
     nest's block a hand-over there resumes at (copies only)."""
@@ -182,7 +229,11 @@ def version(nest) -> tuple:
             continue
         entries = [p for p in predecessors(blocks)[head] if p not in body]
         # the unchecked copy; an innermost loop gets a second one, entered when the arrays
-        # also have unit strides, which addresses their last axis by the itemsize
+        # also have unit strides, which addresses their last axis by the itemsize, and when
+        # the arrays it stores into are apart from the others (their loads then stay valid
+        # across its stores)
+        apart = _apart(loop) if innermost else {}
+        units += _disjoint(apart)
         target = head
         for unit in ([False, True] if innermost else [False]):
             new = {k: n for n, k in enumerate(sorted(body), start=max(blocks) + 1)}
@@ -191,8 +242,13 @@ def version(nest) -> tuple:
                 b = blocks[k]
                 ops = [replace(op, checked=False, unit=unit) if (k, j) in proven else op
                        for j, op in enumerate(b.ops)]
+                if unit:
+                    ops = [replace(op, apart=apart[op.args[0]])
+                           if op.kind == "store" and op.args[0] in apart else op for op in ops]
                 term = tuple(new.get(x, x) if j > 0 and isinstance(x, int) else x
                              for j, x in enumerate(b.term))
+                if term[0] == "version":
+                    term = _implied_dropped(loop, k, term, checks)
                 blocks[new[k]] = Block(new[k], ops, term)
                 origin[new[k]] = origin.get(k, k)
             blocks[gate] = Block(gate, [], ("version", checks + units if unit else checks,

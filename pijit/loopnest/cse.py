@@ -6,7 +6,8 @@ comparisons, min/max/abs/math calls, shapes) or on its operands and the array's 
 element load). Its value is available at a point when, on every path there, the op ran into
 its holder and since then neither the holder nor an operand was assigned, and, for a load,
 nothing was stored into any array (two array arguments may be views of the same memory, so
-a store into one kills the loads of every array). The later op is then a copy: it cannot
+a store into one kills the loads of every array, but those of the arrays the store's loop
+checked at its entry to be apart from its array: bounds.py). The later op is then a copy: it cannot
 bail where the earlier one did not (same operands, same result), so a hand-over skipped here
 never happens in plain Python either, and every variable holds at each block's start what it
 holds in the nest as recognised (the Python form resumes from those).
@@ -34,9 +35,12 @@ def _defined(op: Op) -> tuple:
     return (op.dst,) if op.dst is not None else ()
 
 
-def _kill(avail: dict, names, store: bool) -> None:
+def _kill(avail: dict, names, store: bool, apart=()) -> None:
+    """Forget the values held by `names` or computed from them; a store: also the loads,
+    but those of arrays `apart` from the one it stores into."""
     for key, holder in list(avail.items()):
-        if holder in names or any(a in names for a in key[2]) or store and key[0] == "load":
+        if holder in names or any(a in names for a in key[2]) or store and key[0] == "load" \
+                and key[2][0] not in apart:
             del avail[key]
 
 
@@ -46,7 +50,7 @@ def _step(avail: dict, op: Op, types: dict, rewrite: bool) -> Op:
     if rewrite and key is not None and key in avail and avail[key] != op.dst \
             and types[avail[key]] == types[op.dst]:
         op = Op("copy", op.dst, (avail[key],), lineno=op.lineno)
-    _kill(avail, _defined(op), op.kind in ("store", "vstore"))
+    _kill(avail, _defined(op), op.kind in ("store", "vstore"), op.apart)
     if key is not None and op.dst not in key[2]:
         avail[key] = op.dst
     return op

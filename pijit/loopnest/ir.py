@@ -60,6 +60,9 @@ class Op:
     resume: int | None = None
     # an array op's views and expression (slices.ArrayOp, over positions in args)
     array: object = None
+    # a store of bounds.py's unit-stride copy, whose entry checked that its array's memory
+    # and these arrays' do not overlap: their loads stay valid across it (cse.py; C only)
+    apart: tuple = ()
     # forward.py (C kernel only): ("fw", value, valid) on a store: it also sets `value` to
     # what it stored and `valid` to 1; on a load: the element is `value` when `valid`, the
     # previous iteration having stored it
@@ -198,7 +201,12 @@ class Nest:
         while changed:
             changed = False
             for b in reversed(self.blocks):
-                out = set().union(*(live[s] for s in succ[b.id]))
+                t = b.term
+                # a for loop's element is set on the edge into its body: live there, it is
+                # not live at the loop's head (counted live, it kept the last element of
+                # every loop alive across its exit, and saved and boxed at each hand-over)
+                out = set().union(*(live[s] - {t[2]} if t[0] == "foriter" and s == t[3]
+                                    else live[s] for s in succ[b.id]))
                 new = uses[b.id] | (out - defs[b.id])
                 if new != live[b.id]:
                     live[b.id] = new

@@ -152,11 +152,10 @@ def _eligible(by_id, head, loops, dom, types, origin, live_in):
                     hoist.append((k, j))
     if not stores or any(len(types[v]) != 1 for v in defined):
         return None
-    # a value carried to the next iteration or read after the loop (its element, which
-    # the foriter sets before the body reads it, live_in counts live at the head)
+    # a value carried to the next iteration or read after the loop
     after, at = origin.get(term[4], term[4]), origin.get(head, head)
     if at not in live_in or after not in live_in \
-            or (defined - {term[2]}) & (live_in[at] | live_in[after]):
+            or defined & (live_in[at] | live_in[after]):
         return None
     checks = [(("advance", s, it), 0, None, None) for s in sorted(set(stores), key=str)]
     pairs = {(a, b) for n, a in enumerate(stores) for b in stores[n + 1:] + loads if a != b}

@@ -423,3 +423,29 @@ def test_a_malformed_capture_fails_loudly(monkeypatch):
     pijit.reset(jitted)
     with pytest.raises(GraphInvariantError, match="after capture"):
         jitted(np.arange(4.0), np.ones(4))
+
+
+def _sum_where_positive(x):
+    return np.sum(x, where=x > 0)       # the mask is read through a keyword only
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_dce_keeps_what_a_node_reads_through_a_keyword(level):
+    assert_same(_sum_where_positive, np.linspace(-2.0, 3.0, 11), ops=["gt", "sum"],
+                jit_kwargs={"jit_config": {"jit_level": level}})
+
+
+def _quiet_reads_around_an_out_write(a, b, c):
+    before = np.maximum(c, 1.0).sum()       # quiet: cse may merge equal ones
+    view = c[1:]
+    v_before = np.maximum(view, 1.0) + 1
+    np.add(a, b, out=c)                     # writes c and, through it, view
+    return before, np.maximum(c, 1.0).sum(), v_before, np.maximum(view, 1.0) + 1
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_no_common_subexpression_across_a_write_through_out(level):
+    """A ufunc's out= write is a mutation: equal reads of the array before and after it are
+    two values."""
+    assert_same(_quiet_reads_around_an_out_write, np.arange(4.0), np.ones(4), np.zeros(4),
+                ops=["maximum", "add"], jit_kwargs={"jit_config": {"jit_level": level}})

@@ -419,3 +419,26 @@ def test_store_before_a_node_that_may_raise_then_another_store():
         report = assert_same(store_raise_store, State(), X, idx, graphs=1, breaks=1)
         assert "'steps' before an operation that may raise" in \
             report.break_reasons[0]["reason"], report
+
+
+def store_then_int_of_data(s, x):
+    s.steps = 1
+    return int(x.sum())             # int(nan) raises ValueError, int(inf) OverflowError
+
+
+def test_store_before_int_of_a_float_that_may_raise():
+    """int() of a float may raise at run time: the store before it runs where it stands,
+    also for an entry compiled on data that did not raise."""
+    from differential import assert_same_outcome, clone, run_observed, run_plain
+    jitted = pijit.jit(store_then_int_of_data)
+    pijit.reset(jitted)
+    for x in (np.ones(3), np.array([1.0, np.nan]), np.array([np.inf]), np.ones(3)):
+        args = (State(), x)
+        plain_args, jit_args = clone(args), clone(args)
+        want = run_plain(store_then_int_of_data, plain_args, {})
+        got = run_observed(jitted, jit_args, {})
+        assert_same_outcome(got, want, jit_args, plain_args, f"x={x}")
+        assert jit_args[0].steps == plain_args[0].steps == 1
+    report = pijit.explain(store_then_int_of_data, State(), np.ones(3))
+    assert report.graph_count == 1 and "int" in report.ops_per_graph[0], report
+    assert "before an operation that may raise" in report.break_reasons[0]["reason"], report

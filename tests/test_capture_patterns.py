@@ -360,3 +360,18 @@ def test_a_sequence_too_long_to_unroll_is_not_guarded_item_by_item(kind):
     for k in range(3):
         jitted(kind(range(k, 500 + k)), X)
     assert pijit.stats(jitted)["cache_misses"] == 1
+
+
+def positional_only(x, k, /, shift=1.0):
+    return x * k + shift
+
+
+def passes_a_positional_only_by_keyword(x):
+    y = x * 2.0
+    return positional_only(y, k=3.0)        # plain Python raises TypeError
+
+
+def test_a_positional_only_parameter_passed_by_keyword_raises():
+    report = assert_same(passes_a_positional_only_by_keyword, X, graphs=1, breaks=1,
+                         ops=["mul"])
+    assert "positional_only" in report.break_reasons[0]["reason"], report

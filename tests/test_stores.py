@@ -3,6 +3,7 @@ recorded during capture and replayed after the graph in program order (issue 20,
 plain vs jitted, twice, on copies (results, object state, printed output, exceptions), and
 how each call ran (one graph, or the break where a store cannot be deferred)."""
 import contextlib
+import types
 import io
 
 import numpy as np
@@ -442,3 +443,50 @@ def test_store_before_int_of_a_float_that_may_raise():
     report = pijit.explain(store_then_int_of_data, State(), np.ones(3))
     assert report.graph_count == 1 and "int" in report.ops_per_graph[0], report
     assert "before an operation that may raise" in report.break_reasons[0]["reason"], report
+
+
+def make_counter_with_a_helper():
+    count = 0
+    w = 2.0
+
+    def helper(x):
+        return x * w            # helper's free variable 0 (w); the caller's 0 is count
+
+    def step(x):
+        nonlocal count
+        count += 1
+        return helper(x) + count, count
+    return step
+
+
+def test_an_inlined_closure_reads_its_own_cell_after_a_nonlocal_store():
+    plain, jitted = make_counter_with_a_helper(), pijit.jit(make_counter_with_a_helper())
+    for _ in range(3):
+        (y, n), (y_p, n_p) = jitted(X), plain(X)
+        assert_equal_values(y, y_p)
+        assert n == n_p
+    report = pijit.explain(make_counter_with_a_helper(), X)
+    # the helper's cell may be the one stored into: its read breaks, never a guess
+    assert report.graph_count == 2 and report.graph_break_count == 1, report
+    assert "may be a cell stored into" in report.break_reasons[0]["reason"], report
+
+
+G_SCALE = 1.0
+# A helper of "another module": its globals are a dict of its own, with a G_SCALE of its own.
+scaled_elsewhere = types.FunctionType(
+    compile("def scaled(x):\n    return x * G_SCALE\n", __file__, "exec").co_consts[0],
+    {"G_SCALE": 3.0}, "scaled")
+
+
+def global_store_then_a_helper_of_another_module(x):
+    global G_SCALE
+    G_SCALE = 5.0
+    return scaled_elsewhere(x) + G_SCALE
+
+
+def test_a_global_store_is_not_seen_by_a_helper_of_another_module():
+    global G_SCALE
+    try:
+        assert_same(global_store_then_a_helper_of_another_module, X, ops=["mul", "add"])
+    finally:
+        G_SCALE = 1.0

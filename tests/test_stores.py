@@ -490,3 +490,12 @@ def test_a_global_store_is_not_seen_by_a_helper_of_another_module():
         assert_same(global_store_then_a_helper_of_another_module, X, ops=["mul", "add"])
     finally:
         G_SCALE = 1.0
+
+
+def append_then_read(x, lst):
+    lst.append(x * 2)           # appended before the list's own items are read
+    return lst[0] + 1, lst[-1], len(lst)
+
+
+def test_a_list_appended_to_then_read_keeps_its_order():
+    assert_same(append_then_read, X, [X + 10.0], ops=["mul", "add"])

@@ -449,3 +449,23 @@ def test_no_common_subexpression_across_a_write_through_out(level):
     two values."""
     assert_same(_quiet_reads_around_an_out_write, np.arange(4.0), np.ones(4), np.zeros(4),
                 ops=["maximum", "add"], jit_kwargs={"jit_config": {"jit_level": level}})
+
+
+def _equal_values_one_seen_through_a_view(a):
+    t1 = 0 + a                  # quiet (bool + int): cse may merge equal ones
+    t2 = 0 + a
+    return t1, t2.T             # plain: t2.T is a view of t2, not of the returned t1
+
+
+def _equal_values_both_seen_through_views(a):
+    return (0 + a)[::-1], (0 + a)[::-1]
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+@pytest.mark.parametrize("fn", [_equal_values_one_seen_through_a_view,
+                                _equal_values_both_seen_through_views])
+def test_cse_keeps_apart_values_read_through_views(fn, level):
+    """Found by the random programs (1,000 examples at O1; hunt34): merging `0 + a` into an
+    equal value made a returned view alias another result."""
+    assert_same(fn, np.array([False, True, True]), ops=["add"],
+                jit_kwargs={"jit_config": {"jit_level": level}})

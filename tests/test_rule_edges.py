@@ -213,3 +213,22 @@ def store_then_read(o, x):
 
 def test_store_read_back_through_a_custom_getattribute():
     assert_same(store_then_read, Doubling(), X, graphs=None, breaks=None)
+
+
+def times_minus_one(b):
+    return -1 * b, b * -1.0
+
+
+@pytest.mark.xfail(strict=True, reason="found by hunt34's longer random-program run at O1: "
+                   "the fused kernel's NaN * -1 is -nan where NumPy's multiply keeps the "
+                   "NaN's sign (+nan); gcc folds x * -1.0 into -x unless it honours "
+                   "signalling NaNs (-fsignaling-nans), so render or the flags must keep it "
+                   "a multiplication")
+def test_times_minus_one_keeps_a_nans_sign_at_o1():
+    assert_same(times_minus_one, np.array([np.nan, 1.0, -0.0]), ops=["mul"],
+                jit_kwargs={"jit_config": {"jit_level": "O1"}})
+
+
+def test_times_minus_one_keeps_a_nans_sign_at_o0():
+    assert_same(times_minus_one, np.array([np.nan, 1.0, -0.0]), ops=["mul"],
+                jit_kwargs={"jit_config": {"jit_level": "O0"}})

@@ -1,5 +1,6 @@
 """Capture patterns beyond single ops: argument kinds, closures, globals, methods, containers,
 pruned branches, in-place updates of fresh arrays, dynamic shapes; and what falls back."""
+import functools
 import math
 
 import numpy as np
@@ -360,3 +361,43 @@ def test_a_sequence_too_long_to_unroll_is_not_guarded_item_by_item(kind):
     for k in range(3):
         jitted(kind(range(k, 500 + k)), X)
     assert pijit.stats(jitted)["cache_misses"] == 1
+
+
+def positional_only(x, k, /, shift=1.0):
+    return x * k + shift
+
+
+def passes_a_positional_only_by_keyword(x):
+    y = x * 2.0
+    return positional_only(y, k=3.0)        # plain Python raises TypeError
+
+
+def test_a_positional_only_parameter_passed_by_keyword_raises():
+    report = assert_same(passes_a_positional_only_by_keyword, X, graphs=1, breaks=1,
+                         ops=["mul"])
+    assert "positional_only" in report.break_reasons[0]["reason"], report
+
+
+def scaled_and_shifted(x, scale=1.0, shift=0.0):
+    return x * scale + shift
+
+
+DOUBLED = functools.partial(scaled_and_shifted, scale=2.0)
+
+
+def partial_with_a_keyword_overridden(x):
+    return DOUBLED(x, scale=3.0, shift=1.0)     # the call's scale wins, as in Python
+
+
+def test_a_call_keyword_overrides_the_partial_keyword():
+    assert_same(partial_with_a_keyword_overridden, X, ops=["mul", "add"])
+
+
+def int_and_ellipsis(x):
+    y = x[0, ...]               # a 0-d array, not a scalar: every axis taken, with `...`
+    return y, type(y), y.ndim, y * 2.0, x[..., 1]      # type and ndim read from its Meta
+
+
+def test_an_int_with_an_ellipsis_is_a_0d_array():
+    assert_same(int_and_ellipsis, X[0], ops=["getitem", "mul"])
+    assert_same(int_and_ellipsis, X, ops=["getitem", "mul"])

@@ -885,3 +885,24 @@ def test_residual_loop_body_returns_each_local_to_its_name():
     # which the loop must store back in that order (the values differ every iteration)
     report = assert_same(residual_loop_two_outs, X, graphs=2, breaks=2)
     assert report.ops_per_graph == [["mul", "add"], ["add", "mul"]], report
+
+
+def lambda_with_a_keyword_only_default(x):
+    g = lambda y, *, k=2.0: y * k        # noqa: E731 - made before the break, called after
+    print("break")
+    return g(x) + g(x, k=3.0)
+
+
+def nested_def_with_a_keyword_only_default(x):
+    def g(y, *, k=2.0):
+        return y * k
+    z = x + 1.0
+    print("break")
+    return g(z)
+
+
+@pytest.mark.parametrize("fn", [lambda_with_a_keyword_only_default,
+                                nested_def_with_a_keyword_only_default])
+def test_a_function_rebuilt_at_a_break_keeps_its_keyword_only_defaults(fn):
+    report = assert_same(fn, np.linspace(-1.0, 2.0, 6), graphs=None, breaks=1)
+    assert "print" in report.break_reasons[0]["reason"], report

@@ -423,3 +423,49 @@ def test_a_malformed_capture_fails_loudly(monkeypatch):
     pijit.reset(jitted)
     with pytest.raises(GraphInvariantError, match="after capture"):
         jitted(np.arange(4.0), np.ones(4))
+
+
+def _sum_where_positive(x):
+    return np.sum(x, where=x > 0)       # the mask is read through a keyword only
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_dce_keeps_what_a_node_reads_through_a_keyword(level):
+    assert_same(_sum_where_positive, np.linspace(-2.0, 3.0, 11), ops=["gt", "sum"],
+                jit_kwargs={"jit_config": {"jit_level": level}})
+
+
+def _quiet_reads_around_an_out_write(a, b, c):
+    before = np.maximum(c, 1.0).sum()       # quiet: cse may merge equal ones
+    view = c[1:]
+    v_before = np.maximum(view, 1.0) + 1
+    np.add(a, b, out=c)                     # writes c and, through it, view
+    return before, np.maximum(c, 1.0).sum(), v_before, np.maximum(view, 1.0) + 1
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_no_common_subexpression_across_a_write_through_out(level):
+    """A ufunc's out= write is a mutation: equal reads of the array before and after it are
+    two values."""
+    assert_same(_quiet_reads_around_an_out_write, np.arange(4.0), np.ones(4), np.zeros(4),
+                ops=["maximum", "add"], jit_kwargs={"jit_config": {"jit_level": level}})
+
+
+def _equal_values_one_seen_through_a_view(a):
+    t1 = 0 + a                  # quiet (bool + int): cse may merge equal ones
+    t2 = 0 + a
+    return t1, t2.T             # plain: t2.T is a view of t2, not of the returned t1
+
+
+def _equal_values_both_seen_through_views(a):
+    return (0 + a)[::-1], (0 + a)[::-1]
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+@pytest.mark.parametrize("fn", [_equal_values_one_seen_through_a_view,
+                                _equal_values_both_seen_through_views])
+def test_cse_keeps_apart_values_read_through_views(fn, level):
+    """Found by the random programs (1,000 examples at O1; hunt34): merging `0 + a` into an
+    equal value made a returned view alias another result."""
+    assert_same(fn, np.array([False, True, True]), ops=["add"],
+                jit_kwargs={"jit_config": {"jit_level": level}})

@@ -477,6 +477,13 @@ def from_the_end(x):
     return acc
 
 
+def windows_from_a_constant_minus_the_index(x):
+    acc = np.zeros(2)
+    for k in range(x.shape[0] - 20):
+        acc = acc + x[50 - k:52 - k] * 0.5      # 50 - k is not k - 50: no proved length
+    return acc
+
+
 def copy_columns(a, b):
     for k in range(1, a.shape[1] - 1):
         a[:, k:k + 1] = b[:, k - 1:k] * 0.5 + b[:, k + 1:k + 2]
@@ -517,6 +524,15 @@ def test_slices_whose_length_changes_with_the_index_have_a_dynamic_length(level)
     for fn in (windows_past_the_end, from_the_end):
         report = assert_same(fn, x, jit_kwargs=jit_kwargs(level))
         assert loop_count(report) == 1
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_slice_by_a_constant_minus_the_index_is_one_loop_node(level):
+    """c - k is not affine in k as index_facts knows it (k - c is): its slice keeps a
+    length read at run time, in one loop node, not a length proved wrong."""
+    report = assert_same(windows_from_a_constant_minus_the_index, np.arange(60.0),
+                         jit_kwargs=jit_kwargs(level, loop_unrolling=False))
+    assert loop_count(report) == 1 and report.graph_break_count == 0, report
 
 
 def test_the_two_ends_prove_one_length_for_every_index():

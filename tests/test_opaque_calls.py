@@ -722,3 +722,23 @@ def test_pijit_constexpr_with_an_array_argument_breaks():
     pijit.reset(jitted)
     for arg in (x, np.ones(4)):
         assert_equal_values(jitted(arg), uses_constexpr_on_an_array(arg))
+
+
+@pytest.mark.parametrize("jit_kwargs", LEVELS, ids=["O0", "O1"])
+def test_a_mismatching_result_runs_plain_for_the_caller(jit_kwargs):
+    """Compared call by call with plain Python (results, output, exceptions): a result that
+    no longer matches what capture saw restarts the call as plain Python, never reaches the
+    caller as pijit's own OpaqueMismatch."""
+    from tests.differential import assert_same_outcome, clone, run_observed, run_plain
+    jitted = pijit.jit(residual_count, **jit_kwargs)
+    pijit.reset(jitted)
+    full, low = np.random.default_rng(5).random((6, 3)), np.ones((6, 3))
+    for X in (full, low, full, low):
+        args = (X, np.ones(6))
+        want_args, got_args = clone(args), clone(args)
+        assert_same_outcome(run_observed(jitted, got_args, {}),
+                            run_plain(residual_count, want_args, {}), got_args, want_args,
+                            f"rank {np.linalg.matrix_rank(X)}")
+    report = explain_report(jitted.fn.__code__)
+    assert report.graph_count == 1 and report.graph_break_count == 0, report
+    assert report.opaque_calls == [["linalg.lstsq"]], report

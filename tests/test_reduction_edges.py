@@ -67,3 +67,12 @@ def test_a_nan_deep_in_a_later_block_is_found():
         x[pos] = NAN
         for op in ("argmax", "argmin", "max", "min", "any", "all"):
             assert_same(REDUCTIONS[op], x, ops=[op])
+
+
+def _at_axis_minus_ndim(x):
+    return x.sum(axis=-2), np.cumsum(x, axis=-2), x.max(axis=-x.ndim, keepdims=True)
+
+
+def test_axis_minus_ndim_is_the_first_axis():
+    """axis=-ndim is axis 0 (in range), not an AxisError that breaks the graph."""
+    assert_same(_at_axis_minus_ndim, np.arange(6.0).reshape(2, 3), ops=["sum", "cumsum", "max"])

@@ -135,3 +135,20 @@ def test_replay_of_loop_nodes(fn):
     capture = capture_frame(fn, (np.arange(3.0), 4), config)
     assert any(n.name == "loop" for n in capture.graph.nodes)
     assert check_replay(fn, [np.arange(3.0), 4], config) == "replayed"
+
+
+def write_then_index_error(a, idx):
+    a += 1.0                        # a write into the caller's array, then an error
+    k = idx.argmax() + 10
+    return a[k]                     # IndexError at run time
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_a_graph_that_wrote_is_not_replayed(level):
+    """Replaying the failed graph would make its writes twice: a graph with writes raises
+    its own error, after writing once, as plain Python."""
+    from differential import assert_same
+    report = assert_same(write_then_index_error, np.linspace(-1.0, 2.0, 6), np.arange(3),
+                         ops=["iadd", "argmax", "getitem"],
+                         jit_kwargs={"jit_config": {"jit_level": level}})
+    assert report.graph_break_count == 0, report

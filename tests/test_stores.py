@@ -3,6 +3,7 @@ recorded during capture and replayed after the graph in program order (issue 20,
 plain vs jitted, twice, on copies (results, object state, printed output, exceptions), and
 how each call ran (one graph, or the break where a store cannot be deferred)."""
 import contextlib
+import types
 import io
 
 import numpy as np
@@ -419,3 +420,82 @@ def test_store_before_a_node_that_may_raise_then_another_store():
         report = assert_same(store_raise_store, State(), X, idx, graphs=1, breaks=1)
         assert "'steps' before an operation that may raise" in \
             report.break_reasons[0]["reason"], report
+
+
+def store_then_int_of_data(s, x):
+    s.steps = 1
+    return int(x.sum())             # int(nan) raises ValueError, int(inf) OverflowError
+
+
+def test_store_before_int_of_a_float_that_may_raise():
+    """int() of a float may raise at run time: the store before it runs where it stands,
+    also for an entry compiled on data that did not raise."""
+    from differential import assert_same_outcome, clone, run_observed, run_plain
+    jitted = pijit.jit(store_then_int_of_data)
+    pijit.reset(jitted)
+    for x in (np.ones(3), np.array([1.0, np.nan]), np.array([np.inf]), np.ones(3)):
+        args = (State(), x)
+        plain_args, jit_args = clone(args), clone(args)
+        want = run_plain(store_then_int_of_data, plain_args, {})
+        got = run_observed(jitted, jit_args, {})
+        assert_same_outcome(got, want, jit_args, plain_args, f"x={x}")
+        assert jit_args[0].steps == plain_args[0].steps == 1
+    report = pijit.explain(store_then_int_of_data, State(), np.ones(3))
+    assert report.graph_count == 1 and "int" in report.ops_per_graph[0], report
+    assert "before an operation that may raise" in report.break_reasons[0]["reason"], report
+
+
+def make_counter_with_a_helper():
+    count = 0
+    w = 2.0
+
+    def helper(x):
+        return x * w            # helper's free variable 0 (w); the caller's 0 is count
+
+    def step(x):
+        nonlocal count
+        count += 1
+        return helper(x) + count, count
+    return step
+
+
+def test_an_inlined_closure_reads_its_own_cell_after_a_nonlocal_store():
+    plain, jitted = make_counter_with_a_helper(), pijit.jit(make_counter_with_a_helper())
+    for _ in range(3):
+        (y, n), (y_p, n_p) = jitted(X), plain(X)
+        assert_equal_values(y, y_p)
+        assert n == n_p
+    report = pijit.explain(make_counter_with_a_helper(), X)
+    # the helper's cell may be the one stored into: its read breaks, never a guess
+    assert report.graph_count == 2 and report.graph_break_count == 1, report
+    assert "may be a cell stored into" in report.break_reasons[0]["reason"], report
+
+
+G_SCALE = 1.0
+# A helper of "another module": its globals are a dict of its own, with a G_SCALE of its own.
+scaled_elsewhere = types.FunctionType(
+    compile("def scaled(x):\n    return x * G_SCALE\n", __file__, "exec").co_consts[0],
+    {"G_SCALE": 3.0}, "scaled")
+
+
+def global_store_then_a_helper_of_another_module(x):
+    global G_SCALE
+    G_SCALE = 5.0
+    return scaled_elsewhere(x) + G_SCALE
+
+
+def test_a_global_store_is_not_seen_by_a_helper_of_another_module():
+    global G_SCALE
+    try:
+        assert_same(global_store_then_a_helper_of_another_module, X, ops=["mul", "add"])
+    finally:
+        G_SCALE = 1.0
+
+
+def append_then_read(x, lst):
+    lst.append(x * 2)           # appended before the list's own items are read
+    return lst[0] + 1, lst[-1], len(lst)
+
+
+def test_a_list_appended_to_then_read_keeps_its_order():
+    assert_same(append_then_read, X, [X + 10.0], ops=["mul", "add"])

@@ -141,12 +141,28 @@ def test_warnings_are_numpys(fn, args, ops, level):
     assert_same(fn, *args, ops=ops, jit_kwargs={"jit_config": {"jit_level": level}})
 
 
+def _unused_division_by_a_numpy_int(a, b):
+    k = b.min()                 # a NumPy integer scalar of the graph (0 here)
+    t = a // k                  # unused: an int array by an int scalar still warns
+    u = a % k
+    return a + 1
+
+
 def _floor_divide_then_log(a, b):
     t0 = -b
     t1 = 0 // t0
     t2 = 0 + a
     t5 = np.log(t0)
     return t1, t2, t5
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_unused_integer_array_division_by_a_scalar_warns(level):
+    """NumPy's array loop warns of an integer division by zero even when the divisor is a
+    scalar: the unused divisions are kept (not judged by NumPy's scalar-math rule)."""
+    assert_same(_unused_division_by_a_numpy_int, np.arange(4), np.zeros(3, np.int64),
+                ops=["min", "floordiv", "mod", "add"],
+                jit_kwargs={"jit_config": {"jit_level": level}})
 
 
 def test_warnings_keep_their_order_across_an_op_numpy_runs():

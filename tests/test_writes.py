@@ -405,3 +405,14 @@ def test_store_then_write_into_a_read_only_array(level):
         assert type(e_jit) is type(e_plain) and str(e_jit) == str(e_plain)
         assert steps_jit == steps_plain == 1
         assert_equal_values(a_jit, a_plain)
+
+
+def assign_with_leading_ones(a, v, w):
+    a[0] = v                    # v of shape (1, 3) into a row: NumPy drops its leading 1s
+    a[1:, :] = w                # w of shape (1, 1, 3)
+    return a
+
+
+def test_a_value_with_leading_ones_is_assigned():
+    assert_same(assign_with_leading_ones, np.zeros((3, 3)), np.ones((1, 3)),
+                np.full((1, 1, 3), 2.0), ops=["setitem"])

@@ -3,8 +3,10 @@ one (same fn, same arguments) is replaced by it.
 
 Skipped entirely when the graph mutates arrays in place, directly or in a loop node's body
 (sharing a value could then expose a mutation), and never applied to a node that is itself a graph output (two outputs that are
-one object would alias where NumPy returns two arrays), nor to a node that may warn (NumPy
-would warn once per evaluation).
+one object would alias where NumPy returns two arrays), nor to one read by a node that is
+not pure and may keep it or a view of it (`t2 = 0 + a; return 0 + a, t2.T`: the view would
+be of the first, returned, array; np.stack and the like copy), nor to a node that may warn
+(NumPy would warn once per evaluation).
 """
 from __future__ import annotations
 
@@ -13,8 +15,13 @@ import dataclasses
 import numpy as np
 
 from pijit.graph.dce import replace_nodes
-from pijit.graph.ir import Graph, Ref, map_refs
+from pijit.graph.ir import Graph, Ref, map_refs, node_refs
 from pijit.graph.purity import is_pure, may_warn, mutates
+
+
+# Ops that are not pure but return a new array holding copies of their operands.
+_COPIES = frozenset(id(f) for f in (np.stack, np.concatenate, np.hstack, np.vstack, np.copy,
+                                    np.ndarray.copy, np.ndarray.flatten))
 
 
 class _Unhashable(Exception):
@@ -40,6 +47,8 @@ def cse(graph: Graph) -> Graph:
     if any(mutates(n) for n in graph.nodes):
         return graph
     outputs = {r.index for r in graph.outputs}
+    kept = outputs | {r.index for n in graph.nodes
+                      if not is_pure(n) and id(n.fn) not in _COPIES for r in node_refs(n)}
     seen: dict = {}
     rename: dict = {}
     nodes = []
@@ -55,7 +64,7 @@ def cse(graph: Graph) -> Graph:
             except _Unhashable:
                 key = None
             if key is not None:
-                if key in seen and node.out not in outputs:
+                if key in seen and node.out not in kept:
                     rename[node.out] = seen[key]
                     continue
                 seen.setdefault(key, node.out)

@@ -199,10 +199,10 @@ def test_a_build_running_at_exit_is_stopped_and_leaves_nothing(tmp_path):
         for _ in range(3):
             assert np.array_equal(j(x), chain(x))
         assert build.pending_builds() == 1
-        import time
-        while not build._running:       # the compiler has started
+        import os, time
+        while not os.path.exists(PID_FILE):     # the compiler has started (and said so)
             time.sleep(0.01)
-    """)
+    """).replace("PID_FILE", repr(str(pid_file)))
     env = dict(os.environ, CC=str(slow_cc), PIJIT_CACHE_DIR=str(cache))
     env.pop("PIJIT_ADAPTIVE", None)
     subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120)

@@ -373,7 +373,12 @@ function_vectorcall(PyObject *func, PyObject *const *args, size_t nargsf, PyObje
         if (w->fn == func)
             fn_cache[k].func = func, fn_cache[k].w = w;
     }
-    return jit_call(w, func, 1, args, nargsf, kwnames);
+    /* The caller owns func, not w (a borrowed item of func's __dict__, which the call may
+     * change): held for the call. */
+    Py_INCREF(w);
+    PyObject *res = jit_call(w, func, 1, args, nargsf, kwnames);
+    Py_DECREF(w);
+    return res;
 }
 
 #if PJ_FUNCTION_VECTORCALL

@@ -356,3 +356,19 @@ def test_giving_back_and_arming_again_leaks_nothing():
         cycle()
     gc.collect()
     assert [sys.getrefcount(o) for o in (x, f, f.__code__, api.wrapper_of(f))] == before
+
+
+@needs_function_vectorcall
+def test_a_call_that_drops_its_own_wrapper_finishes_and_later_calls_run_plain():
+    """The caller holds the function, not its Wrapper (an item of the function's __dict__):
+    a call whose body drops it must still finish with it (make asan saw the Wrapper freed
+    under the running call), and later calls run as CPython runs the function."""
+    import gc
+
+    def drop(x):
+        g.__dict__.pop("__pijit__", None)
+        gc.collect()
+        return x + 1
+    g = pijit.jit(fresh(drop))
+    assert g(1) == 2 and "__pijit__" not in g.__dict__
+    assert g(2) == 3 and ef.vectorcall_of(g) == "pijit"

@@ -99,39 +99,56 @@ def make_timer(fn, inputs):
     return run
 
 
-def settle_pijit(fn, inputs, *, warm_s=0.25, min_calls=3, limit_s=20.0):
+def settle_pijit(fn, inputs, *, warm_s=0.25, min_calls=3, limit_s=20.0, patience_s=2.0):
     """Calls a pijit-jitted fn until adaptive execution has settled (see the module's
     docstring, step 3): for warm_s (at least min_calls calls) and until its signature is hot
     (a loop nest whose plain call takes 70 ms needs a few dozen calls before its capture and C
     compile pay: timed before that, its samples had the plain calls and the compile among
     them, lu_nopivot 81 us where its kernel takes 32 us), then, with its background kernel
     builds waited for, until no entry of fn's code or its resume functions awaits a
-    promotion; at most limit_s in all. A perf_statistics trial may still be running: the
-    samples' median takes it, as before adaptive execution."""
+    promotion and its perf_statistics trials are done (each wait at most patience_s); at most
+    limit_s in all."""
     import pijit
     from pijit import cache
     from pijit.backends.cfused import build as kernel_build
     start = time.perf_counter()
     calls = 0
+    # Hotness is asked every 20 ms (code_info costs more than a tiny workload's call, and
+    # its time does not count toward the signature's compile_after_ms), for at most
+    # patience_s past warm_s: a signature not hot by then (one given back to CPython stays
+    # a candidate) is timed as it runs.
+    hot_by = start + min(limit_s, warm_s + patience_s)
+    next_ask = start
 
-    def not_hot():
+    def settling():
+        nonlocal next_ask
+        now = time.perf_counter()
+        if calls < min_calls or now - start < warm_s:
+            return True
+        if now > hot_by:
+            return False
+        if now < next_ask:
+            return True
+        next_ask = now + 0.02
         return pijit.code_info(fn)["state"] == "candidate"
-    while calls < min_calls or time.perf_counter() - start < warm_s or not_hot():
+    while settling():
         call_all(fn, inputs)
         calls += 1
         if time.perf_counter() - start > limit_s:
             return
 
-    def awaiting():
-        """A promotion, or a perf_statistics trial (its calls alternate plain Python and the
-        entry: 70 ms and 32 us for lu_nopivot, so the interleave's calls-per-sample came out
-        as 1 and its samples took the trial), not done yet."""
+    def awaiting(trials):
+        """A promotion, or (`trials`) a perf_statistics trial (its calls alternate plain
+        Python and the entry: 70 ms and 32 us for lu_nopivot, so the interleave's
+        calls-per-sample came out as 1 and its samples took the trial), not done yet."""
         family = cache.family(pijit.api._code_of(fn))
         return any(info.promote is not None
-                   or (rec.config.perf_statistics and info.level is not None
+                   or (trials and rec.config.perf_statistics and info.level is not None
                        and info.perf is None)
                    for rec in map(cache.record, family) if rec for info in rec.entries)
-    while awaiting() and time.perf_counter() - start < limit_s:
+    # an entry the steady calls do not reach (a resume function's) never ends its trial
+    trials_by = time.perf_counter() + patience_s
+    while awaiting(time.perf_counter() < trials_by) and time.perf_counter() - start < limit_s:
         for build in list(kernel_build._builds.values()):
             build.thread.join(max(limit_s - (time.perf_counter() - start), 0.0))
         call_all(fn, inputs)
@@ -303,7 +320,9 @@ def measure_workload(workload, scale, backends, *, threads=1, repeat=None, budge
             rec["error"] = check["reason"]
             continue
         if name.startswith("pijit"):
-            settle_pijit(fn, call_inputs, warm_s=max(warmup_s, 0.01) * 5 / 3)
+            # tiny: checks only, the timings mean little; no waits for hotness or trials
+            settle_pijit(fn, call_inputs, warm_s=max(warmup_s, 0.01) * 5 / 3,
+                         patience_s=0.0 if scale == "tiny" else 2.0)
         timers[name] = make_timer(fn, call_inputs)
         prepared[name] = (fn, call_inputs, own, to_np, name in OWN)
 

@@ -30,7 +30,7 @@ from hypothesis.extra import numpy as hnp
 import pijit
 
 from differential import (assert_equal_values, assert_same, assert_same_outcome, clone,
-                          inputs_tol, level_tol, run_observed, run_plain)
+                          inputs_tol, level_tol, mismatch, run_observed, run_plain)
 from o2_spec import EXACT
 from pijit.explain import report as explain_report
 
@@ -544,10 +544,41 @@ def check_program(src, args, raises, args2=None, level="O0"):
         if args2 is not None:
             check_other_values(fn, args2, config)
     except AssertionError as e:
+        if level != "O0" and "bits differ" in str(e) and _only_nan_bits_differ(fn, args, config) \
+                and (args2 is None or _only_nan_bits_differ(fn, args2, config)):
+            report = explain_report(fn.__code__)
+            assert (report.graph_count, report.graph_break_count) == (1, 0), f"{report}{where}"
+            return "NaN bits: the README's two-NaN exception"
         raise AssertionError(f"{e}{where}--- second inputs ---\n{describe(args2 or [])}") \
             from None
     return "ok"
 
+
+
+def _canonical_nans(value):
+    """`value` with every float NaN the same NaN (containers item by item)."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
+        return np.where(np.isnan(value), np.array(np.nan, value.dtype), value)
+    if isinstance(value, (np.floating, float)) and math.isnan(value):
+        return type(value)(math.nan)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_canonical_nans(v) for v in value)
+    return value
+
+
+def _only_nan_bits_differ(fn, args, config) -> bool:
+    """The README's one known exception at O1 and O2 ("O2 error bounds"): where two NaNs of
+    different bits meet in one fused add or multiply, the NaN that comes out is the one gcc
+    put first (NumPy's is not fixed either), so a random program cannot pin it: True when
+    plain and jitted results and written inputs agree once every NaN is the same NaN. A NaN
+    whose sign a single operand decides stays pinned (test_rule_edges' strict xfail)."""
+    plain_args, got_args = clone(list(args)), clone(list(args))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = fn(*plain_args)
+        got = pijit.jit(fn, **config)(*got_args)
+    return not mismatch(_canonical_nans(got), _canonical_nans(want)) and \
+        not mismatch(_canonical_nans(got_args), _canonical_nans(plain_args), path="inputs")
 
 def check_other_values(fn, args2, config):
     """Same shapes and dtypes, other values: a cache hit (values are not guarded) that
@@ -585,6 +616,12 @@ def test_random_program(program):
 # NumPy's max of one -nan is that -nan (the kernel gave the default +nan)
 @example(("def prog(a):\n    t0 = 0.5 % a\n    t1 = t0.max(keepdims=True)\n    return t1\n",
           [np.array([False])], False, [np.array([False])], 0))
+# A -nan and a +nan meet in one multiply (a * -(0 + a) with a NaN): the README's two-NaN
+# exception, accepted only with every other bit equal (found by a fresh-clone CI run)
+@example(("def prog(a):\n    t0 = 0 + a\n    t1 = -t0\n    t2 = np.multiply(a, t1)\n"
+          "    a[...] = 0\n    return t2\n",
+          [np.array([[0.0], [0.0], [0.0]], np.float32)], False,
+          [np.array([[0.0], [0.0], [np.nan]], np.float32)], 1))
 def test_random_program_fused(program):
     _straight_line_test(program, "O1")
 

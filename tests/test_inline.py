@@ -22,12 +22,8 @@ needs_function_vectorcall = pytest.mark.skipif(
     "function's own vectorcall: test_3_11_calls_skip_a_functions_own_vectorcall)")
 
 
-@pytest.fixture(autouse=True)
-def adaptive(monkeypatch):
-    """The suite compiles at the first call (PIJIT_ADAPTIVE=0): these tests turn it on."""
-    monkeypatch.delenv("PIJIT_ADAPTIVE")
-    yield
-    ef.set_perf_clock(None)
+# adaptive execution on (conftest's `adaptive`: the suite compiles at the first call)
+pytestmark = pytest.mark.usefixtures("adaptive")
 
 
 def fresh(fn):
@@ -48,6 +44,16 @@ def times2(x):
 
 def counters(f):
     return ef.counters(f.__code__)
+
+
+def given_back(fn):
+    """fn jitted and called with ints past the 1000 plain calls in a row after which it is
+    given back to CPython."""
+    f = pijit.jit(fn, jit_config={"compile_after_ms": 0})
+    for k in range(1200):
+        f(k)
+    assert ef.vectorcall_of(f) == "cpython"
+    return f
 
 
 def armed_copy(fn):
@@ -212,20 +218,14 @@ def test_inline_plain_off_keeps_every_call():
 
 @needs_function_vectorcall
 def test_a_new_code_of_the_function_or_of_its_original_arms_it():
-    f = pijit.jit(fresh(add1), jit_config={"compile_after_ms": 0})
-    for k in range(1200):
-        f(k)
-    assert ef.vectorcall_of(f) == "cpython"
+    f = given_back(fresh(add1))
     f.__code__ = fresh(times2).__code__
     assert ef.vectorcall_of(f) == "pijit"
     x = np.arange(3.0)
     np.testing.assert_array_equal(f(x), x * 2)
     assert pijit.stats(f)["compile_count"] == 1    # the new code, jitted with f's options
     g_orig = fresh(add1)
-    g = pijit.jit(g_orig, jit_config={"compile_after_ms": 0})
-    for k in range(1200):
-        g(k)
-    assert ef.vectorcall_of(g) == "cpython"
+    g = given_back(g_orig)
     g_orig.__code__ = fresh(times2).__code__       # the user's function changes, as a Wrapper
     assert ef.vectorcall_of(g) == "pijit"          # would see it
     assert g(5) == 10 and g.__code__ is g_orig.__code__
@@ -233,10 +233,7 @@ def test_a_new_code_of_the_function_or_of_its_original_arms_it():
 
 @needs_function_vectorcall
 def test_inside_a_jitted_call_the_hook_still_sees_a_given_back_function():
-    inner = pijit.jit(fresh(times2), jit_config={"compile_after_ms": 0})
-    for k in range(1200):
-        inner(k)
-    assert ef.vectorcall_of(inner) == "cpython"
+    inner = given_back(fresh(times2))
     ns = {"inner": inner, "np": np}
     exec("def outer(x, n):\n    for i in range(n):\n        x = inner(x)\n    return x\n", ns)
     outer = pijit.jit(ns["outer"], jit_config={"adaptive": False})

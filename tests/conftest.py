@@ -64,6 +64,17 @@ def no_internal_errors(request):
                                f"{logging.Formatter().formatException(first.exc_info)}")
 
 
+@pytest.fixture
+def adaptive(monkeypatch):
+    """The suite compiles at the first call (PIJIT_ADAPTIVE=0): a test asking for this turns
+    adaptive execution on, and the stand-in clocks it may set are the real ones again after."""
+    from pijit import eval_frame
+    monkeypatch.delenv("PIJIT_ADAPTIVE")
+    yield
+    eval_frame.set_perf_clock(None)
+    eval_frame.set_cpu_clock(None)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "internal_errors: the test plants an error pijit "
                             "catches and logs (no_internal_errors then lets it pass)")

@@ -10,12 +10,8 @@ from differential import assert_equal_values
 from pijit import eval_frame
 
 
-@pytest.fixture(autouse=True)
-def adaptive(monkeypatch):
-    """The suite compiles at the first call (PIJIT_ADAPTIVE=0): these tests turn it on."""
-    monkeypatch.delenv("PIJIT_ADAPTIVE")
-    yield
-    eval_frame.set_perf_clock(None)
+# adaptive execution on (conftest's `adaptive`: the suite compiles at the first call)
+pytestmark = pytest.mark.usefixtures("adaptive")
 
 
 def family_compiles(fn):

@@ -17,13 +17,8 @@ from differential import run_plain
 from test_adapt import X, Misses, PlainClock
 
 
-@pytest.fixture(autouse=True)
-def adaptive(monkeypatch):
-    """The suite compiles at the first call (PIJIT_ADAPTIVE=0): these tests turn it on."""
-    monkeypatch.delenv("PIJIT_ADAPTIVE")
-    yield
-    ef.set_perf_clock(None)
-    ef.set_cpu_clock(None)
+# adaptive execution on (conftest's `adaptive`: the suite compiles at the first call)
+pytestmark = pytest.mark.usefixtures("adaptive")
 
 
 def fresh(fn):

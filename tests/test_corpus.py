@@ -9,14 +9,6 @@ from benchmarks import corpus, programs
 from pijit import eval_frame
 
 
-@pytest.fixture
-def adaptive(monkeypatch):
-    """The suite compiles at the first call (PIJIT_ADAPTIVE=0): these tests turn it on."""
-    monkeypatch.delenv("PIJIT_ADAPTIVE")
-    yield
-    eval_frame.set_perf_clock(None)
-
-
 def run_both(name, runs=2):
     plain_mod, jit_mod = programs.load(name), programs.load(name, jitted=True)
     try:
@@ -70,7 +62,7 @@ def test_a_pure_python_program_is_given_back_to_cpython(adaptive):
     plain_mod = programs.load("caesar")
     try:
         assert corpus.same(jit_mod.main(20), plain_mod.main(20))
-        assert pijit.eval_frame.vectorcall_of(jit_mod.shift_char) == "cpython"
+        assert eval_frame.vectorcall_of(jit_mod.shift_char) == "cpython"
         assert pijit.code_info(jit_mod.shift_char)["inlined"] == 1
         before = pijit.stats(jit_mod.shift_char)
         for _ in range(100):

@@ -676,7 +676,10 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
             shape = graph.meta(src).shape
             g = open_group(src)
             row = red[1] == "last" or len(shape) == 1
-            cands = {g} if g is not None and src.index not in row_values else set()
+            # only a full value of the group: a reduction's result (`a.sum(keepdims=True)`)
+            # exists once its loop is done, after every element it would be reduced at
+            cands = {g} if g is not None and src.index not in row_values and \
+                src.index not in whole_values else set()
             if src.index not in member_of:      # an input: join a group that reads it
                 cands = {find(member_of[n.out]) for grp in groups.values() for n in grp.nodes
                          if src in node_refs(n) and grp.shape == shape

@@ -98,6 +98,13 @@ def _copy(fn):
                               fn.__defaults__, fn.__closure__)
 
 
+def _make_not_hot_array(jitted):
+    a = np.ones(4)
+    config = {"compile_after_ms": 10 ** 6}
+    f = _jit(_copy(_shift), **config) if jitted else _copy(_shift)
+    return _loop1(f, a), (f if jitted else None)
+
+
 def _make_frozen(jitted):
     f = _copy(_add1)
     if jitted:
@@ -152,6 +159,8 @@ CASES = [
          _make_simple({"compile_after_ms": 0})),
     Case("not_hot", "add1(7): signature not hot yet (compile_after_ms=10**6)",
          _make_simple({"compile_after_ms": 10 ** 6})),
+    Case("not_hot_array", "a + 1.0 of 4 float64s: signature not hot yet "
+         "(compile_after_ms=10**6)", _make_not_hot_array),
     Case("frozen", "add1(7): frozen past limit_graph_count=1 (one array entry)", _make_frozen),
     Case("graph", "a + 1.0 of 4 float64s: a compiled entry (adaptive=False, O1)", _make_graph),
     Case("fib", f"fib({FIB_N}), recursive through its global name (default config)", _make_fib,

@@ -14,14 +14,23 @@ holds in the nest as recognised (the Python form resumes from those).
 """
 from __future__ import annotations
 
+import struct
+
+import numpy as np
+
 from pijit.loopnest.ir import Const, Op, predecessors, reverse_postorder
 
 _PURE = ("binop", "unop", "cmp", "call", "load", "shape", "truth")
 
 
 def _arg_key(x):
-    # repr keeps -0.0 apart from 0.0 (and NaN equal to itself)
-    return ("const", repr(x.value), x.type) if isinstance(x, Const) else x
+    if not isinstance(x, Const):
+        return x
+    # a float by its bits: repr keeps -0.0 apart from 0.0 (and a NaN equal to itself), but
+    # gives every NaN as `nan` (x * -nan is not x * nan)
+    v = x.value
+    return ("const", type(v), struct.pack("<d", v) if isinstance(v, float) else
+            v.tobytes() if isinstance(v, np.floating) else repr(v), x.type)
 
 
 def _key(op: Op):

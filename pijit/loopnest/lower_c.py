@@ -18,6 +18,7 @@ import struct
 
 import numpy as np
 
+from pijit.backends.cfused import render
 from pijit.loopnest import (bounds, calls, cse, exit_checks, float_checks, forward,
                             ifconvert, lanes, ranges, slices, vectorize)
 from pijit.loopnest import types as T
@@ -561,18 +562,31 @@ class NestKernel:
         if kind == "f":
             ct = "double" if dom[1] == T.F64 else "float"
             suffix = "" if ct == "double" else "f"
+            dt = T.F64 if ct == "double" else T.F32
+            if name == "truediv" and isinstance(ops[1], Const) and \
+                    render.reciprocal(ops[1].value, dt) is not None:
+                name, ops = "mul", (ops[0], Const(render.reciprocal(ops[1].value, dt), T.FLOAT))
+            if name == "mul" and render.twice(*(x.value if isinstance(x, Const) else x
+                                                for x in ops)) is not None:
+                name = "add"
+                ops = (ops[1], ops[1]) if isinstance(ops[0], Const) else (ops[0], ops[0])
             xs = []
             for j, x in enumerate(ops):
                 if ct == "float" and any(T.kind(m) == "i" and not T.is_np(m)
                                          for m in self.types(x)) \
                         and not self.ranges.within(x, -2**24, 2**24):
-                    out.append(f"if (PJ_I24((int64_t){a[j]})) {bail}")
-                xs.append(f"(({ct}){a[j]})")
+                    out.append(f"if (PJ_I24((int64_t){self.val(x)})) {bail}")
+                # a constant gcc would fold, moving a NaN (x * -1.0 into -x, where CPython
+                # and NumPy multiply): render.hides
+                xs.append(render.c_hidden(x.value, dt) if isinstance(x, Const) and
+                          op.kind == "binop" and render.hides(x.value, name)
+                          else f"(({ct}){self.val(x)})")
             if op.kind == "call":          # abs, float()
                 expr = f"fabs{suffix}({xs[0]})" if name == "abs" else xs[0]
                 return out + [f"{d} = {expr};"] + tag
             if op.kind == "unop":
-                return out + [f"{d} = {'-' if name == 'neg' else '+'}{xs[0]};"] + tag
+                return out + [f"{d} = {render.c_neg(xs[0], dt) if name == 'neg' else xs[0]};"] \
+                    + tag
             x, y = xs
             if name in ("add", "sub", "mul") and ("py" in dom or not op.checked):
                 # Python floats: an overflow is inf and an invalid op nan, silently; a NumPy
@@ -731,7 +745,8 @@ class NestKernel:
              "\"unroll-loops\")))",
              "pj_body(int gk, PyObject *const *args, Py_ssize_t nargs)", "{",
              "    int blk = -1;", "    Py_ssize_t k;", "    PyObject *res = NULL;",
-             f"    PyObject *vec[{1 + len(nest.arrays) + len(nest.variables())}];"]
+             f"    PyObject *vec[{1 + len(nest.arrays) + len(nest.variables())}];",
+             "    PJ_K_INIT;"]
         for arr, (dtype, ndim) in nest.arrays.items():
             L.append(f"    char *d_{arr};")
             for j in range(ndim):

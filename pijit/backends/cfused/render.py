@@ -96,6 +96,48 @@ HELPERS = r"""
 #define PJ_GROUP PJ_HIDDEN
 #endif
 
+/* A NaN's bits as NumPy computes them (c_neg, c_hidden): gcc takes the sign and payload of
+   a NaN that arithmetic returns as unspecified, so it folds x * -1.0 into -x (flipping it),
+   (-x) * (-y) into x * y, x - (-y) into x + y, x + -nan into x - nan, x * 2.0 into the
+   negation of an x * -2.0 it has, and x * 1.0 into x (a signalling NaN then stays
+   signalling and raises no invalid flag), where NumPy's operation returns its NaN operand
+   (-fsignaling-nans stops the first and the last only). It cannot fold what it does not
+   know: each kernel function starts with PJ_K_INIT, pj_k = 0 through an empty asm, and
+   negations and such constants are computed from pj_k. Loops compute them once, before they
+   start (vectorized as before); a weak const would not do: gcc 12 folds those it defines. */
+#define PJ_K_INIT uint64_t pj_k = 0; __asm__("" : "+r"(pj_k))
+static inline double pj_hide_d(uint64_t bits, uint64_t k)
+{
+    double d;
+    bits ^= k;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+static inline float pj_hide_f(uint32_t bits, uint64_t k)
+{
+    float f;
+    bits ^= (uint32_t)k;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+/* -x as NumPy's negative computes it: the sign bit flipped, a NaN's too */
+static inline double pj_neg_d(double x, uint64_t k)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    u ^= (uint64_t)1 << 63 ^ k;
+    memcpy(&x, &u, sizeof u);
+    return x;
+}
+static inline float pj_neg_f(float x, uint64_t k)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    u ^= (uint32_t)1 << 31 ^ (uint32_t)k;
+    memcpy(&x, &u, sizeof u);
+    return x;
+}
+
 /* Pairwise summation: a binary counter of partial sums (level k holds 2^k blocks). */
 typedef struct { double v[64]; uint64_t mask; } pj_pw;
 
@@ -557,7 +599,8 @@ static PJ_COLD void pj_permute(npy_intp *v, const int *perm, int nd)
 
 
 def c_const(value, dtype) -> str:
-    """An exact C literal of a constant, converted to `dtype` as NumPy converts it."""
+    """An exact C literal of a constant, converted to `dtype` as NumPy converts it (a NaN
+    with its sign and payload, which C's NAN has not)."""
     ct = CTYPE[dtype]
     if dtype == BOOL:
         return "1" if value else "0"
@@ -567,13 +610,58 @@ def c_const(value, dtype) -> str:
         return f"(({ct}){text})"
     v = float(value)
     if math.isnan(v):
-        text = "NAN"
-    elif math.isinf(v):
+        return c_hidden(value, dtype)
+    if math.isinf(v):
         text = "INFINITY" if v > 0 else "(-INFINITY)"
     else:
         text = v.hex()
         text = f"({text})" if text.startswith("-") else text
     return f"(({ct}){text})"
+
+
+def hides(value, op: str) -> bool:
+    """Whether a float constant operand of `op` (add, sub, mul, div or truediv) must be
+    hidden from gcc (c_hidden), which would otherwise move a NaN's bits (see PJ_K_INIT in
+    HELPERS): any factor or divisor (x * -1.0 becomes -x; x * c and x * -c in one function
+    become one product and its negation), a zero or NaN term (x - 0.0 becomes x, x + -nan
+    becomes x - nan)."""
+    return op in ("mul", "div", "truediv") or value != value or value == 0
+
+
+def reciprocal(value, dtype):
+    """1 / value in float `dtype` when it is exact (value a power of two whose reciprocal
+    the dtype holds), else None. x / value is then x * (1 / value) bit for bit, flags too:
+    one rounding of the same exact result (gcc makes that change itself for constants it
+    knows; a hidden divisor would be a division)."""
+    c = np.array(value, dtype)
+    if not np.isfinite(c) or c == 0 or math.frexp(float(c))[0] not in (0.5, -0.5):
+        return None
+    with np.errstate(all="ignore"):
+        r = np.divide(np.array(1, dtype), c)
+    return r if np.isfinite(r) and r != 0 and r * c == 1 else None
+
+
+def twice(x, y):
+    """The operand of x * y that the other, a constant 2, doubles (x * 2 is x + x bit for bit,
+    and an add is quicker than a multiply by a hidden 2), else None."""
+    for a, b in ((x, y), (y, x)):
+        if not isinstance(b, (str, Ref)) and type(b) is not bool and b == 2:
+            return a
+    return None
+
+
+def c_neg(x: str, dtype) -> str:
+    """-x of a float: its sign bit flipped, which gcc does not merge into the operations
+    around it (see PJ_K_INIT in HELPERS)."""
+    return f"pj_neg_{'f' if dtype == np.float32 else 'd'}({x}, pj_k)"
+
+
+def c_hidden(value, dtype) -> str:
+    """`value` converted to float `dtype`, read through pj_hide_*: its exact bits, unknown to
+    gcc."""
+    if dtype == np.float32:
+        return f"pj_hide_f({int(np.array(value, np.float32).view(np.uint32)):#x}U, pj_k)"
+    return f"pj_hide_d({int(np.array(value, np.float64).view(np.uint64)):#x}ULL, pj_k)"
 
 
 def wide(dtype) -> str:
@@ -666,9 +754,17 @@ class GroupKernel:
         if op == "div" and isinstance(a[1], Ref) and a[1].index in self.recip:
             return f"({self.arg(a[0], t)} * r{a[1].index})"
         if op in _BINOP:
-            return f"({self.arg(a[0], t)} {_BINOP[op]} {self.arg(a[1], t)})"
+            x, y = a
+            if op == "div" and not isinstance(y, Ref) and reciprocal(y, t) is not None:
+                op, y = "mul", reciprocal(y, t)
+            if op == "mul" and twice(x, y) is not None:      # (which gcc would have done)
+                x = y = twice(x, y)
+                op = "add"
+            x, y = (c_hidden(v, t) if not isinstance(v, Ref) and hides(v, op)
+                    else self.arg(v, t) for v in (x, y))
+            return f"({x} {_BINOP[op]} {y})"
         if op == "neg":
-            return f"(-{self.arg(a[0], t)})"
+            return c_neg(self.arg(a[0], t), t)
         if op in _MATH:
             return f"{_MATH[op]}{f}({self.arg(a[0], t)})"
         if op in _MATH2:
@@ -687,7 +783,7 @@ class GroupKernel:
             if e == 0.5:          # NumPy's power takes sqrt here too (sqrt(-0.) is -0.)
                 return f"sqrt{f}({x})"
             if e == -1.0:
-                return f"(({ct})1 / {x})"
+                return f"({c_hidden(1.0, t)} / {x})"
             return f"pow{f}({x}, {c_const(e, t)})"
         return self.any_expr(node, op, t)
 
@@ -700,7 +796,7 @@ class GroupKernel:
         x, y = self.arg(node.args[0], t), self.arg(node.args[1], t)
         two = op == "logaddexp2"
         same = c_const(1.0 if two else math.log(2.0), t)
-        tail = (f"{c_const(1 / math.log(2.0), t)} * log1p{f}(exp2{f}(-fabs{f}({o}_d)))" if two
+        tail = (f"{c_hidden(1 / math.log(2.0), t)} * log1p{f}(exp2{f}(-fabs{f}({o}_d)))" if two
                 else f"log1p{f}(exp{f}(-fabs{f}({o}_d)))")
         return [f"const {ct} {o}_x = {x}, {o}_y = {y};",
                 f"const int {o}_s = {o}_x == {o}_y;",
@@ -1332,7 +1428,8 @@ class GroupKernel:
              "pj_body(int gk, PyObject *const *args, Py_ssize_t nargs)",
              "{",
              f"    PyObject *out[{len(g.outputs)}] = {{NULL}}, *result = NULL;",
-             "    int fperr = 0, oom = 0;"]
+             "    int fperr = 0, oom = 0;",
+             "    PJ_K_INIT;"]
         cols = [r for r in g.reductions if self.cols_axes(r) is not None]
         for red in cols:
             L.append(f"    {self.cols_acc(red)[0]} *ac{red.out} = NULL;")

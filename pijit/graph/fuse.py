@@ -674,10 +674,18 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
         return True
 
     def view_root(ref):
-        """The value `ref` is a view of, through indexing in the graph."""
-        while ref.index in producer and producer[ref.index].fn is operator.getitem and \
-                isinstance(producer[ref.index].args[0], Ref):
-            ref = producer[ref.index].args[0]
+        """The value `ref` is a view of, through indexing in the graph, and through writes,
+        whose value is their destination (`t = np.multiply(x, y, out=A)` is A, as is the
+        value of `A += v`)."""
+        while ref.index in producer:
+            n = producer[ref.index]
+            out = dict(n.kwargs).get("out")
+            out = out[0] if type(out) is tuple and len(out) == 1 else out
+            if n.fn is operator.getitem or id(n.fn) in _WRITE_OPS:
+                out = n.args[0]
+            if not isinstance(out, Ref):
+                return ref
+            ref = out
         return ref
 
     unused = unused_values(graph)

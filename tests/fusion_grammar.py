@@ -10,9 +10,9 @@ comparison, np.where, a float op computed by NumPy's own loop at O1, a reduction
 family and mode (whole, last axis, outer axes; with and without keepdims), a reduction's
 result read elementwise by full nodes (softmax), a view, and a write a kernel computes into
 its destination (a store, `+=`, `out=`). test_fusion_grammar runs them jitted against plain
-NumPy; `python tests/fusion_grammar.py LENGTH [PER [LEVELS [PART/PARTS]]]` (say `3 1 O1,O2
+NumPy; `python tests/fusion_grammar.py LENGTH [PER [LEVELS [PART/PARTS [SHAPE]]]]` (say `3 1 O1,O2
 0/2`) runs the programs of LENGTH kinds (PER per sequence of kinds, the share PART of
-PARTS) as a script, printing each failure.
+PARTS, all over the shape class SHAPE if given) as a script, printing each failure.
 """
 from __future__ import annotations
 
@@ -81,7 +81,10 @@ def templates(cls: str) -> list:
 # Shape classes: (name, shape, layout) - layouts as users pass them.
 SHAPES = (("0d", (), "C"), ("1d", (5,), "C"), ("2d", (3, 4), "C"), ("row", (1, 4), "C"),
           ("col", (3, 1), "C"), ("3d", (2, 3, 4), "C"), ("T", (3, 4), "T"),
-          ("strided", (3, 4), "strided"))
+          ("strided", (3, 4), "strided"),
+          # past a flat chunk of 16384 values, a row sum's chunk of 2048 and the 64 rows of
+          # a lookahead share (render.CHUNK, SUM_CHUNK, AHEAD_ROWS)
+          ("long", (66, 2100), "C"))
 DTYPES = ("bool", "int8", "uint8", "int32", "int64", "float32", "float64")
 
 
@@ -273,16 +276,21 @@ def main(argv) -> int:
     per = int(argv[2]) if len(argv) > 2 else 1
     levels = argv[3].split(",") if len(argv) > 3 else ["O1"]
     part, parts = map(int, (argv[4] if len(argv) > 4 else "0/1").split("/"))
+    only = argv[5] if len(argv) > 5 else None       # one shape class for every program
     ran = failed = known = 0
     for k, (classes, src, shape, dtype) in enumerate(enumerate_programs(length, 0, per)):
         if k % parts != part:
             continue
+        shape = only or shape
         args = inputs(shape, dtype)
         if not plain_ok(build(src), args):
             continue
         for level in levels:
             ran += 1
-            why = check(src, args, level, inputs(shape, dtype, calm=True))
+            try:
+                why = check(src, args, level, inputs(shape, dtype, calm=True))
+            except Exception as e:      # noqa: BLE001 - the harness's own failure, printed
+                why = f"harness raised {e!r}"
             if why:
                 tag = "KNOWN" if why.startswith("known ") else "FAIL"
                 known += tag == "KNOWN"

@@ -277,7 +277,7 @@ def main(argv) -> int:
     levels = argv[3].split(",") if len(argv) > 3 else ["O1"]
     part, parts = map(int, (argv[4] if len(argv) > 4 else "0/1").split("/"))
     only = argv[5] if len(argv) > 5 else None       # one shape class for every program
-    ran = failed = known = 0
+    programs = ran = failed = known = 0
     for k, (classes, src, shape, dtype) in enumerate(enumerate_programs(length, 0, per)):
         if k % parts != part:
             continue
@@ -285,6 +285,7 @@ def main(argv) -> int:
         args = inputs(shape, dtype)
         if not plain_ok(build(src), args):
             continue
+        programs += 1
         for level in levels:
             ran += 1
             try:
@@ -297,9 +298,10 @@ def main(argv) -> int:
                 failed += tag == "FAIL"
                 print(f"{tag} #{k} {level} {'/'.join(classes)} {shape} {dtype}: {why}\n{src}",
                       flush=True)
-        if k % 100 == 0:
-            print(f"-- {k}: {ran} ran, {failed} failed, {known} known", flush=True)
-    print(f"done: {ran} ran, {failed} failed, {known} known", flush=True)
+        if programs % 100 == 0:
+            print(f"-- #{k}: {programs} programs, {ran} runs, {failed} failed, {known} known",
+                  flush=True)
+    print(f"done: {programs} programs, {ran} runs, {failed} failed, {known} known", flush=True)
     return 0
 
 

@@ -365,6 +365,10 @@ class Bounded(np.lib.mixins.NDArrayOperatorsMixin):
         if out is None:
             return Bounded(value, err)
         target = out[0]         # in place (`x += 1`, out=x): views of it see it too
+        if np.ndim(value) > np.ndim(target.v):
+            # a NumPy scalar (held 0-d here) `s += x` of an array x: NumPy makes a new value
+            # (a 0-d array's out= cannot take it: plain NumPy raises there)
+            return Bounded(value, err)
         # cast as the ufunc's out= does: an int8 += int64 result wraps (item assignment of
         # the int64 scalar -256 would raise OverflowError)
         np.copyto(target.v, np.asarray(value), casting="unsafe")

@@ -1217,11 +1217,12 @@ def test_o1_whole_and_long_row_sums_follow_numpys_recursion(dtype, monkeypatch):
         for g, w in zip(got, _sums_of_x(layout)):
             assert_equal_values(g, w)
     assert backs        # handed back: NumPy's order of those is not the kernel's
-    # an operand broadcast along rows: the group cannot run in flat chunks (handed back)
+    # an operand broadcast along rows runs row by row, not in flat chunks: the product gets a
+    # group of its own, and the sum reads it dense (in one group, every call was handed back)
     backs.clear()
     b = rng.standard_normal(70).astype(dtype)
-    assert run(_sum_of_product, x, b, groups=1, handed_back=True) == _sum_of_product(x, b)
-    assert backs
+    assert run(_sum_of_product, x, b, groups=2) == _sum_of_product(x, b)
+    assert backs == []
     # a column reduction of the same values runs row by row: it gets a group of its own
     backs.clear()
     got = run(_whole_and_columns, x, groups=2)

@@ -632,3 +632,27 @@ def test_setitem_int_on_a_dynamic_axis_warns_then_raises(shapes):
             (_floats(2, 4), x, y), (_floats(9, 4), x, y)]
     per_call, texts, stats = shapes(f, sets)
     assert stats["compile_count"] == 2, stats
+
+
+
+def _store_through_out(A, B, C):
+    t = np.multiply(B, C, out=A)
+    A[1:] = t[:-1] * 2.0
+    return A
+
+
+def _store_through_iadd(A, B, C):
+    D = A
+    A += B
+    D[1:] = A[:-1] * C[1:]
+    return D
+
+
+@pytest.mark.parametrize("fn", [_store_through_out, _store_through_iadd])
+def test_a_view_of_a_writes_value_is_a_view_of_its_destination(kernel, fn):
+    """`t = np.multiply(x, y, out=A)` is A, and so is the value of `A += v`: a store into a
+    view of A of a value read from t (or from A after +=, through another name) reads what
+    it writes, and NumPy writes it from its temporary (the kernel computes the value only).
+    Fused into A, its kernel handed every call to NumPy (found by tests/fusion_grammar.py)."""
+    text, calls = kernel(fn, _floats(9, 5), _floats(9, 5), _floats(9, 5))
+    assert calls == [] and "=mul" in text, (text, calls)

@@ -103,6 +103,15 @@ def _agreeing():
                      id="member-born-in-c-order-meets-c"),
         pytest.param(sum_of_broadcast, (rng.random((3, 4, 1)), rng.random((1, 1, 5))),
                      ["add", "sum"], id="reduction-in-c-order"),
+        # operands in one order but for the strides of axes of length 1, which step nowhere
+        # (a column view whose unit axis has a long stride, a row with a zero one)
+        pytest.param(scaled_sum, (np.arange(3.0).reshape(3, 1)[:, ::2], rng.random((3, 1))),
+                     ["mul", "add"], id="column-view-long-unit-stride"),
+        pytest.param(scaled_sum, (np.arange(3.0)[None, :], rng.random((1, 3))),
+                     ["mul", "add"], id="row-view-zero-unit-stride"),
+        pytest.param(product_sum_kept, (np.arange(4.0).reshape(4, 1)[:, ::2],
+                                        rng.random((4, 1))), ["mul", "sum"],
+                     id="reduction-column-view-long-unit-stride"),
     ]
 
 

@@ -56,3 +56,16 @@ def test_sum_bound_follows_the_depths():
     k = o2_spec.SUM.factor(np.float64, 1000)
     u = np.finfo(np.float64).eps / 2
     assert k == pytest.approx((1000 + 128 + 3 + 1) * u / np.finfo(np.float64).eps, rel=1e-9)
+
+
+def test_a_scalar_plus_equals_an_array_carries_a_new_value():
+    """`s = x.sum(); s += y`: s is a NumPy scalar, so += makes a new array (plain NumPy
+    does; a 0-d array could not take it). carry held s 0-d and wrote into it, and raised
+    (found by tests/fusion_grammar.py at O2)."""
+    def f(x, y):
+        s = x.sum()
+        s += y * 0.5
+        return s
+    x, y = np.arange(6.0).reshape(2, 3), np.ones((2, 3))
+    bound = o2_spec.carry(f, x, y)[0]
+    assert np.shape(bound) == (2, 3) and np.all(np.asarray(bound) > 0)

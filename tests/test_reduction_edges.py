@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.differential import assert_same
+from tests.differential import assert_same, count_handbacks
 
 NAN, INF = np.nan, np.inf
 
@@ -114,3 +114,42 @@ def test_a_reduction_of_a_reductions_result_runs_after_it(fn, dtype):
     run: the no_internal_errors fixture fails on that). Both stay captured, NumPy's bits."""
     x = (np.arange(12).reshape(3, 4) % 5).astype(dtype)
     assert_same(fn, x, ops=[fn.__name__.rsplit("_", 1)[1]])
+
+
+def _row_product_then_sum(a, r, c):
+    t = a * r
+    return t - t.sum()
+
+
+def _column_difference_then_mean(a, r, c):
+    t = a - c
+    return t, t.mean(keepdims=True)
+
+
+def _sum_then_row_product(a, r, c):
+    t = a * 2
+    return t.sum(), t * r
+
+
+def _sum_beside_a_broadcasting_group(a, r, c):
+    t = a * 2
+    u = a - c
+    return t.sum(), t + u
+
+
+@pytest.mark.parametrize("level", ["O1", "O2"])
+@pytest.mark.parametrize("fn", [_row_product_then_sum, _column_difference_then_mean,
+                                _sum_then_row_product, _sum_beside_a_broadcasting_group])
+def test_an_exact_whole_sum_never_shares_a_kernel_with_a_broadcast_operand(fn, level,
+                                                                            monkeypatch):
+    """O1 sums a float array over all axes in NumPy's pairwise order only in flat chunks of
+    dense operands (render.tree_chunks); an operand broadcast along the rows (a (1, n) row,
+    an (m, 1) column) makes the kernel run row by row, and it handed every call to NumPy.
+    Such a sum and such an operand go to kernels of their own, both run (found by
+    tests/fusion_grammar.py's enumeration: `t = a * r; t - t.sum()`)."""
+    handed = count_handbacks(monkeypatch)
+    a = np.arange(12.0).reshape(3, 4) * 0.75 - 2.0
+    r, c = np.linspace(0.5, 2.0, 4)[None, :], np.linspace(-1.0, 3.0, 3)[:, None]
+    assert_same(fn, a, r, c, ops=["mean" if "mean" in fn.__name__ else "sum"],
+                jit_kwargs={"jit_config": {"jit_level": level}})
+    assert handed == []

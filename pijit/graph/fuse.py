@@ -17,6 +17,9 @@ that node's (a group that began before it runs before it; one that reads its res
 A write the kernel can compute into its destination (direct_write: `A += v`, a ufunc's out=,
 a store into a basic slice's view) instead joins the group computing its value, as its last
 member, and closes every group; schedule() keeps such a group in place like a write node.
+An exact float sum over all axes never shares a group with an operand broadcast along the
+rows (a (1, n) row, an (m, 1) column): the kernel sums NumPy's pairwise chunks of dense flat
+operands only, and would hand every call back.
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ import builtins
 import ctypes
 import dataclasses
 import heapq
+import math
 import operator
 from dataclasses import dataclass, field
 
@@ -582,6 +586,10 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
         cands -= refused
         if any(groups[g].rows for g in cands):      # rows and whole reductions never mix
             cands = {g for g in cands if not has_whole(g)}
+        flat = {g for g in cands if has_flat_sum(g)}
+        if flat and (broadcast_reads(refs, shape, cands) or any(
+                broadcast_reads(group_reads(g), shape, {g}) for g in cands - flat)):
+            cands -= flat       # nor do exact flat sums and operands broadcast along rows
         return cands
 
     def flat_sum(out, red) -> bool:
@@ -590,6 +598,24 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
 
     def has_whole(g) -> bool:
         return any(n.out in whole_values for n in groups[g].nodes)
+
+    def has_flat_sum(g) -> bool:
+        return exact and any(flat_sum(o, m) for o, m in groups[g].reduce.items()
+                             if o not in groups[g].rows)
+
+    def broadcast_reads(refs, shape, within=()) -> bool:
+        """Some of `refs` (not members of the groups `within`) would be inputs broadcast
+        along the iteration `shape` (a row (1, n), a column (m, 1)): the kernel then runs row
+        by row, where an exact flat sum hands every call to NumPy (render.tree_chunks)."""
+        for r in refs:
+            m = graph.meta(r)
+            if (r.index not in member_of or find(member_of[r.index]) not in within) and \
+                    m.is_array and m.shape != shape and (None in m.shape or math.prod(m.shape) > 1):
+                return True
+        return False
+
+    def group_reads(g) -> list:
+        return [r for n in groups[g].nodes for r in node_refs(n)]
 
     def row_candidates(node, refs) -> set:
         """Groups a row node may join: all its array operands are row values there."""
@@ -648,10 +674,18 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
         return True
 
     def view_root(ref):
-        """The value `ref` is a view of, through indexing in the graph."""
-        while ref.index in producer and producer[ref.index].fn is operator.getitem and \
-                isinstance(producer[ref.index].args[0], Ref):
-            ref = producer[ref.index].args[0]
+        """The value `ref` is a view of, through indexing in the graph, and through writes,
+        whose value is their destination (`t = np.multiply(x, y, out=A)` is A, as is the
+        value of `A += v`)."""
+        while ref.index in producer:
+            n = producer[ref.index]
+            out = dict(n.kwargs).get("out")
+            out = out[0] if type(out) is tuple and len(out) == 1 else out
+            if n.fn is operator.getitem or id(n.fn) in _WRITE_OPS:
+                out = n.args[0]
+            if not isinstance(out, Ref):
+                return ref
+            ref = out
         return ref
 
     unused = unused_values(graph)
@@ -691,7 +725,8 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
                 # row by row: in one group the kernel would hand every call back
                 if flat_sum(node.out, red):
                     cands = {c for c in cands if not any(
-                        isinstance(m[1], tuple) for m in groups[c].reduce.values())}
+                        isinstance(m[1], tuple) for m in groups[c].reduce.values())
+                        and not broadcast_reads(group_reads(c), shape, {c})}
                 elif isinstance(red[1], tuple):
                     cands = {c for c in cands if not any(
                         flat_sum(o, m) for o, m in groups[c].reduce.items()

@@ -556,12 +556,24 @@ static PJ_COLD int pj_dense(const npy_intp *st, const npy_intp *shape, int nd, n
 }
 
 /* The axes of `a` from the largest stride to the smallest (NumPy's order for KEEPORDER). */
+/* The axes of `a` by stride, outer first (NumPy's stable sort: ties keep C order), with
+   axes of length 1 left in their C places: their strides step nowhere (the (m, 1) view
+   x[:, ::2] has a long one, v[None, :] a zero), so two operands that differ only there are
+   in one order, and an operand in C order but for them is in C order. */
 static PJ_COLD void pj_perm(PyArrayObject *a, int *perm, int nd)
 {
     npy_stride_sort_item items[NPY_MAXDIMS];
+    const npy_intp *dims = PyArray_DIMS(a);
     PyArray_CreateSortedStridePerm(nd, PyArray_STRIDES(a), items);
-    for (int d = 0; d < nd; d++)
-        perm[d] = (int)items[d].perm;
+    for (int d = 0, k = 0; d < nd; d++) {
+        if (dims[d] == 1) {
+            perm[d] = d;
+            continue;
+        }
+        while (dims[items[k].perm] == 1)
+            k++;
+        perm[d] = (int)items[k++].perm;
+    }
 }
 
 /* No two axes longer than 1 that `st` (strides broadcast to `shape`, 0 where broadcast)

@@ -396,23 +396,11 @@ is_plain_key(CodeState *st, uint64_t key)
  * as slot_sample_weight says), and returns its result; NULL without an exception when the
  * call should go through the hook (to compile).  Saves a plain call of a function not hot
  * yet the hook's install, walk and removal. */
-static int cheap_streak(CodeState *st);
-
-/* A code that loops, called with numbers only (the argument types of the streak): what a
- * loop nest may compile to C, once capture has seen it (see cheap_streak). */
-static inline int
-numeric_loop(CodeState *st)
-{
-    return st->has_loop && st->fast_numbers;
-}
-
 static PyObject *
 wrapper_run_until_hot(CodeState *st, uint64_t key, PyObject *fn, PyObject *const *args,
                       size_t nargsf, PyObject *kwnames)
 {
     int slot = signature_slot(st, key);
-    if (numeric_loop(st) && cheap_streak(st))
-        st->sig_time[slot] = st->budget;    /* capture it now (see cheap_streak) */
     if (st->sig_time[slot] >= st->budget)
         return NULL;            /* the hook's run_until_hot finds it hot: compiles */
     st->calls++;
@@ -472,13 +460,8 @@ remember_fast(CodeState *st, PyObject *const *args, size_t nargsf, uint64_t key,
     for (Py_ssize_t i = 0; i < n; i++)
         if (Py_TYPE(args[i]) == pijit_array_type)
             return;
-    int numbers = 1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyTypeObject *t = Py_TYPE(args[i]);
-        st->fast_types[i] = t;
-        numbers &= t == &PyLong_Type || t == &PyFloat_Type || t == &PyBool_Type;
-    }
-    st->fast_numbers = numbers;
+    for (Py_ssize_t i = 0; i < n; i++)
+        st->fast_types[i] = Py_TYPE(args[i]);
     st->fast_nargs = (int)n;
     st->fast_key = key;
     st->fast_plain = plain;
@@ -532,33 +515,9 @@ wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t na
  * levels of a recursion, are counted in that one only).
  * Measured with benchmarks/call_floor.py and the corpus: the calls such codes make by the
  * hundred thousand (a sort's key function, a recursive scalar function, a small method)
- * each paid the Wrapper's C call, ~500 instructions, until then.
- * A code that loops, called with numbers only, is captured at such a streak instead
- * (wrapper_run_until_hot makes its signature hot; its new entry arms it again if it was
- * given back at that call): cheap calls of a loop over Python numbers are what a loop nest
- * compiles to C (benchmarks/programs/collatz.py's collatz_length, 2-3 us a call plain, ran
- * 8x faster compiled, but was given back after its first 1000 calls and never compiled).
- * Loops called with lists, strings, objects (a union-find's find, a sort's partition: most
- * of the corpus's loops) are given back without a capture: loop nests run over ranges and
- * arrays, and a capture of each cost the corpus's short programs more than it saved. */
+ * each paid the Wrapper's C call, ~500 instructions, until then. */
 #define INLINE_STREAK 1000
 #define INLINE_CALL_S 2e-6
-
-/* Calls of st's code have run plain as cheaply as above, and no entry runs compiled code:
- * what gives a code back, or (one that loops, not captured yet) gets it captured. */
-static int
-cheap_streak(CodeState *st)
-{
-    if (!st->inline_plain || st->plain_streak < INLINE_STREAK
-        || (st->state != ST_CANDIDATE && st->state != ST_CALLABLE))
-        return 0;
-    for (Py_ssize_t i = 0; i < st->nentries; i++) {
-        Entry *e = st->entries[i];
-        if (e->fn != NULL && !e->plain)
-            return 0;           /* it runs compiled code for some calls */
-    }
-    return st->plain_seconds <= INLINE_CALL_S * (double)st->deferred;
-}
 
 /* Does pijit have nothing to do for any call of st's code (so a jitted function object
  * of it can be given back to CPython's own calls, wrapper.c)?  Every call runs plain
@@ -572,7 +531,15 @@ nothing_to_do(CodeState *st)
         return 0;
     if (all_calls_plain(st))
         return 1;
-    return cheap_streak(st);
+    if (st->plain_streak < INLINE_STREAK
+        || (st->state != ST_CANDIDATE && st->state != ST_CALLABLE))
+        return 0;
+    for (Py_ssize_t i = 0; i < st->nentries; i++) {
+        Entry *e = st->entries[i];
+        if (e->fn != NULL && !e->plain)
+            return 0;           /* it runs compiled code for some calls */
+    }
+    return st->plain_seconds <= INLINE_CALL_S * (double)st->deferred;
 }
 
 /* ---- promotion ------------------------------------------------------------------------------ */

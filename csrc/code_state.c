@@ -78,12 +78,10 @@ code_state_mark(PyCodeObject *code)
         st->sig_time[i] = -1;
     st->nplain = 0;
     st->fast_nargs = -1;
-    st->fast_numbers = 0;
     st->bypassed = 0;
     st->inlined = NULL;
     st->plain_streak = 0;
     st->inline_plain = 1;
-    st->has_loop = 0;
     st->timing = 0;
     st->plain_seconds = 0;
     if (pj_set_code_extra((PyObject *)code, extra_index, st) < 0) {

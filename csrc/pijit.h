@@ -122,7 +122,6 @@ typedef struct CodeState {
     PyTypeObject *fast_types[PJ_FAST_ARGS];
     uint64_t fast_key;
     int fast_plain;                         /* fast_key is one of plain_key */
-    int fast_numbers;                       /* fast_types are int, float, bool only */
     Py_ssize_t bypassed; /* calls the Wrapper made without the hook */
     /* Jitted function objects given back to CPython's own calls because every call of
      * this code runs plain (wrapper.c): a list of weak references, or NULL.  A change that
@@ -130,7 +129,6 @@ typedef struct CodeState {
     PyObject *inlined;
     Py_ssize_t plain_streak;    /* calls in a row the Wrapper ran plain by itself (adapt.c) */
     int inline_plain;           /* jit_config's inline_plain (set_inline) */
-    int has_loop;               /* the code jumps backward (set_inline; adapt.c) */
     int timing;                 /* a timed plain run of a signature not hot yet is running */
     double plain_seconds;       /* such runs in all, those inside one not counted (adapt.c) */
     struct CodeState *live_prev, *live_next;   /* every live state, for reset() of all */

@@ -525,15 +525,14 @@ m_follow_original(PyObject *m, PyObject *f)
     Py_RETURN_NONE;
 }
 
-/* set_inline(code, flag, loops=False): may jitted functions of the code be given back to
- * CPython (jit_config's inline_plain)?  False arms those given back.  loops: the code has
- * a loop (adapt.c's nothing_to_do). */
+/* set_inline(code, flag): may jitted functions of the code be given back to CPython
+ * (jit_config's inline_plain)?  False arms those given back. */
 static PyObject *
 m_set_inline(PyObject *m, PyObject *args)
 {
     PyObject *o;
-    int flag, loops = 0;
-    if (!PyArg_ParseTuple(args, "Op|p:set_inline", &o, &flag, &loops))
+    int flag;
+    if (!PyArg_ParseTuple(args, "Op:set_inline", &o, &flag))
         return NULL;
     CodeState *st = state_of(o);
     if (st == NULL) {
@@ -542,7 +541,6 @@ m_set_inline(PyObject *m, PyObject *args)
         return NULL;
     }
     st->inline_plain = flag;
-    st->has_loop = loops;
     if (!flag)
         rearm_inlined(st);
     Py_RETURN_NONE;
@@ -568,7 +566,7 @@ functions_init(void)
     {"arm", m_arm, METH_O, \
      "arm(func): func's calls go through pijit (its __dict__['__pijit__'] is its Wrapper)"}, \
     {"set_inline", m_set_inline, METH_VARARGS, \
-     "set_inline(code, flag, loops=False): may its jitted functions be given back to CPython's calls"}, \
+     "set_inline(code, flag): may its jitted functions be given back to CPython's calls"}, \
     {"follow_original", m_follow_original, METH_O, \
      "follow_original(func): a jitted function object takes its user's function's changes"}, \
     {"vectorcall_of", m_vectorcall_of, METH_O, \

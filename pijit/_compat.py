@@ -7,7 +7,6 @@ opcode whose stack layout or argument changed between versions reads the differe
 setup.py can read SUPPORTED on any interpreter.
 """
 import inspect
-import opcode
 import sys
 import sysconfig
 from dataclasses import dataclass
@@ -27,15 +26,6 @@ FUNCTION_VECTORCALL = VERSION >= (3, 12)
 # vectorcall: 3.13's CALL_ALLOC_AND_ENTER_INIT pushes a class's Python __init__ as a frame
 # of its own (tests/test_inline.py): a jitted __init__ stays a Wrapper there.
 VECTORCALL_SKIPPED_BY = ("__init__",) if VERSION >= (3, 13) else ()
-
-# Opcodes that jump backward: a loop (3.11 also has POP_JUMP_BACKWARD_IF_*).
-_BACKWARD = frozenset(op for name, op in opcode.opmap.items() if "BACKWARD" in name)
-
-
-def has_loop(code) -> bool:
-    """Whether `code` loops (its own bytecode, not nested codes'; 3.12+ inlines
-    comprehensions into it)."""
-    return any(op in _BACKWARD for op in code.co_code[::2])
 
 # Code flags whose frames the hook never intercepts (their frames resume mid-code).
 GENERATOR_LIKE = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR

@@ -17,7 +17,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 
-from pijit import _compat, eval_frame
+from pijit import eval_frame
 
 
 @dataclass
@@ -111,7 +111,7 @@ def register(code, config, input_signature=None, hash_args=None) -> CodeRecord:
         rec.config, rec.input_signature, rec.hash_args = config, input_signature, hash_args
     eval_frame.set_compile_budget(code, config.compile_after_ms / 1000 if config.is_adaptive
                                   else 0.0)
-    eval_frame.set_inline(code, config.inline_plain, _compat.has_loop(code))
+    eval_frame.set_inline(code, config.inline_plain)
     return rec
 
 

@@ -214,11 +214,8 @@ OPTIONS = (
            "instead of about 0.5x), and code_info and stats no longer count them (code_info's "
            "'inlined'). Calls from inside a jitted call still reach the hook; pijit.reset, a "
            "new entry, a state change, or a new __code__ of the function (or of the function "
-           "it was made from) give the calls back to pijit. A code that loops, called with "
-           "numbers only, is captured at those 1000 calls instead, on 3.11 too (a loop over "
-           "Python numbers may compile to C; if it does not, 1000 calls later it is given "
-           "back). Meanwhile a signature first seen from plain code (arrays after scalars, "
-           "say) runs plain. False: pijit sees every "
+           "it was made from) give the calls back to pijit. Meanwhile a signature first seen "
+           "from plain code (arrays after scalars, say) runs plain. False: pijit sees every "
            "call (3.11: always, its calls would skip a function's own vectorcall)."),
     Option("PERF_STATISTICS_COUNT", int, 3,
            "Timed runs of each side in a perf_statistics trial (the fastest of each counts).",

@@ -16,7 +16,6 @@ import pytest
 
 import pijit
 from pijit import _compat, api, eval_frame as ef
-from pijit.capture import interpreter
 
 needs_function_vectorcall = pytest.mark.skipif(
     not _compat.FUNCTION_VECTORCALL, reason="3.11 returns the Wrapper (its calls skip a "
@@ -180,71 +179,6 @@ def test_a_signature_not_hot_yet_whose_calls_cost_is_never_given_back():
         assert pijit.stats(f)["compile_count"] == 1 and pijit.stats(f)["deferred"] > 1000
     finally:
         ef.set_perf_clock(None)
-
-
-def count_steps(n):
-    steps = 0
-    while n > 1:
-        n = n // 2 if n % 2 == 0 else 3 * n + 1
-        steps += 1
-    return steps
-
-
-def three_sum(n):
-    s = 0
-    for v in [n, n + 1, n + 2]:
-        s += v
-    return s
-
-
-def list_total(xs):
-    s = 0
-    for v in xs:
-        s += v
-    return s
-
-
-@needs_function_vectorcall
-@pytest.mark.parametrize("fn, arg, captured, ops", [
-    (count_steps, lambda k: k, True, ["loop_nest"]),
-    (three_sum, lambda k: k, True, []),
-    (list_total, lambda k: [k, 1.5], False, None)])
-def test_a_loop_called_with_numbers_is_captured_before_it_is_given_back(fn, arg, captured,
-                                                                         ops, monkeypatch):
-    """Cheap calls of a loop over Python numbers are what a loop nest compiles to C: a code
-    that loops, called with numbers only, is captured once its calls make the 1000 in a row
-    (its budget, 1000 s, would never run out), not given back: count_steps then runs its
-    loop in C and stays pijit's; three_sum's loop unrolls to no array work, a plain entry,
-    and 1000 calls later it is given back. A loop called with a list is given back at the
-    1000th call without a capture. (Capture's 3 ms for finding array work in a call without
-    arrays is lifted: a loaded machine ran out of it; the calls cost 1 us each on a
-    stand-in clock, under the 2 us that lets a streak count.)"""
-    monkeypatch.setattr(interpreter, "PURE_CAPTURE_S", 60.0)
-    clock = [0.0]
-
-    def tick():
-        clock[0] += 0.0000005
-        return clock[0]
-    ef.set_perf_clock(tick)
-    f = pijit.jit(fresh(fn), jit_config={"compile_after_ms": 10 ** 6, "promote_after_ms": 0,
-                                         "background_compile": False,
-                                         "perf_statistics": False})
-    k = 0
-    while pijit.stats(f)["compile_count"] == 0 and ef.vectorcall_of(f) == "pijit":
-        assert f(arg(k)) == fn(arg(k))
-        k += 1
-        assert k < 5000, "neither captured nor given back"
-    assert 1000 <= k <= 1003, k      # the 1000 in a row, not the budget
-    assert pijit.stats(f)["compile_count"] == captured, "given back uncaptured"
-    if not captured:
-        assert ef.vectorcall_of(f) == "cpython"
-        return
-    (entry,) = pijit.code_info(f)["entries"]
-    assert [op for op in entry["ops"] or [] if op == "loop_nest"] == ops
-    assert (entry["fallback"] is None) == bool(ops)
-    for j in range(k, k + 1200):
-        assert f(arg(j)) == fn(arg(j))
-    assert ef.vectorcall_of(f) == ("pijit" if ops else "cpython")
 
 
 @needs_function_vectorcall

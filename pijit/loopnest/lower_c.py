@@ -563,9 +563,10 @@ class NestKernel:
             ct = "double" if dom[1] == T.F64 else "float"
             suffix = "" if ct == "double" else "f"
             dt = T.F64 if ct == "double" else T.F32
-            if name == "truediv" and isinstance(ops[1], Const) and \
-                    render.reciprocal(ops[1].value, dt) is not None:
-                name, ops = "mul", (ops[0], Const(render.reciprocal(ops[1].value, dt), T.FLOAT))
+            r = render.reciprocal(ops[1].value, dt) if name == "truediv" and \
+                isinstance(ops[1], Const) else None
+            if r is not None:
+                name, ops = "mul", (ops[0], Const(r, T.FLOAT))
             if name == "mul" and render.twice(*(x.value if isinstance(x, Const) else x
                                                 for x in ops)) is not None:
                 name = "add"

@@ -767,11 +767,12 @@ class GroupKernel:
             return f"({self.arg(a[0], t)} * r{a[1].index})"
         if op in _BINOP:
             x, y = a
-            if op == "div" and not isinstance(y, Ref) and reciprocal(y, t) is not None:
-                op, y = "mul", reciprocal(y, t)
-            if op == "mul" and twice(x, y) is not None:      # (which gcc would have done)
-                x = y = twice(x, y)
-                op = "add"
+            r = reciprocal(y, t) if op == "div" and not isinstance(y, Ref) else None
+            if r is not None:
+                op, y = "mul", r
+            d = twice(x, y) if op == "mul" else None
+            if d is not None:                               # (which gcc would have done)
+                op, x, y = "add", d, d
             x, y = (c_hidden(v, t) if not isinstance(v, Ref) and hides(v, op)
                     else self.arg(v, t) for v in (x, y))
             return f"({x} {_BINOP[op]} {y})"

@@ -255,12 +255,18 @@ def make_counter():
     return step
 
 
-def test_nonlocal_store_matches_plain():
-    plain, jitted = make_counter(), pijit.jit(make_counter())
-    for _ in range(4):
+def same_counts(make, calls):
+    """Calls a counter made by `make` plain and another jitted, `calls` times each: the
+    results and the counts they return agree at every call."""
+    plain, jitted = make(), pijit.jit(make())
+    for _ in range(calls):
         (y, n), (y_p, n_p) = jitted(X), plain(X)
         assert_equal_values(y, y_p)
         assert n == n_p
+
+
+def test_nonlocal_store_matches_plain():
+    same_counts(make_counter, 4)
     report = pijit.explain(make_counter(), X)
     assert (report.graph_count, report.graph_break_count) == (1, 0), report
 
@@ -460,11 +466,7 @@ def make_counter_with_a_helper():
 
 
 def test_an_inlined_closure_reads_its_own_cell_after_a_nonlocal_store():
-    plain, jitted = make_counter_with_a_helper(), pijit.jit(make_counter_with_a_helper())
-    for _ in range(3):
-        (y, n), (y_p, n_p) = jitted(X), plain(X)
-        assert_equal_values(y, y_p)
-        assert n == n_p
+    same_counts(make_counter_with_a_helper, 3)
     report = pijit.explain(make_counter_with_a_helper(), X)
     # the helper's cell may be the one stored into: its read breaks, never a guess
     assert report.graph_count == 2 and report.graph_break_count == 1, report

@@ -20,6 +20,7 @@ import operator
 from dataclasses import dataclass
 from typing import Callable
 
+from pijit.backends import creation
 from pijit.graph.ir import Graph, Ref, arg_refs, node_refs
 from pijit.graph.opaque import OpaqueCall
 from pijit.graph.purity import is_loop, mutates
@@ -185,7 +186,7 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
             if len(args) == 2 and node.fn is operator.getitem:
                 return f"{text(args[0])}[{key_text(args[1])}]"
         fn_name = f"f{node.out}"
-        env[fn_name] = node.fn
+        env[fn_name] = creation.replacement(node.fn, args, node.kwargs)
         parts = [text(a) for a in args] + [f"{k}={text(v)}" for k, v in node.kwargs]
         if isinstance(node.fn, OpaqueCall):
             # The real function is called from this frame (its warnings and tracebacks name

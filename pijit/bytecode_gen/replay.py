@@ -29,6 +29,7 @@ from bytecode import FreeVar, Instr, Label
 
 from pijit import config
 from pijit._compat import arg_slot_count
+from pijit.backends import creation
 from pijit.backends.numpy_backend import plan_inlining
 from pijit.bytecode_gen import forms
 from pijit.bytecode_gen.copy import assemble, prologue
@@ -420,7 +421,8 @@ class _Block:
         lineno = node.lineno or self.first
         args = [self.operand(arg, lineno) for arg in node.args] + \
             [self.operand(value, lineno) for _, value in node.kwargs]
-        return forms.call([Instr("LOAD_CONST", node.fn, lineno=lineno)], args,
+        fn = creation.replacement(node.fn, node.args, node.kwargs)
+        return forms.call([Instr("LOAD_CONST", fn, lineno=lineno)], args,
                           tuple(k for k, _ in node.kwargs), lineno=lineno)
 
     def loop(self, node) -> list:

@@ -5,6 +5,9 @@ what the entry was compiled for. Each compares plain and jitted bit for bit
 (tests/differential.py) and checks how the calls ran (breaks, recompiles)."""
 from __future__ import annotations
 
+import builtins
+import types
+
 import numpy as np
 import pytest
 
@@ -154,6 +157,57 @@ def test_a_global_defined_after_compile_shadows_the_builtin():
         else:
             ns["abs"] = shadow
         assert_equal_values(jitted(x), (np.abs(x) if shadow is None else x * 10.0) + 1.0)
+    assert pijit.stats(jitted)["cache_misses"] == 2, pijit.stats(jitted)
+
+
+def test_a_builtin_rebound_between_calls_is_seen():
+    """A global found in the builtins is the function's own builtins' (its globals'
+    __builtins__), at capture and in the guard, which reads them again once they changed
+    though the module's globals did not (the hook keeps the last lookup while both dicts keep
+    their versions). Capture read the builtins module's abs before: the builtin's result."""
+    own_builtins = dict(builtins.__dict__)
+    ns = {"np": np, "__builtins__": own_builtins}
+    exec("def f(x):\n    return abs(x) + 1.0\n", ns)
+    jitted = pijit.jit(ns["f"])
+    pijit.reset(jitted)
+    x = np.array([-1.0, 2.0])
+    scaled = lambda v: v * 10.0     # noqa: E731
+    for replaced in (False, True, True, False):
+        own_builtins["abs"] = scaled if replaced else builtins.abs
+        assert_equal_values(jitted(x), (x * 10.0 if replaced else np.abs(x)) + 1.0)
+    assert pijit.stats(jitted)["cache_misses"] == 2, pijit.stats(jitted)
+
+
+def test_one_code_under_two_globals_reads_each():
+    """Functions of one code object share its entries; each call reads its own globals, also
+    when the other function's were the last ones read."""
+    ns1, ns2 = {"np": np, "scale": 2.0}, {"np": np, "scale": 3.0}
+    exec("def f(x):\n    return x * scale\n", ns1)
+    f1 = ns1["f"]
+    f2 = types.FunctionType(f1.__code__, ns2, "f")
+    j1, j2 = pijit.jit(f1), pijit.jit(f2)
+    pijit.reset(j1)
+    x = np.arange(3.0)
+    for k in range(3):
+        assert_equal_values(j1(x), x * 2.0)
+        assert_equal_values(j2(x), x * 3.0)
+        ns2["scale"] = 3.0      # the same value, rebound: a new version, the same result
+    assert pijit.stats(j1)["compile_count"] == 2, pijit.stats(j1)
+
+
+def test_a_callees_module_global_rebound_between_calls_is_seen():
+    """A callee of another module reads its own module's globals (a dict item of its
+    __globals__ in the guard)."""
+    other = types.ModuleType("pijit_test_other")
+    exec("SCALE = 2.0\ndef scaled(x):\n    return x * SCALE\n", other.__dict__)
+    ns = {"np": np, "other": other}
+    exec("def f(x):\n    return other.scaled(x) + 1.0\n", ns)
+    jitted = pijit.jit(ns["f"])
+    pijit.reset(jitted)
+    x = np.arange(3.0)
+    for scale in (2.0, 5.0, 5.0, 2.0):
+        other.SCALE = scale
+        assert_equal_values(jitted(x), x * scale + 1.0)
     assert pijit.stats(jitted)["cache_misses"] == 2, pijit.stats(jitted)
 
 

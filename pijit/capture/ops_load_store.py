@@ -96,7 +96,13 @@ def _global(cap, name):
         return cap.effects.globals[name]
     if name in globs:
         return cap.builder.wrap(globs[name], cap.global_source(name))
-    if not hasattr(builtins, name):
+    # The builtins LOAD_GLOBAL reads are the function's own (its globals' __builtins__, as
+    # exec(code, {"__builtins__": {...}}) gives), which the guard reads in the frame.
+    own = cap.func.__builtins__
+    if type(own) is not dict or own is not _top(cap).func.__builtins__:
+        cap.unsupported(Reason.UNSUPPORTED_VALUE,
+                        f"builtin {name!r} read from builtins other than the jitted function's")
+    if name not in own:
         cap.unsupported(Reason.UNSUPPORTED_VALUE, f"global {name!r} is not defined")
     source = GlobalSource(name)
     if cap.global_source(name) != source:
@@ -104,7 +110,7 @@ def _global(cap, name):
         # while that module does not define the name.
         cap.builder.guard(cap.global_source(name).base, "call",
                           lambda g, name=name: name not in g, f"no global {name!r} in")
-    return cap.builder.wrap(getattr(builtins, name), source)
+    return cap.builder.wrap(own[name], source)
 
 
 @handler("STORE_GLOBAL")
@@ -222,7 +228,7 @@ def IMPORT_NAME(cap, instr):
     name = instr.arg
     module = sys.modules.get(name)
     if module is None or not isinstance(level, ConstValue) or level.value != 0 or \
-            builtins.__import__ is not _ORIGINAL_IMPORT:
+            _builtins_dict(cap.func).get("__import__") is not _ORIGINAL_IMPORT:
         cap.unsupported(Reason.SIDE_EFFECT, f"import {name}")
     if isinstance(fromlist, ConstValue) and fromlist.value:
         cap.push(ConstValue(module))
@@ -237,6 +243,12 @@ def IMPORT_FROM(cap, instr):
 
 
 _ORIGINAL_IMPORT = builtins.__import__
+
+
+def _builtins_dict(func) -> dict:
+    """The builtins IMPORT_NAME finds __import__ in: the function's, when a dict."""
+    own = func.__builtins__
+    return own if type(own) is dict else {}
 
 
 @handler("LOAD_CLOSURE")

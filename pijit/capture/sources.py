@@ -5,7 +5,6 @@ A source is read at call time from the function object and its argument slots, i
 """
 from __future__ import annotations
 
-import builtins
 from dataclasses import dataclass
 
 
@@ -46,8 +45,8 @@ class GlobalSource(Source):
         except KeyError:
             pass
         try:
-            return getattr(builtins, self.global_name)
-        except AttributeError:
+            return func.__builtins__[self.global_name]
+        except (KeyError, TypeError):
             raise SourceMissing(f"global {self.global_name!r} is not defined") from None
 
     def name(self) -> str:

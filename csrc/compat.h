@@ -164,6 +164,18 @@ pj_function_version_of(PyFunctionObject *f, PyFunctionObject *original)
 #endif
 }
 
+/* A dict's version (PEP 509): a number unique among all dicts' versions, given at its creation
+ * and anew at each change of its contents, on 3.11-3.13 (3.12 deprecated the field for dict
+ * watchers and 3.14 removes it; until then every insert, update and delete still sets it). */
+static inline uint64_t
+pj_dict_version(PyObject *d)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    return ((PyDictObject *)d)->ma_version_tag;
+#pragma GCC diagnostic pop
+}
+
 /* The object a weak reference points at (new reference), or NULL when it is dead.  3.13
  * deprecated PyWeakref_GET_OBJECT for PyWeakref_GetRef. */
 static inline PyObject *

@@ -42,6 +42,11 @@ typedef struct {
     Py_ssize_t arg;    /* slot / closure index / parent source index */
     Py_ssize_t index;  /* SRC_ITEM: item index */
     PyObject *name;    /* SRC_GLOBAL, SRC_ATTR: str; SRC_CONST: the object; SRC_DICTITEM: key (strong) */
+    /* SRC_GLOBAL: the value the last lookup found, or NULL, and the versions of the globals
+     * and builtins dicts it looked in then (guards.c fetch_global); borrowed: a dict whose
+     * version is still that one holds it. */
+    PyObject *found;
+    uint64_t versions[2];
 } Source;
 
 /* Guard checks: predicates on one source value (CHK_DISTINCT: on two). */

@@ -474,7 +474,9 @@ def test_accumulators_that_start_as_python_scalars(dtype, level, resumes):
     compiled(sum_from_int, a, level=level, resumes=resumes, breaks=1)
     compiled(sum_from_float, a, level=level, resumes=resumes, breaks=1)
     compiled(argmax_from_float, a, level=level, resumes=resumes, breaks=1)
-    if dtype[0] != "u":         # never above -0.5: best stays the Python float
+    if dtype[0] != "u":
+        compiled(argmax_from_float, -a, level=level, resumes=resumes, breaks=1)   # 0 only
+        # never above -0.5: best stays the Python float
         compiled(argmax_from_float, -a - 1, level=level, resumes=resumes, breaks=1)
 
 

@@ -686,6 +686,64 @@ def syrk_rows(A):
     return C
 
 
+def dtw_distance(a, b):
+    """Dynamic time warping distance: a DP table, min() of three neighbours."""
+    n, m = len(a), len(b)
+    D = np.full((n + 1, m + 1), np.inf)
+    D[0, 0] = 0.0
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            cost = abs(a[i - 1] - b[j - 1])
+            D[i, j] = cost + min(D[i - 1, j], D[i, j - 1], D[i - 1, j - 1])
+    return D[n, m]
+
+
+def dot_zip_f32(a, b):
+    """A dot product over zip of float32 arrays into `total = 0.0`: a Python float, then an
+    np.float32 from the first product on."""
+    total = 0.0
+    for x, y in zip(a, b):
+        total += x * y
+    return total
+
+
+def poly_horner(coef, xs):
+    """Horner's rule at each point over the coefficients, highest first (a reversed view)."""
+    out = np.empty_like(xs)
+    for k in range(len(xs)):
+        x = xs[k]
+        p = 0.0
+        for c in coef[::-1]:
+            p = p * x + c
+        out[k] = p
+    return out
+
+
+def hist_floor(x, lo, hi, nbins):
+    """A histogram by math.floor of each value's bin position, clamped to the last bin."""
+    counts = np.zeros(nbins, dtype=np.int64)
+    width = (hi - lo) / nbins
+    for v in x:
+        k = math.floor((v - lo) / width)
+        if k >= nbins:
+            k = nbins - 1
+        counts[k] += 1
+    return counts
+
+
+def _make_dtw(size, rng):
+    return [(rng.random(size), rng.random(size + 7))]
+
+
+def _make_horner(size, rng):
+    npts, ncoef = size
+    return [(rng.uniform(-1.0, 1.0, ncoef), rng.uniform(-2.0, 2.0, npts))]
+
+
+def _make_hist(size, rng):
+    return [(rng.random(size), 0.0, 1.0, 64)]
+
+
 def _make_lu(size, rng):
     return [(rng.random((size, size)) + size * np.eye(size),)]     # no pivoting needed
 
@@ -904,6 +962,16 @@ WORKLOADS += [
       {"tiny": 20, "quick": 10_000, "full": 100_000},
       "length of a route: a haversine helper (np.sin/cos/arcsin/sqrt) per leg",
       tags=(LOOPS,)),
+    W("dtw_distance", dtw_distance, _make_dtw, {"tiny": 6, "quick": 300, "full": 1000},
+      "dynamic time warping table: abs() and min() of three neighbours", tags=(LOOPS,)),
+    W("dot_zip_f32", dot_zip_f32, _arrays(2, np.float32),
+      {"tiny": 50, "quick": 200_000, "full": 2_000_000},
+      "dot product over zip(a, b) of float32 into total = 0.0", tags=(LOOPS,)),
+    W("poly_horner", poly_horner, _make_horner,
+      {"tiny": (10, 4), "quick": (20_000, 8), "full": (200_000, 8)},
+      "Horner's rule per point over coef[::-1]", tags=(LOOPS,)),
+    W("hist_floor", hist_floor, _make_hist, {"tiny": 50, "quick": 200_000, "full": 2_000_000},
+      "histogram by math.floor of each value's bin, clamped", tags=(LOOPS,)),
 ]
 
 SUITES = {"quick": "quick", "full": "full", "tiny": "tiny"}

@@ -421,11 +421,82 @@ def test_signed_zeros_and_specials(level, resumes):
     same(signed_zeros, np.array([np.inf, np.nan, 1.0]), np.zeros(3), level=level)
 
 
+# -- accumulators that start as Python scalars -------------------------------------------------
+# `s = 0` then `s += x` of an int32 or float array, `total = 0.0` then float32 products,
+# `best = -0.5` then int32 elements: the variable holds a Python scalar until the first
+# iteration and a NumPy scalar after it (one C variable of a type holding both, and a tag)
+def sum_from_int(a):
+    s = 0
+    for x in a:
+        s += x
+    return s
+
+
+def sum_from_float(a):
+    total = 0.0
+    for i in range(a.shape[0]):
+        total += a[i] * a[i]
+    return total
+
+
+def argmax_from_float(a):
+    best = -0.5                 # a float compared with ints: 0 > -0.5
+    best_i = -1
+    for i, x in enumerate(a):
+        if x > best:
+            best = x
+            best_i = i
+    return best_i, best
+
+
+def sum_while_below(a, s, limit):
+    i = 0
+    while i < a.shape[0] and a[i] < limit:
+        s += a[i]
+        i += 1
+    return s                    # no trip: the int s exactly, past 2**53 too
+
+
+def int_reaches_float(a, k):
+    v = 0
+    for x in a:
+        if x > 0:
+            v = x
+        else:
+            v = k * 3           # a computed Python int beside np.float64: not a double
+    return v
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32", "float32", "float64"])
+@pytest.mark.parametrize("level", LEVELS)
+def test_accumulators_that_start_as_python_scalars(dtype, level, resumes):
+    a = (np.arange(9) * 7 % 11).astype(dtype)
+    compiled(sum_from_int, a, level=level, resumes=resumes, breaks=1)
+    compiled(sum_from_float, a, level=level, resumes=resumes, breaks=1)
+    compiled(argmax_from_float, a, level=level, resumes=resumes, breaks=1)
+    if dtype[0] != "u":
+        compiled(argmax_from_float, -a, level=level, resumes=resumes, breaks=1)   # 0 only
+        # never above -0.5: best stays the Python float
+        compiled(argmax_from_float, -a - 1, level=level, resumes=resumes, breaks=1)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_python_int_beside_a_float_stays_exact(level, resumes):
+    a = np.array([0.5, 1.5, 2.5])
+    compiled(sum_while_below, a, 3, 2.0, level=level, resumes=resumes, breaks=1)
+    big = 2**60 + 1             # no double holds it: the kernel hands over at its entry
+    same(sum_while_below, a, big, 0.0, level=level, breaks=1)
+    assert level == "O0" or set(resumes) == {-1}
+    same(sum_while_below, a, big, 2.0, level=level, breaks=1)
+    assert_same(int_reaches_float, np.array([1.0, -2.0]), big, graphs=None, breaks=None,
+                jit_kwargs={"jit_config": {"jit_level": level}})
+
+
 # -- what stays as before --------------------------------------------------------------------
 def changes_type(a):
-    s = 0
+    s = 0.5
     for i in range(a.shape[0]):
-        s = s + a[i] * 1.5        # int, then np.float64: not one C type
+        s = a[i] * 3              # a float, then np.int64: no C type holds both exactly
     return s
 
 
@@ -437,7 +508,7 @@ def calls_unknown(a):
 
 
 def test_unsupported_loops_keep_todays_behaviour():
-    for fn, args in ((changes_type, (np.arange(5.0),)), (calls_unknown, (np.arange(5.0),))):
+    for fn, args in ((changes_type, (np.arange(5),)), (calls_unknown, (np.arange(5.0),))):
         report = pijit.explain(fn, *args)
         assert not any("loop_nest" in ops for ops in report.ops_per_graph)
         expected = fn(*args)

@@ -239,6 +239,53 @@ def test_nesting(level, resumes):
              level=level, resumes=resumes)
 
 
+# -- views by index -----------------------------------------------------------------------------
+def horner_prefix(coef, xs, k, out):
+    for j in range(xs.shape[0]):
+        p = 0.0
+        for c in coef[:k]:          # the view made once: k changing later does not move it
+            p = p * xs[j] + c
+            k = 1
+        out[j] = p
+    return out
+
+
+def views_of_rows(A, out):
+    for i in range(A.shape[0]):
+        t = 0.0
+        for m, x in enumerate(A[i, 1::2], 1):
+            t += x * m
+        for x in A[:, i]:           # a column
+            t -= x
+        for x in A[i][::-1]:        # backwards
+            t = t * 0.5 + x
+            A[i, 0] = t             # seen by the next step's read (the view's element)
+        out[i] = t
+    return out
+
+
+def view_at_a_bad_row(A, out, rows):
+    for r in range(rows):
+        s = 0
+        for x in A[r, 2:]:          # IndexError at the row past the end
+            s += x
+        out[r] = s
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_iterating_over_views(level, resumes):
+    coef = np.array([1.0, -2.0, 0.5, 3.0, -0.25])
+    for k in (0, 3, 5, 9, -2):
+        compiled(horner_prefix, coef, np.array([0.5, -1.5, 2.0]), k, np.zeros(3),
+                 level=level, resumes=resumes)
+    compiled(views_of_rows, np.arange(20.0).reshape(4, 5), np.zeros(4), level=level,
+             resumes=resumes)
+    A = np.arange(12, dtype=np.int32).reshape(3, 4)
+    compiled(view_at_a_bad_row, A, np.zeros(3, np.int64), 3, level=level, resumes=resumes)
+    same(view_at_a_bad_row, A, np.zeros(4, np.int64), 4, level=level)
+
+
 # -- writes into the iterated array ----------------------------------------------------------
 def smear(a):
     i = 0

@@ -202,6 +202,19 @@ def write_then_read_other_view(A):
     return w * 1.0, A.sum()
 
 
+def iterated_while_written(a, A):
+    t = 0.0
+    for x in a[::-1]:                   # each element read when the loop reaches it
+        t = t * 0.5 + x
+        a[0] = t
+    for k, row in enumerate(A):         # and each row
+        if k + 1 < len(A):
+            A[k + 1] += row
+    for x, y in zip(reversed(a), A[:, 0]):
+        a[-1] = x + y
+    return t, a, A
+
+
 @pytest.mark.parametrize("level", LEVELS)
 def test_overlap(level):
     kw = jit_kwargs(level)
@@ -209,6 +222,15 @@ def test_overlap(level):
     assert_same(overlap_assign, np.arange(8.0), jit_kwargs=kw)
     assert_same(overlap_transpose, np.arange(16.0).reshape(4, 4), jit_kwargs=kw)
     assert_same(write_then_read_other_view, np.arange(8.0), jit_kwargs=kw)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_an_array_written_while_a_loop_iterates_it(level):
+    """Unrolled (loop nests off), a loop over an array reads each element or row when it
+    reaches it, after the writes of the iterations before, as plain Python's iterator."""
+    kw = jit_kwargs(level, loop_nests=False)
+    assert_same(iterated_while_written, np.arange(5.0), np.arange(12.0).reshape(3, 4),
+                jit_kwargs=kw)
 
 
 @pytest.mark.parametrize("level", LEVELS)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from pijit.capture.graph_break import Reason
 from pijit.capture.loop_node import try_loop_node
-from pijit.capture.ops_build import sequence_items
+from pijit.capture import numpy_rules
 from pijit.capture.ops_stack import POP_JUMP_FORWARD_IF, POP_JUMP_FORWARD_IF_NONE, leave_for
 from pijit.capture.registry import handler
 from pijit.capture.values import (ConstValue, GraphValue, IteratorValue, ListValue,
@@ -36,7 +36,9 @@ def iterate(cap, value) -> IteratorValue:
         rows = value.meta.shape[0]
         if rows > cap.config.MAX_LOOP_UNROLLING:
             cap.unsupported(Reason.LOOP, f"iterating over {rows} rows exceeds MAX_LOOP_UNROLLING")
-        return IteratorValue(sequence_items(cap, value))
+        getitem = numpy_rules.lookup_operator("getitem")
+        return IteratorValue(Made(rows, lambda i: cap.add_op(getitem, (value, ConstValue(i)),
+                                                              {})))
     cap.unsupported(Reason.LOOP, f"iterating over a {describe(value)} "
                                  "whose items are known only at run time")
 
@@ -67,6 +69,30 @@ class ConstItems(Sequence):
         return item
 
 
+class Made(Sequence):
+    """Items made when a loop first reaches each: an array's rows or elements (a getitem
+    node there, after the writes of the iterations before it, as plain Python's iterator
+    reads each when it yields it: read all at GET_ITER, `for x in a[::-1]: a[0] = f(x)`
+    read a[0] before the writes), and enumerate, zip and reversed of such items."""
+
+    def __init__(self, length: int, make):
+        self.length, self.make, self.made = length, make, {}
+
+    def __len__(self):
+        return self.length
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        if i not in self.made:
+            self.made[i] = self.make(i)
+        return self.made[i]
+
+
 def iterator_call(cap, target, args, kwargs) -> IteratorValue:
     """zip/enumerate/reversed/iter over iterables capture knows item by item."""
     it = _iterator_items(cap, target, args, kwargs)
@@ -85,18 +111,21 @@ def _iterator_items(cap, target, args, kwargs) -> IteratorValue:
         if not isinstance(start.value, int):    # enumerate raises TypeError: plain Python
             cap.unsupported(Reason.UNSUPPORTED_CALL, "enumerate start that is not an int")
         items = iterate(cap, args[0]).items
-        return IteratorValue([TupleValue([ConstValue(start.value + i), v])
-                              for i, v in enumerate(items)])
+        return IteratorValue(Made(len(items), lambda i: TupleValue(
+            [ConstValue(start.value + i), items[i]])))
     if target is zip:
         columns = [iterate(cap, a).items for a in args]
         strict = kwargs.get("strict", ConstValue(False))
         if isinstance(strict, ConstValue) and strict.value and len({len(c) for c in columns}) > 1:
             cap.unsupported(Reason.UNSUPPORTED_CALL, "zip(strict=True) of unequal lengths")
-        return IteratorValue([TupleValue(list(row)) for row in zip(*columns)])
+        return IteratorValue(Made(min(map(len, columns), default=0),
+                                  lambda i: TupleValue([c[i] for c in columns])))
     if len(args) != 1:
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"{target.__name__} with {len(args)} arguments")
     items = iterate(cap, args[0]).items
-    return IteratorValue(list(reversed(items)) if target is reversed else list(items))
+    if target is reversed:
+        return IteratorValue(Made(len(items), lambda i: items[len(items) - 1 - i]))
+    return IteratorValue(items if isinstance(items, Made) else list(items))
 
 
 @handler("GET_ITER")

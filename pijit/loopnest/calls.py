@@ -356,9 +356,10 @@ def _convert(kernel, x, j, dt, bail) -> list:
     py_int = any(m is T.INT for m in members)
     if dt.kind in "iu" and dt != T.I64 and py_int:
         lo, hi = (int(b) for b in (np.iinfo(dt).min, np.iinfo(dt).max))
-        out.append(f"if ((int64_t){v} < {lo}LL || (int64_t){v} > {hi}LL) {bail}")
+        iv = kernel.ival(x)
+        out.append(f"if ({iv} < {lo}LL || {iv} > {hi}LL) {bail}")
     if dt == T.F32 and py_int:
-        out.append(f"if (PJ_I24((int64_t){v})) {bail}")
+        out.append(f"if (PJ_I24({kernel.ival(x)})) {bail}")
     out.append(f"{ct} u{j} = ({ct}){v};")
     if dt == T.F32 and any(m is T.FLOAT for m in members):
         out.append(f"if (isinf(u{j}) && !isinf({v})) {bail}")

@@ -26,7 +26,7 @@ from pijit.capture.sources import AttrSource, ConstSource, DictItemSource, ItemS
 from pijit.loopnest import calls
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Const, Nest, Op
-from pijit.loopnest.recognise import MAX_WALKS, Entry, _Walk
+from pijit.loopnest.recognise import MAX_WALKS, Entry, _Walk, check_ints_in_doubles
 from pijit.loopnest.types import Unsupported
 
 MAX_DEPTH = 4           # calls inlined within calls inlined...: deeper stays Unsupported
@@ -170,6 +170,7 @@ def build(fn, arg_types: list, defaults: list, chain: tuple) -> Callee:
         raise Unsupported(f"types of {fn.__qualname__}'s values did not settle")
     if RETURN not in types:
         raise Unsupported(f"{fn.__qualname__} never returns")
+    check_ints_in_doubles(walk.blocks, types)
     callee = Callee(fn, walk.blocks, dict(types), ["l_" + p for p in params], defaults,
                     list({r[0]: r for r in reads}.values()))
     nest = Nest(callee.blocks, callee.types, {}, callee.params, [RETURN], set(), {})
@@ -245,7 +246,7 @@ def lower(kernel, op, bail) -> list:
              f"{code.co_firstlineno}) */"]
     for v in sorted(callee.types):
         kernel.vtypes[p + v] = callee.types[v]
-        lines.append(f"    {ctype(callee.types[v][0])} v_{p}{v} = 0;")
+        lines.append(f"    {ctype(T.carrier(callee.types[v]))} v_{p}{v} = 0;")
         if len(callee.types[v]) > 1:
             lines.append(f"    unsigned char g_{p}{v} = 0;")
     for param, x in zip(callee.params, op.args + tuple(callee.defaults)):

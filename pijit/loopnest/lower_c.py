@@ -295,14 +295,25 @@ class NestKernel:
     def types(self, x) -> tuple:
         return (x.type,) if isinstance(x, Const) else self.vtypes[x]
 
+    def ival(self, x) -> str:
+        """x as an int64 for the range checks of its int members: 0 (in every range) while a
+        variable whose C value is a double holds its float member, which is no int64."""
+        v = self.val(x)
+        member = None if isinstance(x, Const) else T.int_in_double(self.vtypes[x])
+        if member is None:
+            return f"(int64_t){v}"
+        return f"({self.is_np_cond(x, member)} ? (int64_t){v} : INT64_C(0))"
+
     def is_np_cond(self, x, member) -> str:
-        """C condition: operand x currently holds a value of static type `member`."""
+        """C condition: operand x currently holds a value of static type `member` (the tag
+        g_x of a variable of two types is the index of its current one in the sorted pair:
+        a Python scalar's 0, a NumPy scalar's 1, np.float32's 0 beside np.float64)."""
         vt = self.types(x)
         if member not in vt:
             return "0"
         if len(vt) == 1:
             return "1"
-        return f"(g_{x} == {int(T.is_np(member))})"
+        return f"(g_{x} == {vt.index(member)})"
 
     def set_tag(self, dst, results: dict, operands: tuple) -> list:
         vt = self.vtypes[dst]
@@ -310,26 +321,29 @@ class NestKernel:
             return []
         terms = []
         for combo, r in results.items():
-            if T.is_np(r):
+            if vt.index(r):
                 conds = [self.is_np_cond(x, m) for x, m in zip(operands, combo)]
                 terms.append(" && ".join(conds) or "1")
         return [f"g_{dst} = {' || '.join(f'({t})' for t in terms) or '0'};"]
 
+    def tag_of(self, dst, src) -> str:
+        """C expression: dst's tag for the value src holds."""
+        vt, into = self.types(src), self.vtypes[dst]
+        if len(vt) == 1:
+            return str(into.index(vt[0]))
+        if vt == into:
+            return f"g_{src}"
+        return f"(g_{src} ? {into.index(vt[1])} : {into.index(vt[0])})"
+
     def copy_tag(self, dst, src) -> list:
         if len(self.vtypes[dst]) == 1:
             return []
-        vt = self.types(src)
-        if len(vt) == 1:
-            return [f"g_{dst} = {int(T.is_np(vt[0]))};"]
-        return [f"g_{dst} = g_{src};"]
+        return [f"g_{dst} = {self.tag_of(dst, src)};"]
 
     def select_tag(self, dst, args) -> list:
         if len(self.vtypes[dst]) == 1:
             return []
-        tags = []
-        for x in args[1:]:
-            vt = self.types(x)
-            tags.append(f"g_{x}" if len(vt) > 1 else str(int(T.is_np(vt[0]))))
+        tags = [self.tag_of(dst, x) for x in args[1:]]
         return [f"g_{dst} = {self.val(args[0])} ? {tags[0]} : {tags[1]};"]
 
     # -- ops -----------------------------------------------------------------------------
@@ -493,7 +507,8 @@ class NestKernel:
             lo, hi = _range(dtype)
             if self.ranges.within(x, lo, hi):
                 return [f"    {ct} sv = ({ct}){v};"]
-            return [f"    if ((int64_t){v} < {lo}LL || (int64_t){v} > {hi}LL) {bail}",
+            iv = self.ival(x)
+            return [f"    if ({iv} < {lo}LL || {iv} > {hi}LL) {bail}",
                     f"    {ct} sv = ({ct}){v};"]
         if dtype == T.F32 and any(T.kind(m) == "f" and T.dtype_of(m) == T.F64
                                   for m in self.types(x)):
@@ -501,7 +516,7 @@ class NestKernel:
                     f"    if (isinf(sv) && !isinf({v})) {bail}"]
         if dtype == T.F32 and any(T.kind(m) == "i" for m in self.types(x)) \
                 and not self.ranges.within(x, -2**24, 2**24):
-            return [f"    if (PJ_I24((int64_t){v})) {bail}", f"    {ct} sv = ({ct}){v};"]
+            return [f"    if (PJ_I24({self.ival(x)})) {bail}", f"    {ct} sv = ({ct}){v};"]
         return [f"    {ct} sv = ({ct}){v};"]
 
     def compute(self, op, a, d, bail) -> list:
@@ -544,8 +559,9 @@ class NestKernel:
         if kind == "toi":
             return [f"{d} = (int64_t){a[0]};"] + tag
         if kind == "tof":
-            return [f"if (!((double){a[0]} > -9223372036854775809.0 && (double){a[0]} < "
-                    f"9223372036854775808.0)) {bail}", f"{d} = (int64_t){a[0]};"] + tag
+            x = f"{dom[1]}((double){a[0]})" if len(dom) > 1 else f"(double){a[0]}"
+            return [f"if (!({x} > -9223372036854775809.0 && {x} < "
+                    f"9223372036854775808.0)) {bail}", f"{d} = (int64_t){x};"] + tag
         if kind == "math":
             f = op.op
             return [f"{{ double x = (double){a[0]}, r = {f}(x);",
@@ -576,7 +592,7 @@ class NestKernel:
                 if ct == "float" and any(T.kind(m) == "i" and not T.is_np(m)
                                          for m in self.types(x)) \
                         and not self.ranges.within(x, -2**24, 2**24):
-                    out.append(f"if (PJ_I24((int64_t){self.val(x)})) {bail}")
+                    out.append(f"if (PJ_I24({self.ival(x)})) {bail}")
                 # a constant gcc would fold, moving a NaN (x * -1.0 into -x, where CPython
                 # and NumPy multiply): render.hides
                 xs.append(render.c_hidden(x.value, dt) if isinstance(x, Const) and
@@ -611,8 +627,13 @@ class NestKernel:
                               f"  if (w == 0 || !isfinite(v) || !isfinite(w)) {bail}",
                               f"  {d} = {fn}(v, w); }}"] + tag
             if name == "pow":
+                # a negative base with an integral exponent (x ** 2, L[j, k] ** 3): CPython
+                # and NumPy call pow as C's does (CPython: of |x|, negated for an odd
+                # exponent: what C's pow returns); a zero base hands over (r == 0 below)
+                integral = isinstance(ops[1], Const) and float(ops[1].value).is_integer()
+                base = "" if integral else "!(v > 0) || "
                 return out + [f"{{ {ct} v = {x}, w = {y};",
-                              f"  if (!(v > 0) || !isfinite(v) || !isfinite(w)) {bail}",
+                              f"  if ({base}!isfinite(v) || !isfinite(w)) {bail}",
                               f"  {ct} r = pow{suffix}(v, w); if (!isfinite(r) || r == 0) {bail}",
                               f"  {d} = r; }}"] + tag
             raise AssertionError(name)
@@ -687,9 +708,9 @@ class NestKernel:
             return f"((int64_t){a} {rel} (int64_t){b})"
         ct = "double" if dom[1] == T.F64 else "float"
         check, bound = ("PJ_I53", 2**53) if ct == "double" else ("PJ_I24", 2**24)
-        for v, t, z in ((a, self.types(x), x), (b, self.types(y), y)):
+        for t, z in ((self.types(x), x), (self.types(y), y)):
             if any(T.kind(m) == "i" for m in t) and not self.ranges.within(z, -bound, bound):
-                out.append(f"if ({check}((int64_t){v})) {bail}")
+                out.append(f"if ({check}({self.ival(z)})) {bail}")
         return f"(({ct}){a} {rel} ({ct}){b})"
 
     # -- boxing ----------------------------------------------------------------------------
@@ -697,9 +718,9 @@ class NestKernel:
         vt = self.vtypes[var]
         if len(vt) == 1:
             return self.box_as(vt[0], f"v_{var}", dst)
-        py, npt = (vt[0], vt[1]) if not T.is_np(vt[0]) else (vt[1], vt[0])
-        return ([f"if (g_{var}) {{"] + ["    " + s for s in self.box_as(npt, f"v_{var}", dst)]
-                + ["} else {"] + ["    " + s for s in self.box_as(py, f"v_{var}", dst)] + ["}"])
+        return ([f"if (g_{var}) {{"] + ["    " + s for s in self.box_as(vt[1], f"v_{var}", dst)]
+                + ["} else {"] + ["    " + s for s in self.box_as(vt[0], f"v_{var}", dst)]
+                + ["}"])
 
     @staticmethod
     def box_as(t, v, dst) -> list:
@@ -719,8 +740,12 @@ class NestKernel:
         vt = self.vtypes[var]
         out = []
         for m in vt:
-            tag = f" g_{var} = {int(T.is_np(m))};" if len(vt) > 1 else ""
-            if m is T.INT:
+            tag = f" g_{var} = {vt.index(m)};" if len(vt) > 1 else ""
+            if m is T.INT and T.carrier(vt) == T.F64:     # exact in a double up to 2**53
+                out.append(f"if (PyLong_CheckExact({src})) {{ int ov; long long w = "
+                           f"PyLong_AsLongLongAndOverflow({src}, &ov); if (ov || PJ_I53(w)) "
+                           f"goto entry; v_{var} = (double)w;{tag} }}")
+            elif m is T.INT:
                 out.append(f"if (PyLong_CheckExact({src})) {{ int ov; v_{var} = "
                            f"PyLong_AsLongLongAndOverflow({src}, &ov); if (ov) goto entry;{tag} }}")
             elif m is T.FLOAT:
@@ -754,7 +779,7 @@ class NestKernel:
                 L.append(f"    npy_intp n_{arr}_{j}, s_{arr}_{j};")
         blocks = _layout(self.blocks, self.vectors)
         for var in _declaration_order(nest, self.vtypes, blocks):
-            L.append(f"    {ctype(self.vtypes[var][0])} v_{var} = 0;")
+            L.append(f"    {ctype(T.carrier(self.vtypes[var]))} v_{var} = 0;")
             if len(self.vtypes[var]) > 1:
                 L.append(f"    unsigned char g_{var} = 0;")
         for head, ln in self.lanes.items():

@@ -42,10 +42,13 @@ _UNARY = {"UNARY_NEGATIVE": "neg", "UNARY_POSITIVE": "pos", "UNARY_INVERT": "inv
 # function of that name on a finite argument with a finite result (math_1 in mathmodule.c)
 MATH1 = ("sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
          "tanh", "log2", "log10", "log1p", "expm1", "fabs")
+# math functions rounding a float to a Python int: floor(x) by C's floor, then an int64 that
+# holds it (a NaN, an infinity or a huge float hands over: Python raises or makes a big int)
+ROUNDING = ("floor", "ceil", "trunc")
 _CALLS = {builtins.abs: "abs", builtins.min: "min", builtins.max: "max", builtins.int: "int",
           builtins.float: "float", builtins.bool: "bool", builtins.len: "len",
           builtins.range: "range", builtins.enumerate: "enumerate", builtins.zip: "zip",
-          **{getattr(math, f): f for f in MATH1}}
+          **{getattr(math, f): f for f in MATH1 + ROUNDING}}
 _JUMPS = ("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP",
           "JUMP_NO_INTERRUPT")
 MAX_WALKS = 8
@@ -100,9 +103,36 @@ def recognise(instrs, start: int, end: int, entries: dict, range_args: list | No
               if e.array is not None and n in walk.arrays_used}
     inputs = [f"r{k}" for k in range(len(range_args))] if range_args is not None else []
     inputs += sorted("l_" + n for n, e in entries.items() if e.array is None)
+    check_ints_in_doubles(walk.blocks, types)
     nest = Nest(walk.blocks, {v: t for v, t in types.items()}, arrays, inputs, outputs,
                 walk.written, walk.funcs)
     return nest, exit_pos
+
+
+def check_ints_in_doubles(blocks, types):
+    """Unsupported when a Python int may reach a variable whose C value is a double (a
+    float beside it: `s = 0` then `s += x[i]` of a float array) other than as a constant a
+    double holds exactly or from another such variable: a computed int, past 2**53, would
+    lose bits there. (Its value at the entry is checked by the C kernel.)"""
+    def exact(x):
+        if isinstance(x, Const):
+            return x.type is not T.INT or abs(x.value) <= 2**53
+        return T.INT not in types[x] or T.int_in_double(types[x]) is T.INT
+    for b in blocks:
+        for op in b.ops:
+            if op.dst is None or T.int_in_double(types.get(op.dst, ())) is not T.INT:
+                continue
+            if op.kind == "copy" or op.kind == "call" and op.op in ("min", "max"):
+                ok = all(exact(x) for x in op.args)
+            elif op.domain[:1] == ("inline",):
+                from pijit.loopnest.inline import RETURN        # (inline imports this)
+                ok = T.INT not in op.domain[1].types[RETURN] or \
+                    T.int_in_double(op.domain[1].types[RETURN]) is T.INT
+            else:
+                ok = T.INT not in op.results.values() if op.results else \
+                    T.INT not in types[op.dst]
+            if not ok:
+                raise Unsupported(f"a Python int may reach {op.dst}, which holds floats too")
 
 
 class _Walk:
@@ -310,7 +340,7 @@ class _Walk:
             if obj[0] == "arr" and attr == "shape" and not method:
                 stack.append(("shape", obj[1]))
                 return None
-            if obj[0] == "obj" and obj[1] is math and attr in MATH1:
+            if obj[0] == "obj" and obj[1] is math and attr in MATH1 + ROUNDING:
                 self.push_callable(stack, ("obj", getattr(math, attr)), method)
                 return None
             fn = calls.module_callable(obj[1], attr) if obj[0] == "obj" else None
@@ -568,6 +598,10 @@ class _Walk:
             if self.entries[arr].array[1] == 2:    # for row in A
                 return block, ("rows", it, arr)
             return block, ("elem", it, arr, None)
+        if kind == "view":
+            size = f"n{pos}_{n}"
+            self.define(size, (T.INT,))
+            return views.iterate(self, block, item[1], pos, it, size)
         raise Unsupported(f"iterating over a {kind}")
 
     def next_chain(self, block, desc, pos, stack, exit_id):
@@ -595,6 +629,8 @@ class _Walk:
             return block, ("v", f"{desc[1]}_k")
         if kind == "rows":
             return block, ("row", desc[2], f"{desc[1]}_k")
+        if kind == "velem":
+            return views.element(self, block, desc)
         if kind == "elem":
             it, arr, row = desc[1:]
             dst = f"{it}_x"
@@ -731,15 +767,20 @@ class _Walk:
             raise Unsupported(f"{fname}() of a non-scalar")
         operands = tuple(x[1] for x in args)
         if fname in ("min", "max"):
-            if nargs != 2:
+            if nargs < 2:
                 raise Unsupported(f"{fname}() of {nargs} arguments")
-            ta, tb = self.type(operands[0]), self.type(operands[1])
-            vtype = T.vt(*ta, *tb)
-            _, domain, _ = T.combine(T.compare, ta, tb)
-            dst = f"t{pos}"
-            self.define(dst, vtype)
-            block = self.emit(block, Op("call", dst, operands, fname, domain))
-            stack.append(("v", dst))
+            # min(a, b, c) is min(min(a, b), c): Python's min keeps the item it holds unless
+            # a later one compares less, which is what each two-operand op does
+            first = operands[0]
+            for k, other in enumerate(operands[1:], 2):
+                ta, tb = self.type(first), self.type(other)
+                vtype = T.vt(*ta, *tb)
+                _, domain, _ = T.combine(T.compare, ta, tb)
+                dst = f"t{pos}" if k == nargs else f"t{pos}m{k}"
+                self.define(dst, vtype)
+                block = self.emit(block, Op("call", dst, (first, other), fname, domain))
+                first = dst
+            stack.append(("v", first))
             return block
         if nargs != 1:
             raise Unsupported(f"{fname}() of {nargs} arguments")
@@ -750,7 +791,7 @@ class _Walk:
 def _ordinal(desc):
     """The variable counting an iterator's steps from 0 (the index of an array's element or
     row: every array leaf of a zip steps with it), or None (a range's element is not)."""
-    if desc[0] in ("elem", "rows"):
+    if desc[0] in ("elem", "rows", "velem"):
         return f"{desc[1]}_k"
     if desc[0] == "zip":
         return next((x for x in map(_ordinal, desc[1]) if x is not None), None)
@@ -779,6 +820,10 @@ def _call_rule(fname, t):
         return t, ("i64",) if not T.is_np(t) or t == T.I64 else ("int", t)
     if fname == "int":
         return T.INT, ("tof",) if k == "f" else ("toi",)
+    if fname in ROUNDING:
+        if t not in (T.FLOAT, T.F64):       # np.float32 has no __trunc__; ints: themselves
+            raise Unsupported(f"math.{fname} of a {T.name(t)}")
+        return T.INT, ("tof", fname)
     if fname == "float":
         return T.FLOAT, ("f", T.F64)
     if fname == "bool":

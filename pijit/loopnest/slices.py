@@ -201,6 +201,10 @@ def instr(walk, ins, pos, block, stack):
         return _store(walk, block, pos, _view(walk, obj, sl), value)
     if name == "BINARY_SUBSCR" and len(stack) >= 2:
         index, obj = stack[-1], stack[-2]
+        if obj[0] == "view" and index[0] == "slice":
+            del stack[-2:]
+            stack.append(("view", _view(walk, obj, index)))
+            return None
         if obj[0] == "view":
             del stack[-2:]
             return _element(walk, block, pos, stack, obj[1], index)
@@ -313,6 +317,9 @@ def _makes_view(walk, obj, index) -> bool:
 def _view(walk, obj, index) -> View:
     """The View of obj[index] (obj an array or a row; missing trailing dimensions are whole),
     which must leave one dimension."""
+    if obj[0] == "view" and index[0] == "slice" and Slice() in obj[1].index:
+        # A[i][a:b] of a whole row (or column) is A[i, a:b]
+        return View(obj[1].array, tuple(index[1] if s == Slice() else s for s in obj[1].index))
     if obj[0] not in ("arr", "row"):
         raise Unsupported(f"a slice of a {obj[0]}")
     arr = obj[1]
@@ -462,7 +469,8 @@ def _call(walk, block, pos, stack, nargs):
         raise Unsupported(f".{name}() of a slice with {nargs} arguments")
     fn = first if first[0] == "obj" else second if second[0] == "obj" else None
     if fn is None or not any(fn[1] is f for f in (np.dot, np.sum)):
-        if any(x[0] in ("view", "vexpr") for x in args):
+        iterates = fn is not None and fn[1] in (enumerate, zip)    # views.iterate's
+        if any(x[0] == "vexpr" or x[0] == "view" and not iterates for x in args):
             raise Unsupported("a call with a slice argument")
         return PASS
     del stack[len(stack) - nargs - 2:]

@@ -2,10 +2,11 @@
 
 A static type is a Python scalar type ("int", "float", "bool": exact Python semantics) or a
 NumPy scalar dtype (NEP 50: a Python scalar beside a NumPy one is weak). A variable's type
-(a VT) is a tuple of one static type, or of two of one *family* whose C value is the same
-(Python float / np.float64, Python int / np.int64, Python bool / np.bool_): `s = 0.0` then
-`s += x[j]` makes s a float or an np.float64 depending on the trip count, so the C variable
-carries a tag saying which.
+(a VT) is a tuple of one static type, or of two whose values one C type holds exactly
+(`carrier`: of one *family*, Python float / np.float64, Python int / np.int64, Python bool /
+np.bool_; or int64 for two integer types, double for a float beside a float or a narrow int):
+`s = 0.0` then `s += x[j]` makes s a float or an np.float64 depending on the trip count, so
+the C variable carries a tag saying which.
 
 Each rule also names a *domain*: the C computation. For every combination of member types an
 op must map to one domain, whose results agree with Python and with NumPy wherever the C
@@ -89,9 +90,40 @@ def vt(*members) -> tuple:
     the other in the next, and the type walks never settled)."""
     ms = tuple(sorted(set(members), key=name))
     families = {_FAMILY.get(m) for m in ms}
-    if len(ms) > 1 and (len(families) != 1 or None in families):
+    if len(ms) > 1 and (len(families) != 1 or None in families) and _across(ms) is None:
         raise Unsupported(f"a value is {' or '.join(map(name, ms))}")
     return ms
+
+
+def _across(ms: tuple):
+    """The C value of two scalar types of two families (`s = 0` then `s += x[i]` of an int32
+    or a float64 array; `best = -np.inf` then `best = x[i]` of an int32 one; `s = b[i]` of
+    float32 then `s -= L[i, j] * x[j]` of float64): int64 for two integer or bool types,
+    double where it holds every value of both exactly (a Python int only up to 2**53:
+    recognise.py lets no other int reach such a variable, and the entry checks the one it
+    is given); None otherwise (np.int64 beside a float)."""
+    if len(ms) != 2:
+        return None
+    if all(kind(m) in "bi" for m in ms):
+        return I64
+    if all(not is_np(m) or m.kind in "fb" or m.itemsize <= 4 for m in ms):
+        return F64
+    return None
+
+
+def carrier(v: tuple) -> np.dtype:
+    """The dtype of a variable's C value: its members' (one family), or _across's."""
+    if len(v) > 1 and len({_FAMILY.get(m) for m in v}) != 1:
+        return _across(v)
+    return dtype_of(v[0])
+
+
+def int_in_double(v: tuple):
+    """The int or bool member of a variable whose C value is a double and that also holds
+    a float (its C value then is not an int64), else None."""
+    if len(v) > 1 and carrier(v) == F64:
+        return next((m for m in v if kind(m) != "f"), None)
+    return None
 
 
 def join(a: tuple | None, b: tuple) -> tuple:
@@ -208,6 +240,11 @@ def combine(rule, *vts):
         r, d = rule(*c)
         results[c] = r
         domains.add(d)
+    if rule is compare and len(domains) == 2 and ("ci",) in domains:
+        # ints compared in floating point where some member is a float (`x > best` of an
+        # int32 x and a best that is -inf or an int32): the same for ints, each int operand
+        # checked exact in it (lower_c.compare_expr)
+        domains.discard(("ci",))
     if len(domains) != 1:
         raise Unsupported("an operation whose meaning depends on a value's run-time type")
     return vt(*results.values()), domains.pop(), results

@@ -246,7 +246,7 @@ def lower(k, vec: Vector, target: dict) -> list:
     itv = "v_" + it
     ops = [op for x in vec.order for op in k.blocks_by_id[x].ops]
     local = [elem] + [op.dst for op in ops if op.dst is not None]
-    decls = " ".join(f"npy_{T.dtype_of(k.vtypes[v][0])} v_{v};" for v in dict.fromkeys(local))
+    decls = " ".join(f"npy_{T.carrier(k.vtypes[v])} v_{v};" for v in dict.fromkeys(local))
     start = f"v_{elem} = {itv}_cur + pj_q * {itv}_step;"
 
     def body(store: bool) -> tuple:

@@ -151,9 +151,21 @@ def bind(walk, block, name: str, item, pos: int):
                  if getattr(i, "name", None) in ("STORE_FAST", "DELETE_FAST") and i.arg == name)
     if name in walk.entries or stores != 1:
         raise Unsupported(f"{name} is a view and bound elsewhere too")
-    view = item[1]
+    block, view = _made(walk, block, item[1], pos)
     arr = view.array[2:]
-    dtype = walk.entries[arr].array[0]
+    index = view.index
+    ndim = walk.entries[arr].array[1]
+    if ndim == 2 and index[1] == Slice() and not isinstance(index[0], Slice):
+        walk.aliases[name] = ("row", arr, index[0])     # `row[j]` loads as A[i][j]
+    else:
+        walk.aliases[name] = ("view", view)
+    return block
+
+
+def _made(walk, block, view, pos: int):
+    """(block, the view with its index operands copied): where Python makes the view, its
+    indices are checked (a vcheck) and their values kept."""
+    dtype = walk.entries[view.array[2:]].array[0]
     args, (leaf,) = _flatten((Leaf(view, dtype),))
     block = walk.emit(block, Op("vcheck", None, args, "view",
                                 array=ArrayOp("view", (leaf,), dtype)))
@@ -165,12 +177,34 @@ def bind(walk, block, name: str, item, pos: int):
             block = walk.emit(block, Op("copy", copies[x], (x,)))
     index = tuple(Slice(*(copies.get(p, p) for p in (s.start, s.stop, s.step)))
                   if isinstance(s, Slice) else copies.get(s, s) for s in view.index)
-    ndim = walk.entries[arr].array[1]
-    if ndim == 2 and index[1] == Slice() and not isinstance(index[0], Slice):
-        walk.aliases[name] = ("row", arr, index[0])     # `row[j]` loads as A[i][j]
-    else:
-        walk.aliases[name] = ("view", View(view.array, index))
-    return block
+    return block, View(view.array, index)
+
+
+def iterate(walk, block, view, pos: int, it: str, size: str):
+    """GET_ITER of a view (`for c in coef[:k]`, `for x in A[i, 1:]`, `for x in A[:, j]`):
+    Python makes the view once, so its indices are checked and kept there and its length
+    read (a vlen into `size`); range iterator `it` counts its elements, each loaded by
+    `element`. (block, the iterator's description)."""
+    block, view = _made(walk, block, view, pos)
+    dtype = walk.entries[view.array[2:]].array[0]
+    args, trees = _flatten((Leaf(view, dtype),))
+    walk.funcs["len"] = builtins.len
+    block = walk.emit(block, Op("vlen", size, args, "len", array=ArrayOp("len", trees, dtype)))
+    block = walk.emit(block, Op("range", it, (Const(0, T.INT), size, Const(1, T.INT)),
+                                "range"))
+    return block, ("velem", it, view)
+
+
+def element(walk, block, desc):
+    """(block, the stack item) of a step of `iterate`'s iterator: the view's element k."""
+    it, view = desc[1:]
+    dtype = walk.entries[view.array[2:]].array[0]
+    dst = f"{it}_x"
+    walk.define(dst, (dtype,))
+    args, trees = _flatten((Leaf(view, dtype), Scalar(f"{it}_k", T.INT)))
+    block = walk.emit(block, Op("vload", dst, args, "element",
+                                array=ArrayOp("element", trees, dtype)))
+    return block, ("v", dst)
 
 
 def check_c(k, op, view_c, bail) -> list:

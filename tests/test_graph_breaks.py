@@ -736,13 +736,13 @@ def test_a_loop_over_a_long_constant_leaving_early_unrolls():
 
 
 def test_constant_items_are_made_as_they_are_reached():
-    from pijit.capture.ops_loop import ConstItems
-    items = ConstItems(range(10, 10010))
+    from pijit.capture.ops_loop import const_items
+    items = const_items(range(10, 10010))
     assert len(items) == 10000 and items.made == {}
     assert items[3].value == 13 and items[-1].value == 10009 and items[3] is items[3]
     assert [v.value for v in items[2:5]] == [12, 13, 14]
     assert sorted(items.made) == [2, 3, 4, 9999]
     with pytest.raises(IndexError):
         items[10000]
-    letters = ConstItems(list("abc"))
+    letters = const_items(list("abc"))
     assert [v.value for v in reversed(letters)] == ["c", "b", "a"]

@@ -28,7 +28,7 @@ def iterate(cap, value) -> IteratorValue:
     if isinstance(value, IteratorValue):
         return value
     if isinstance(value, ConstValue) and isinstance(value.value, (range, tuple, list, str)):
-        return IteratorValue(ConstItems(value.value))
+        return IteratorValue(const_items(value.value))
     if isinstance(value, (TupleValue, ListValue)):
         return IteratorValue(list(value.items))
     if isinstance(value, GraphValue) and value.meta.is_array and value.meta.ndim >= 1 \
@@ -43,30 +43,13 @@ def iterate(cap, value) -> IteratorValue:
                                  "whose items are known only at run time")
 
 
-class ConstItems(Sequence):
+def const_items(values) -> "Made":
     """The items of a constant range, tuple, list or str as ConstValues, each made when a
     loop first reaches it: unrolling stops after MAX_LOOP_UNROLLING of them, and making all
     (for ch in a 300-character text, for k in range(n) with n guarded) took 2-15 ms of
     capture's time. (A list's items are read when iterate is called, as before.)"""
-
-    def __init__(self, values):
-        self.values = tuple(values) if isinstance(values, list) else values
-        self.made = {}
-
-    def __len__(self):
-        return len(self.values)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        item = self.made.get(i)
-        if item is None:
-            item = self.made[i] = ConstValue(self.values[i])
-        return item
+    values = tuple(values) if isinstance(values, list) else values
+    return Made(len(values), lambda i: ConstValue(values[i]))
 
 
 class Made(Sequence):

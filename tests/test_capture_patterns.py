@@ -86,6 +86,17 @@ def test_closure():
     assert any(g.startswith("scale") for g in report.guards)
 
 
+def inner_with_defaults(x):
+    def step(v, k=3.0, *, shift=-0.5):
+        return v * k + shift
+    return step(x) - step(x, 2.0, shift=1.0)
+
+
+def test_a_function_made_during_capture_keeps_its_defaults():
+    """MAKE_FUNCTION's defaults and keyword-only defaults reach the inlined call."""
+    assert_same(inner_with_defaults, X, ops=["mul", "sub"])
+
+
 class Linear:
     def __init__(self, n_in, n_out):
         self.w = rng_array(n_in, n_out, seed=3)
@@ -292,6 +303,24 @@ def test_automatic_dynamic_dims_after_shape_change():
     stats = pijit.stats(f)
     assert stats["compile_count"] == 2
     assert "x: expected float64[3,4] C, got float64[5,4] C" in stats["recompile_reasons"][0]
+
+
+def scaled_by_len(x):
+    return x * len(x) - len(x[0])
+
+
+def test_len_is_the_first_dim():
+    """len() of a (3, 4) array is 3, a constant of its static first dim (not its last), and
+    read from the array once that dim is dynamic."""
+    report = assert_same(scaled_by_len, X)
+    assert report.fallback is None and report.graph_count == 1
+    f = pijit.jit(scaled_by_len)
+    for n in (3, 5, 9):
+        x = rng_array(n, 4)
+        np.testing.assert_array_equal(f(x), scaled_by_len(x))
+    info = pijit.code_info(f)
+    assert info["compile_count"] == 2
+    assert any("x: ndarray float64[?,4] C" in e["guards"] for e in info["entries"])
 
 
 # -- what still runs as plain Python as a whole ------------------------------------------

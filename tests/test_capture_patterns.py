@@ -171,6 +171,26 @@ def test_identity_of_returned_inputs():
     assert_same(returns_input_itself, X, Y)
 
 
+def identities(x, y, kind=np.float32):
+    same = x is x
+    none = x is None
+    other = None is not y
+    const = kind is np.float32
+    return x * (1.0 + same + 2.0 * none + 4.0 * other + 8.0 * const)
+
+
+def two_arrays_are(x, y):
+    return x * 2.0 if x is y else x - y
+
+
+def test_is_between_known_values():
+    """`is` as a value (IS_OP, not a jump on None): of constants, of a value and itself, of
+    None and an array, is known at capture; of two arrays only at run time (a break)."""
+    assert_same(identities, X, Y, ops=["mul"])
+    assert_same(two_arrays_are, X, Y, graphs=None, breaks=1)
+    assert_same(two_arrays_are, X, X, graphs=None, breaks=1)
+
+
 def test_unpack_rows_and_shape():
     assert_same(tuple_unpack, X, ops=["getitem", "mul", "add"])
 

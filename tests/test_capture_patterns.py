@@ -97,6 +97,36 @@ def test_a_function_made_during_capture_keeps_its_defaults():
     assert_same(inner_with_defaults, X, ops=["mul", "sub"])
 
 
+def nonlocal_total(x):
+    total = 0.5
+
+    def add(v):
+        nonlocal total
+        total = total + v
+    add(1.5)
+    add(2.0)
+    return x * total
+
+
+def test_a_function_made_during_capture_stores_into_its_closure():
+    """`nonlocal` in a function made and called during capture stores into the caller's
+    variable (STORE_DEREF through the made closure)."""
+    assert_same(nonlocal_total, X, ops=["mul"])
+
+
+def array_kinds(x):
+    a = isinstance(x, np.ndarray)
+    b = isinstance(x, (float, int))
+    c = isinstance(x[0], np.floating)
+    d = type(x) is np.ndarray
+    return x * (1 + a + 2 * b + 4 * c + 8 * d)
+
+
+def test_isinstance_and_type_of_captured_arrays():
+    """isinstance() and type() of graph values are constants of their Python type."""
+    assert_same(array_kinds, X, ops=["mul"])
+
+
 class Linear:
     def __init__(self, n_in, n_out):
         self.w = rng_array(n_in, n_out, seed=3)

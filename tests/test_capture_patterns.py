@@ -64,6 +64,42 @@ def test_all_argument_kinds():
     assert_same(all_kinds, X, 2.0, 7, 8, kwargs={"z": 1.5, "q": 4})
 
 
+def star_helper(x, *rest, scale=1.0, **kw):
+    return x * scale + rest[0] - rest[-1] * kw["shift"]
+
+
+def calls_star_helper(x):
+    return star_helper(x, 1.0, 2.0, 4.0, scale=3.0, shift=0.5)
+
+
+def needs_two(a, b, c=10.0):
+    return a * b + c
+
+
+def calls_needs_two_with_one(x):
+    return needs_two(x)
+
+
+def calls_needs_two_twice_b(x):
+    return needs_two(x, 2.0, b=3.0)
+
+
+def reversed_digits(x):
+    acc = 0.0
+    for w in reversed((1.0, 2.0, 4.0)):
+        acc = acc * 10.0 + w
+    return x * acc
+
+
+def test_inlined_call_binding():
+    """An inlined callee's *args and **kwargs are bound as Python binds them; a call Python
+    rejects (a missing argument, one given twice) raises its TypeError."""
+    assert_same(calls_star_helper, X, ops=["mul", "add", "sub"])
+    assert_same(calls_needs_two_with_one, X, graphs=None, breaks=None)
+    assert_same(calls_needs_two_twice_b, X, graphs=None, breaks=None)
+    assert_same(reversed_digits, X, ops=["mul"])
+
+
 # -- globals, closures, attributes ------------------------------------------------------
 def uses_globals(x):
     return x * G_SCALE + G_ARRAY + CONFIG["eps"]

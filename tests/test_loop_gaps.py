@@ -1,11 +1,10 @@
 """Loop-nest edges found by hunt36's automatic mutation sweep, each a rule no other test
 reached: test_loop_nest_scalar_ops runs one failing pair per kind of error, so a left shift
 by 64 or more (OverflowError like any too-large int) never ran after its first kind."""
+import numpy as np
 import pytest
 
 from test_loop_nest_scalar_ops import nest, run
-
-import numpy as np
 
 
 @pytest.mark.parametrize("op, pairs", [

@@ -394,7 +394,7 @@ def main():
                    help="only sites whose statement at most this many tests execute")
     p.add_argument("--only", nargs="*", type=int, default=None, help="these site ids")
     p.add_argument("--timeout", type=float, default=240)
-    args = p.parse_args()
+    args = p.parse_intermixed_args()
     work = pathlib.Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     if args.command == "probe":

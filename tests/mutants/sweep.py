@@ -415,7 +415,7 @@ def main():
                 if covering_tests(stmts, s) == []:
                     search, replace = snippet(text, s["edits"])
                     print(f"  #{s['id']} {s['func']}:{s['line']} {s['kind']} {s['desc']}: "
-                          f"{search.strip()[:80]}")
+                          f"{search.strip().splitlines()[0][:80]}")
             continue
         if args.max_tests:
             all_sites = [s for s in all_sites if 0 < len(covering_tests(stmts, s) or ())

@@ -409,6 +409,22 @@ def test_len_is_the_first_dim():
     assert any("x: ndarray float64[?,4] C" in e["guards"] for e in info["entries"])
 
 
+def shape_plus_axis(x):
+    return x.reshape(x.shape + (1,)) * 2.0, x.reshape((1,) + x.shape) + 1.0
+
+
+def test_a_dynamic_shape_joined_with_a_constant_tuple():
+    """A shape with a dynamic dim (a tuple of graph ints) + a constant tuple, on either side."""
+    f = pijit.jit(shape_plus_axis, input_signature=(pijit.ArraySpec((None, 4), "float64"),))
+    for n in (3, 5):
+        x = rng_array(n, 4)
+        for got, want in zip(f(x), shape_plus_axis(x)):
+            np.testing.assert_array_equal(got, want)
+            assert got.shape == want.shape
+    info = pijit.code_info(f)
+    assert info["compile_count"] == 1
+
+
 # -- what still runs as plain Python as a whole ------------------------------------------
 def introspects(x):
     y = x * 2

@@ -64,6 +64,42 @@ def test_all_argument_kinds():
     assert_same(all_kinds, X, 2.0, 7, 8, kwargs={"z": 1.5, "q": 4})
 
 
+def star_helper(x, *rest, scale=1.0, **kw):
+    return x * scale + rest[0] - rest[-1] * kw["shift"]
+
+
+def calls_star_helper(x):
+    return star_helper(x, 1.0, 2.0, 4.0, scale=3.0, shift=0.5)
+
+
+def needs_two(a, b, c=10.0):
+    return a * b + c
+
+
+def calls_needs_two_with_one(x):
+    return needs_two(x)
+
+
+def calls_needs_two_twice_b(x):
+    return needs_two(x, 2.0, b=3.0)
+
+
+def reversed_digits(x):
+    acc = 0.0
+    for w in reversed((1.0, 2.0, 4.0)):
+        acc = acc * 10.0 + w
+    return x * acc
+
+
+def test_inlined_call_binding():
+    """An inlined callee's *args and **kwargs are bound as Python binds them; a call Python
+    rejects (a missing argument, one given twice) raises its TypeError."""
+    assert_same(calls_star_helper, X, ops=["mul", "add", "sub"])
+    assert_same(calls_needs_two_with_one, X, graphs=None, breaks=None)
+    assert_same(calls_needs_two_twice_b, X, graphs=None, breaks=None)
+    assert_same(reversed_digits, X, ops=["mul"])
+
+
 # -- globals, closures, attributes ------------------------------------------------------
 def uses_globals(x):
     return x * G_SCALE + G_ARRAY + CONFIG["eps"]
@@ -84,6 +120,47 @@ def test_globals():
 def test_closure():
     report = assert_same(make_closure(2.0, np.ones(4)), X, ops=["tanh", "mul", "add"])
     assert any(g.startswith("scale") for g in report.guards)
+
+
+def inner_with_defaults(x):
+    def step(v, k=3.0, *, shift=-0.5):
+        return v * k + shift
+    return step(x) - step(x, 2.0, shift=1.0)
+
+
+def test_a_function_made_during_capture_keeps_its_defaults():
+    """MAKE_FUNCTION's defaults and keyword-only defaults reach the inlined call."""
+    assert_same(inner_with_defaults, X, ops=["mul", "sub"])
+
+
+def nonlocal_total(x):
+    total = 0.5
+
+    def add(v):
+        nonlocal total
+        total = total + v
+    add(1.5)
+    add(2.0)
+    return x * total
+
+
+def test_a_function_made_during_capture_stores_into_its_closure():
+    """`nonlocal` in a function made and called during capture stores into the caller's
+    variable (STORE_DEREF through the made closure)."""
+    assert_same(nonlocal_total, X, ops=["mul"])
+
+
+def array_kinds(x):
+    a = isinstance(x, np.ndarray)
+    b = isinstance(x, (float, int))
+    c = isinstance(x[0], np.floating)
+    d = type(x) is np.ndarray
+    return x * (1 + a + 2 * b + 4 * c + 8 * d)
+
+
+def test_isinstance_and_type_of_captured_arrays():
+    """isinstance() and type() of graph values are constants of their Python type."""
+    assert_same(array_kinds, X, ops=["mul"])
 
 
 class Linear:
@@ -158,6 +235,26 @@ def test_identity_of_returned_inputs():
         a, b, t = f(x, y)
         assert a is x and b is y and t.base is x
     assert_same(returns_input_itself, X, Y)
+
+
+def identities(x, y, kind=np.float32):
+    same = x is x
+    none = x is None
+    other = None is not y
+    const = kind is np.float32
+    return x * (1.0 + same + 2.0 * none + 4.0 * other + 8.0 * const)
+
+
+def two_arrays_are(x, y):
+    return x * 2.0 if x is y else x - y
+
+
+def test_is_between_known_values():
+    """`is` as a value (IS_OP, not a jump on None): of constants, of a value and itself, of
+    None and an array, is known at capture; of two arrays only at run time (a break)."""
+    assert_same(identities, X, Y, ops=["mul"])
+    assert_same(two_arrays_are, X, Y, graphs=None, breaks=1)
+    assert_same(two_arrays_are, X, X, graphs=None, breaks=1)
 
 
 def test_unpack_rows_and_shape():
@@ -292,6 +389,40 @@ def test_automatic_dynamic_dims_after_shape_change():
     stats = pijit.stats(f)
     assert stats["compile_count"] == 2
     assert "x: expected float64[3,4] C, got float64[5,4] C" in stats["recompile_reasons"][0]
+
+
+def scaled_by_len(x):
+    return x * len(x) - len(x[0])
+
+
+def test_len_is_the_first_dim():
+    """len() of a (3, 4) array is 3, a constant of its static first dim (not its last), and
+    read from the array once that dim is dynamic."""
+    report = assert_same(scaled_by_len, X)
+    assert report.fallback is None and report.graph_count == 1
+    f = pijit.jit(scaled_by_len)
+    for n in (3, 5, 9):
+        x = rng_array(n, 4)
+        np.testing.assert_array_equal(f(x), scaled_by_len(x))
+    info = pijit.code_info(f)
+    assert info["compile_count"] == 2
+    assert any("x: ndarray float64[?,4] C" in e["guards"] for e in info["entries"])
+
+
+def shape_plus_axis(x):
+    return x.reshape(x.shape + (1,)) * 2.0, x.reshape((1,) + x.shape) + 1.0
+
+
+def test_a_dynamic_shape_joined_with_a_constant_tuple():
+    """A shape with a dynamic dim (a tuple of graph ints) + a constant tuple, on either side."""
+    f = pijit.jit(shape_plus_axis, input_signature=(pijit.ArraySpec((None, 4), "float64"),))
+    for n in (3, 5):
+        x = rng_array(n, 4)
+        for got, want in zip(f(x), shape_plus_axis(x)):
+            np.testing.assert_array_equal(got, want)
+            assert got.shape == want.shape
+    info = pijit.code_info(f)
+    assert info["compile_count"] == 1
 
 
 # -- what still runs as plain Python as a whole ------------------------------------------

@@ -906,3 +906,19 @@ def nested_def_with_a_keyword_only_default(x):
 def test_a_function_rebuilt_at_a_break_keeps_its_keyword_only_defaults(fn):
     report = assert_same(fn, np.linspace(-1.0, 2.0, 6), graphs=None, breaks=1)
     assert "print" in report.break_reasons[0]["reason"], report
+
+
+def nested_def_with_a_default(x):
+    def g(y, k=2.0):
+        return y * k
+    z = x + 1.0
+    print("break")
+    return g(z) - g(z, 3.0)
+
+
+def test_a_function_rebuilt_at_a_break_keeps_its_positional_defaults():
+    """Residual code rebuilds the function with its positional defaults (3.13: set by
+    SET_FUNCTION_ATTRIBUTE with their own flag)."""
+    report = assert_same(nested_def_with_a_default, np.linspace(-1.0, 2.0, 6), graphs=None,
+                         breaks=1)
+    assert "print" in report.break_reasons[0]["reason"], report

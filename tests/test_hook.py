@@ -615,6 +615,25 @@ def test_recompile_on_hash_args_change():
     assert len(s["recompile_reasons"]) == 1 and "hash_args" in s["recompile_reasons"][0]
 
 
+def test_recompile_on_hash_args_array_change():
+    """An array in hash_args is fingerprinted by its bytes: a change in the middle of a long
+    one (which its repr elides) recompiles; a same-valued copy does not."""
+    table = np.zeros(2000)
+
+    def f(x):
+        return x + 1.0
+    jitted = pijit.jit(f, hash_args=[table])
+    pijit.reset(jitted)
+    x = np.ones(3)
+    assert_equal_values(jitted(x), x + 1.0)
+    table[1000] = 1.0
+    assert_equal_values(jitted(x), x + 1.0)
+    s = pijit.stats(jitted)
+    assert s["compile_count"] == 2 and "hash_args" in s["recompile_reasons"][0], s
+    assert_equal_values(jitted(x), x + 1.0)
+    assert pijit.stats(jitted)["compile_count"] == 2
+
+
 # ---------------------------------------------------------------------------------------------
 # The entry limit.
 

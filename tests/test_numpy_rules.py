@@ -576,6 +576,7 @@ UNARY_CALLS = [
     (np.array, (), {"dtype": np.int16}), (np.float32, (), {}), (np.int64, (), {}),
     (np.complex64, (), {}), (np.bool_, (), {}), (np.linalg.norm, (), {}),
     (np.tile, ((2, 1),), {}), (np.repeat, (2,), {}), (np.where, (1.0, 0), {}),
+    (np.repeat, ([1, 0, 4],), {}), (np.repeat, ([3],), {}),
     (np.reshape, (-1,), {}), (np.outer, (np.ones(2),), {}), (np.vdot, (np.ones(1),), {}),
     (np.broadcast_to, ((2, 1, 1),), {}), (np.sinc, (), {}), (abs, (), {}),
 ]

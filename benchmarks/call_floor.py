@@ -2,7 +2,8 @@
 
 Cases (each plain and jitted): a one-line function whose jitted calls run as plain Python
 (nothing to gain; not hot yet; frozen past limit_graph_count), one whose entry runs a tiny
-compiled graph, a recursive fib(20) (every level calls the jitted function through its
+compiled graph, a small kernel by loops that allocates its output (np.zeros_like, globals
+guarded), a recursive fib(20) (every level calls the jitted function through its
 global name, so through the Wrapper, or from 3.12 the jitted function object), and a scalar
 math helper called in a loop by a jitted driver (the corpus jits every function). Each side
 is warmed first, past the calls after which pijit gives a function it has nothing to do for
@@ -120,6 +121,19 @@ def _make_graph(jitted):
     return _loop1(f, a), (f if jitted else None)
 
 
+def _alloc_rows(a):
+    out = np.zeros_like(a)
+    for i in range(a.shape[0]):
+        out[i, 0] = a[i, 0] * 2.0
+    return out
+
+
+def _make_alloc_nest(jitted):
+    a = np.ones((6, 6))
+    f = _jit(_copy(_alloc_rows), adaptive=False) if jitted else _copy(_alloc_rows)
+    return _loop1(f, a), (f if jitted else None)
+
+
 def _make_fib(jitted):
     fib = _fib_namespace(jitted)
 
@@ -163,6 +177,8 @@ CASES = [
          "(compile_after_ms=10**6)", _make_not_hot_array),
     Case("frozen", "add1(7): frozen past limit_graph_count=1 (one array entry)", _make_frozen),
     Case("graph", "a + 1.0 of 4 float64s: a compiled entry (adaptive=False, O1)", _make_graph),
+    Case("alloc_nest", "out = np.zeros_like(a) of 6x6 float64s filled by a loop nest (a compiled "
+         "entry: globals guarded, the output allocated, the nest called)", _make_alloc_nest),
     Case("fib", f"fib({FIB_N}), recursive through its global name (default config)", _make_fib,
          warm=_warm_until_bypassed(), per=None),
     Case("math_helper", "hyp(i, 0.5) = math.sqrt(x*x + y*y), called by a jitted loop "

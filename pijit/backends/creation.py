@@ -12,8 +12,9 @@ Each replacement allocates with the same builtin and the same arguments, so shap
 memory layout and subclass are NumPy's, and fills with `ndarray.fill`, which stores the same
 value NumPy's `copyto` does for a bool, integer, float or complex dtype (0 and 1 are exact
 in each); any other result (object, string, datetime, void, structured dtypes; a subclass,
-whose `fill` may be its own) is filled by `copyto` from what the original copies. Only the argument forms
-the replacement accepts in full are rewritten (`replacement`): others keep NumPy's function.
+whose `fill` may be its own) is filled by `copyto` from what the original copies. Only the
+argument forms the replacement accepts in full are rewritten (`replacement`): others keep
+NumPy's function.
 """
 from __future__ import annotations
 

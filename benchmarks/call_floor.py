@@ -115,10 +115,13 @@ def _make_frozen(jitted):
     return _loop1(f, 7), (f if jitted else None)
 
 
-def _make_graph(jitted):
-    a = np.ones(4)
-    f = _jit(_copy(_shift), adaptive=False) if jitted else _copy(_shift)
-    return _loop1(f, a), (f if jitted else None)
+def _make_compiled(fn, shape):
+    """make(jitted) for calls of fn on ones(shape) whose jitted side runs a compiled entry."""
+    def make(jitted):
+        a = np.ones(shape)
+        f = _jit(_copy(fn), adaptive=False) if jitted else _copy(fn)
+        return _loop1(f, a), (f if jitted else None)
+    return make
 
 
 def _alloc_rows(a):
@@ -126,12 +129,6 @@ def _alloc_rows(a):
     for i in range(a.shape[0]):
         out[i, 0] = a[i, 0] * 2.0
     return out
-
-
-def _make_alloc_nest(jitted):
-    a = np.ones((6, 6))
-    f = _jit(_copy(_alloc_rows), adaptive=False) if jitted else _copy(_alloc_rows)
-    return _loop1(f, a), (f if jitted else None)
 
 
 def _make_fib(jitted):
@@ -176,9 +173,11 @@ CASES = [
     Case("not_hot_array", "a + 1.0 of 4 float64s: signature not hot yet "
          "(compile_after_ms=10**6)", _make_not_hot_array),
     Case("frozen", "add1(7): frozen past limit_graph_count=1 (one array entry)", _make_frozen),
-    Case("graph", "a + 1.0 of 4 float64s: a compiled entry (adaptive=False, O1)", _make_graph),
+    Case("graph", "a + 1.0 of 4 float64s: a compiled entry (adaptive=False, O1)",
+         _make_compiled(_shift, 4)),
     Case("alloc_nest", "out = np.zeros_like(a) of 6x6 float64s filled by a loop nest (a compiled "
-         "entry: globals guarded, the output allocated, the nest called)", _make_alloc_nest),
+         "entry: globals guarded, the output allocated, the nest called)",
+         _make_compiled(_alloc_rows, (6, 6))),
     Case("fib", f"fib({FIB_N}), recursive through its global name (default config)", _make_fib,
          warm=_warm_until_bypassed(), per=None),
     Case("math_helper", "hyp(i, 0.5) = math.sqrt(x*x + y*y), called by a jitted loop "

@@ -195,6 +195,32 @@ def test_one_code_under_two_globals_reads_each():
     assert pijit.stats(j1)["compile_count"] == 2, pijit.stats(j1)
 
 
+def test_a_kept_global_lookup_holds_no_reference():
+    """The hook keeps a global's last lookup borrowed (the dict holds it): calls that take it
+    leave the global's and the builtin's refcounts as they were, and rebinding the global
+    frees the old value."""
+    import sys
+    import weakref
+
+    class Scale(float):
+        pass
+
+    ns = {"np": np, "scale": Scale(2.0)}
+    exec("def f(x):\n    return x * float(scale) + len(x)\n", ns)
+    jitted = pijit.jit(ns["f"])
+    pijit.reset(jitted)
+    x = np.arange(3.0)
+    jitted(x)
+    before = sys.getrefcount(ns["scale"]), sys.getrefcount(builtins.len)
+    for _ in range(100):
+        assert_equal_values(jitted(x), x * 2.0 + 3)
+    assert (sys.getrefcount(ns["scale"]), sys.getrefcount(builtins.len)) == before
+    gone = weakref.ref(ns["scale"])
+    ns["scale"] = Scale(3.0)
+    assert gone() is None
+    assert_equal_values(jitted(x), x * 3.0 + 3)
+
+
 def test_a_callees_module_global_rebound_between_calls_is_seen():
     """A callee of another module reads its own module's globals (a dict item of its
     __globals__ in the guard)."""

@@ -97,11 +97,28 @@ static const pj_support kernel_support = {
     .tree_chunks = support_tree_chunks,
     .tree_total_d = support_tree_total_d,
     .tree_total_f = support_tree_total_f,
+    .array = entry_array,
+    .as_double = entry_double,
+    .as_int = entry_int,
+    .bcast = entry_bcast,
+    .strides = entry_strides,
+    .dense = entry_dense,
+    .perm = entry_perm,
+    .agrees = entry_agrees,
+    .permute = entry_permute,
+    .gather = entry_gather,
+    .overlap = entry_overlap,
+    .internal_overlap = entry_internal_overlap,
+    .underflow_reported = entry_underflow_reported,
+    .direct_ok = entry_direct_ok,
+    .repair = entry_repair,
 };
 
 static PyObject *
 m_kernel_support(PyObject *m, PyObject *unused)
 {
+    if (PyArray_API == NULL && _import_array() < 0)     /* kernel_entry.c calls NumPy's API */
+        return NULL;
     return PyCapsule_New((void *)&kernel_support, PJ_SUPPORT_CAPSULE, NULL);
 }
 

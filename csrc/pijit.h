@@ -1,8 +1,9 @@
 /* pijit.h -- shared declarations of the pijit C hook.
  *
  * The extension is one translation unit: pijit/_build_C.py hands cffi a source that
- * includes guards.c, code_state.c, pool.c, kernel_support.c, eval_frame.c, wrapper.c and
- * module.c in that order (each includes this header first), so everything here is static.
+ * includes guards.c, code_state.c, pool.c, kernel_entry.c, kernel_support.c, eval_frame.c,
+ * adapt.c, wrapper.c and module.c in that order (each includes this header first), so
+ * everything here is static.
  *
  * Objects:
  *   CodeState    per-code state, a garbage-collected object: the state machine value,

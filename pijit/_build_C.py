@@ -3,9 +3,10 @@
 The C sources live in ``csrc/``; they are compiled as one translation unit, in the
 order of ``_UNITS`` (``compat.h``: the CPython-version facts; ``guards.c``: guard
 programs; ``code_state.c``: per-code state; ``pool.c``: the kernels' buffer pool;
-``kernel_support.c``: routines the kernels share; ``eval_frame.c``: the hook; ``adapt.c``: hot signatures,
-promotion and timed trials;
-``wrapper.c``: what ``pijit.jit`` returns; ``module.c``: the module).  The only
+``kernel_entry.c``: what every kernel does around its loops; ``kernel_support.c``: the
+table of routines the kernels share; ``eval_frame.c``: the hook; ``adapt.c``: hot
+signatures, promotion and timed trials; ``wrapper.c``: what ``pijit.jit`` returns;
+``module.c``: the module).  The only
 cffi-visible function is ``pijit_init_module``, which creates the real
 extension module ``pijit._eval_frame`` (see ``pijit/eval_frame.py``).
 
@@ -20,8 +21,8 @@ from cffi import FFI
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _CSRC = os.path.join(os.path.dirname(_HERE), "csrc")
 _CFUSED = os.path.join(_HERE, "backends", "cfused")
-_UNITS = ("guards.c", "code_state.c", "pool.c", "kernel_support.c", "eval_frame.c", "adapt.c",
-          "wrapper.c", "module.c")
+_UNITS = ("guards.c", "code_state.c", "pool.c", "kernel_entry.c", "kernel_support.c",
+          "eval_frame.c", "adapt.c", "wrapper.c", "module.c")
 _FILES = ("compat.h", "pijit.h") + _UNITS
 
 _compile_args = ["-std=gnu11", "-Wall", "-Wno-unused-function", "-Wno-missing-field-initializers"]

@@ -1,11 +1,11 @@
 /* kernel_support.h -- the table of routines pijit._C compiles once for every fused-kernel
  * module (csrc/kernel_support.c). A kernel module's init takes it from the capsule
  * pijit._eval_frame.kernel_support(); the capsule's name carries the layout's version.
- * Needs numpy/ndarraytypes.h (npy_intp) first. */
+ * Needs Python.h and numpy/ndarraytypes.h (npy_intp, PyArrayObject) first. */
 #ifndef PIJIT_KERNEL_SUPPORT_H
 #define PIJIT_KERNEL_SUPPORT_H
 
-#define PJ_SUPPORT_CAPSULE "pijit.kernel_support.v3"
+#define PJ_SUPPORT_CAPSULE "pijit.kernel_support.v4"
 
 /* Room for tree_chunks' bounds: its chunks are longer than block / 4 (for block >= 64). */
 #define PJ_TREE_BOUNDS(n, block) ((n) / ((block) / 4) + 3)
@@ -22,6 +22,25 @@ typedef struct {
     npy_intp (*tree_chunks)(npy_intp n, npy_intp block, npy_intp *bounds);
     double (*tree_total_d)(npy_intp n, npy_intp block, const double *sums);
     float (*tree_total_f)(npy_intp n, npy_intp block, const float *sums);
+
+    /* What a kernel does once per call around its loops (csrc/kernel_entry.c says what each
+       does and why), reached as pj_<name> (render.HELPERS). */
+    PyArrayObject *(*array)(PyObject *o, int type, int nd);
+    int (*as_double)(PyObject *o, double *out);
+    int (*as_int)(PyObject *o, long long *out);
+    int (*bcast)(PyArrayObject *a, npy_intp *shape, int nd);
+    void (*strides)(PyArrayObject *a, const npy_intp *shape, int nd, npy_intp *st);
+    int (*dense)(const npy_intp *st, const npy_intp *shape, int nd, npy_intp itemsize);
+    void (*perm)(PyArrayObject *a, int *perm, int nd);
+    int (*agrees)(const npy_intp *st, const npy_intp *shape, const int *perm, int nd);
+    void (*permute)(npy_intp *v, const int *perm, int nd);
+    void (*gather)(void *dst, const char *src, npy_intp n, npy_intp st, int size);
+    int (*overlap)(PyArrayObject *a, PyArrayObject *b);
+    int (*internal_overlap)(PyArrayObject *a);
+    int (*underflow_reported)(void);
+    int (*direct_ok)(int *under);
+    PyObject *(*repair)(PyObject *fn, PyObject *const *args, Py_ssize_t nargs, npy_intp start,
+                        const int *perm, int nd);
 } pj_support;
 
 #endif

@@ -164,6 +164,9 @@ class Nest:
     # input -> its value, for inputs whose node argument is a constant (capture.py): the
     # same in every call of the node (ranges.py starts from it)
     known: dict = field(default_factory=dict)
+    # every path out of the region returns (recognise._tail_return): the one output is the
+    # value the function returns
+    returns: bool = False
 
     def variables(self) -> list:
         return sorted(self.types)

@@ -790,6 +790,8 @@ class NestKernel:
             L.append(f"    {ctype(T.carrier(self.vtypes[var]))} v_{var} = 0;")
             if len(self.vtypes[var]) > 1:
                 L.append(f"    unsigned char g_{var} = 0;")
+        for kept in sorted({op.kept for b in blocks for op in b.ops if op.kept}):
+            L.append(f"    char *kp_{kept} = NULL; npy_intp ks_{kept} = 0;")
         for head, ln in self.lanes.items():
             L.append(f"    int64_t pj_it{head}[{lanes.LANES}]; int pj_nb{head}, pj_ph{head}, "
                      f"pj_ln{head};")

@@ -171,6 +171,9 @@ class Nest:
     # every path out of the region returns (recognise._tail_return): the one output is the
     # value the function returns
     returns: bool = False
+    # variables of a Python float and np.float32 whose C value is a float
+    # (recognise.float32_carried)
+    narrow: frozenset = frozenset()
 
     def variables(self) -> list:
         return sorted(self.types)

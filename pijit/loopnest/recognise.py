@@ -24,6 +24,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import math
+import struct
 
 from bytecode import BinaryOp, Compare, Instr, Label, SetLineno, TryBegin, TryEnd
 
@@ -124,7 +125,8 @@ def _recognise(instrs, start, end, entries, range_args, resolve, live_after, ite
     inputs += sorted("l_" + n for n, e in entries.items() if e.array is None)
     check_ints_in_doubles(walk.blocks, types)
     nest = Nest(walk.blocks, {v: t for v, t in types.items()}, arrays, inputs, outputs,
-                walk.written, walk.funcs, returns=returns)
+                walk.written, walk.funcs, returns=returns,
+                narrow=float32_carried(walk.blocks, types))
     return nest, exit_pos
 
 
@@ -165,6 +167,59 @@ def check_ints_in_doubles(blocks, types):
                     T.INT not in types[op.dst]
             if not ok:
                 raise Unsupported(f"a Python int may reach {op.dst}, which holds floats too")
+
+
+def float32_carried(blocks, types) -> frozenset:
+    """The variables of a Python float and np.float32 (`total = 0.0` then `total += x * y`
+    of float32) whose every float value is a float32's: the C kernel carries them in a float
+    rather than a double, so the loop's float32 arithmetic is not widened and narrowed again
+    at each step. Such a variable is only assigned float32 values, constants a float32 holds
+    exactly (bit for bit) and other such variables; its entry value is checked there."""
+    pair = T.vt(T.FLOAT, T.F32)
+    narrow = {v for v, t in types.items() if t == pair}
+
+    def fits(x):
+        if isinstance(x, Const):
+            return x.type is T.FLOAT and _in_float32(x.value)
+        return x in narrow or types[x] == (T.F32,)
+    changed = True
+    while changed:
+        changed = False
+        for b in blocks:
+            for op in b.ops:
+                if op.dst not in narrow:
+                    continue
+                ok = all(fits(x) for x in op.args) if op.kind == "copy" else \
+                    op.kind != "call" and bool(op.results) and \
+                    T.FLOAT not in op.results.values()
+                if not ok:
+                    narrow.discard(op.dst)
+                    changed = True
+    return frozenset(narrow)
+
+
+def _held_by_float32(walk, x, y) -> bool:
+    """Whether one operand of a comparison is a Python float or an np.float32 (`total > 30.0`
+    of a `total = 0.0` summing float32s) and the other a float constant a float32 holds:
+    NumPy compares the float32 member in float32, Python the float member in double, and
+    both give the double comparison's answer (every operand exact in either)."""
+    c, v = (x, y) if isinstance(x, Const) else (y, x)
+    return isinstance(c, Const) and c.type is T.FLOAT and _in_float32(c.value) and \
+        not isinstance(v, Const) and set(walk.type(v)) == {T.FLOAT, T.F32}
+
+
+def _compare_in_double(a, b):
+    r, d = T.compare(a, b)
+    return r, ("cf", T.F64) if d == ("cf", T.F32) else d
+
+
+def _in_float32(v: float) -> bool:
+    """Whether a float32 holds v bit for bit (its sign too; no NaN)."""
+    try:
+        back = struct.unpack("<f", struct.pack("<f", v))[0]
+    except OverflowError:
+        return False
+    return back == v and math.copysign(1.0, back) == math.copysign(1.0, v)
 
 
 class _Walk:
@@ -463,7 +518,8 @@ class _Walk:
             op = cmp.name.removesuffix("_CAST").lower()
             if a[0] != "v" or b[0] != "v":
                 raise Unsupported("comparison of non-scalars")
-            return self.compute(block, stack, pos, "cmp", op, T.compare, (a[1], b[1]))
+            rule = _compare_in_double if _held_by_float32(self, a[1], b[1]) else T.compare
+            return self.compute(block, stack, pos, "cmp", op, rule, (a[1], b[1]))
         if name in _UNARY:
             a = stack.pop()
             if a[0] != "v":

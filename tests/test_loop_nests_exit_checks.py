@@ -14,7 +14,7 @@ import struct
 import numpy as np
 import pytest
 
-from benchmarks.workloads import csr_matvec, dot_zip_f32, forward_subst
+from benchmarks.workloads import csr_matvec, dot_zip_f32, forward_subst, poly_horner
 from tests.differential import assert_same
 from tests.test_loop_nests import resumes, same  # noqa: F401 - resumes: a fixture
 from tests.test_loop_nests_checks import kernels  # noqa: F401 - a fixture
@@ -100,6 +100,30 @@ def test_a_gather_hands_over_from_the_loops_start(level, case, resumes, kernels)
     if level == "O1":
         assert exit_checks(kernels[0])
         assert (resumes == []) == (case == "in bounds")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_horner_checks_each_point_once(level, resumes, kernels):
+    # p = p * x + c: a non-finite p makes p * x and the sum non-finite, so the sum's check
+    # moves to the inner loop's exit; an overflow at a middle point warns there
+    coef = padded([0.5, -2.0, 3.0], 24)
+    xs = np.linspace(-1.5, 1.5, 30)
+    same(poly_horner, coef, xs, level=level)
+    if level == "O1":
+        assert resumes == [] and exit_checks(kernels[-1])
+    xs[17] = 1e16                                       # overflows (warns) at point 17
+    same(poly_horner, coef, xs, level=level)
+    xs[17], xs[3] = 0.0, np.inf                         # inf * 0: NaN, no warning
+    same(poly_horner, coef, xs, level=level)
+    # s = a[j] * 1e300 + 1.0 does not come from s: the next step forgets an overflow
+    same(last_scaled, padded([1.0, 1e10, 1.0]), level=level)
+
+
+def last_scaled(a):
+    s = np.float64(0.0)
+    for j in range(a.shape[0]):
+        s = a[j] * 1e300 + 1.0
+    return s
 
 
 def dot_zip_from(a, b, total):

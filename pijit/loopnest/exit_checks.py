@@ -83,6 +83,24 @@ def defer(blocks: list, types: dict, origin: dict, live_in: dict, advances) -> t
     return [by_id[k] for k in sorted(by_id)], restarts
 
 
+def _derived(later: list, at: int, op, acc):
+    """The ops before later[at] (op) through which an operand of op comes from acc by
+    float +, - and * alone (`p = p * x + c`: a non-finite p makes p * x, then the sum,
+    non-finite), each read only by the next; [] when acc is op's operand itself; None when
+    no operand comes from acc so."""
+    before = {o.dst: o for o in later[:at] if o.dst is not None}
+    chain, x = [], op
+    while not any(x.args[p] == acc for p in _ABSORBING[x.op]):
+        nxt = [before.get(x.args[p]) for p in _ABSORBING[x.op]]
+        nxt = [o for o in nxt if o is not None and o.kind == "binop" and
+               o.op in _ABSORBING and o.domain[:1] == ("f",)]
+        if len(nxt) != 1 or sum(nxt[0].dst in o.args for o in later) != 1 or nxt[0] in chain:
+            return None
+        x = nxt[0]
+        chain.append(x)
+    return chain
+
+
 def _zip_step(by_id, k, head, body, dom, setup, advances) -> bool:
     """Whether block k is a later step of the head's zip (recognise's chain of foriters, one
     per leaf): no ops, leaving to the head's exit, its iterator set up between the head's
@@ -145,12 +163,13 @@ def _accumulator(by_id, head, body, loops, dom, types, advances):
         if o.kind == "copy" and o.args == (op.dst,):
             acc = o.dst
             break
-    if acc is None or not any(op.args[p] == acc for p in _ABSORBING[op.op]):
+    chain = _derived(later, at, op, acc) if acc is not None else None
+    if chain is None:
         return None
     defs = [o for o in later if o.dst == acc]
     if len(defs) != 1 or acc not in dsts:
         return None
-    if any(acc in o.args for o in later[:at]) or any(
+    if any(acc in o.args for o in later[:at] if o not in chain) or any(
             acc in o.args for o in later[at + 1:] if o is not defs[0]) or any(
             by_id[y].term[:2] == ("branch", acc) for y in seen):
         return None             # read before the op, or after it: a later read sees inf

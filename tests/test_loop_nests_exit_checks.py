@@ -7,12 +7,15 @@ the rule must leave alone (a store the loop reads back, two accumulators, a bran
 looks at the kernel's blocks to see the check moved, or not."""
 from __future__ import annotations
 
+import math
 import re
+import struct
 
 import numpy as np
 import pytest
 
-from benchmarks.workloads import csr_matvec, forward_subst
+from benchmarks.workloads import csr_matvec, dot_zip_f32, forward_subst, poly_horner
+from tests.differential import assert_same
 from tests.test_loop_nests import resumes, same  # noqa: F401 - resumes: a fixture
 from tests.test_loop_nests_checks import kernels  # noqa: F401 - a fixture
 
@@ -97,6 +100,88 @@ def test_a_gather_hands_over_from_the_loops_start(level, case, resumes, kernels)
     if level == "O1":
         assert exit_checks(kernels[0])
         assert (resumes == []) == (case == "in bounds")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_horner_checks_each_point_once(level, resumes, kernels):
+    # p = p * x + c: a non-finite p makes p * x and the sum non-finite, so the sum's check
+    # moves to the inner loop's exit; an overflow at a middle point warns there
+    coef = padded([0.5, -2.0, 3.0], 24)
+    xs = np.linspace(-1.5, 1.5, 30)
+    same(poly_horner, coef, xs, level=level)
+    if level == "O1":
+        assert resumes == [] and exit_checks(kernels[-1])
+    xs[17] = 1e16                                       # overflows (warns) at point 17
+    same(poly_horner, coef, xs, level=level)
+    xs[17], xs[3] = 0.0, np.inf                         # inf * 0: NaN, no warning
+    same(poly_horner, coef, xs, level=level)
+    # s = a[j] * 1e300 + 1.0 does not come from s: the next step forgets an overflow
+    same(last_scaled, padded([1.0, 1e10, 1.0]), level=level)
+
+
+def last_scaled(a):
+    s = np.float64(0.0)
+    for j in range(a.shape[0]):
+        s = a[j] * 1e300 + 1.0
+    return s
+
+
+def dot_zip_from(a, b, total):
+    for x, y in zip(a, b):
+        total += x * y          # a Python float, then an np.float32
+    return total
+
+
+def dot_zip_reset(a, b):
+    total = 0.0
+    for x, y in zip(a, b):
+        total += x * y
+        if total > 30.0:
+            total = 0.1         # no float32 holds it: total stays a double
+    return total
+
+
+def above_tenth(a):
+    n = 0
+    t = 0.0
+    for x in a:
+        if t > 0.1:             # np.float32(0.1) > 0.1 is False (0.1 made a float32 first)
+            n += 1
+        t = x
+    return n
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_zip_into_a_python_float_checks_at_the_exit_in_a_float(level, resumes, kernels):
+    # zip's second step leaves to the same exit as its head, through the check; the
+    # accumulator, only ever a float32 value or a constant a float32 holds, is a C float
+    rng = np.random.default_rng(3)
+    a, b = rng.random(40, dtype=np.float32), rng.random(40, dtype=np.float32)
+    same(dot_zip_f32, a, b[:-1], level=level, breaks=1)     # b the shorter one
+    if level == "O1":
+        assert resumes == [] and exit_checks(kernels[-1])
+        assert "l_total" in kernels[-1].nest.narrow
+    big = a.copy()
+    big[[5, 6, 30]] = 3e38                              # overflows at 6 (warns), then inf
+    same(dot_zip_f32, big, b[:-1] + 1, level=level, breaks=1)    # left at b's end
+    c = b.copy()
+    c[[12, -1]] = 100.0
+    same(dot_zip_reset, a, c, level=level, breaks=1)
+    # entry values a float32 holds bit for bit run in the kernel (inf: up to the exit's
+    # check); others (0.1, a NaN with low payload bits, 1e-45, 1e39) are handed to Python
+    # at the entry (block -1)
+    held = (-0.0, 0.5, float(np.float32(0.1)), math.inf)
+    for total in held + (0.1, 1e-45, 1e39,
+                         struct.unpack("<d", struct.pack("<Q", 0x7ff8000000000001))[0]):
+        resumes.clear()
+        same(dot_zip_from, a, b, total, level=level, breaks=1)
+        if level == "O1":
+            assert (-1 in resumes) == (total not in held), (total, resumes)
+            assert (resumes == []) == (total in held[:3]), (total, resumes)
+    same(dot_zip_from, a[:0], b, 0.1, level=level, breaks=1)   # no trip: the float back
+    # a constant no float32 holds: float32 and double comparisons differ, so no nest
+    assert_same(above_tenth, np.full(200, 0.1, np.float32), graphs=None, breaks=None,
+                jit_kwargs={"jit_config": {"jit_level": level}})
 
 
 def consumed(a):

@@ -204,6 +204,71 @@ def test_break_and_continue(level, resumes):
     compiled(elements_skipping, np.arange(50, dtype=np.int16), level=level, resumes=resumes)
 
 
+# -- returns from inside the loop: the nest hands back the function's result ---------------
+def index_of(a, x):
+    for i in range(a.shape[0]):
+        if a[i] == x:
+            return i
+    return -1
+
+
+def flat_index_of(A, x):
+    for i in range(A.shape[0]):
+        for j in range(A.shape[1]):
+            if A[i, j] == x:
+                return i * A.shape[1] + j       # from the inner loop of two
+    return -1
+
+
+def any_above(a, t):
+    for x in a:
+        if x > t:
+            return True                         # 3.12+: RETURN_CONST, in and after the loop
+    return False
+
+
+def doubled_until_negative(a, out):
+    for i in range(a.shape[0]):
+        out[i] = a[i] * 2.0                     # the writes before the return stay
+        if a[i] < 0:
+            return i
+    return a.shape[0]
+
+
+def halvings(x, limit):
+    k = 0
+    while x > limit:
+        x = x / 2
+        k += 1
+        if k > 20:
+            return -k
+    return k
+
+
+def product_until(a, t):
+    s = a[0] * 0.0 + 1.0
+    for x in a:
+        s = s * x                               # overflows (warns) midway: Python goes on
+        if s > t:
+            return s
+    return s
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_returns_from_inside_the_loop(level, resumes):
+    a = np.array([0.5, -1.0, 0.25, 2.0, 3.0, -4.0])
+    for x in (2.0, 7.0):
+        compiled(index_of, a, x, level=level, resumes=resumes)
+        compiled(flat_index_of, a.reshape(2, 3), x, level=level, resumes=resumes)
+        compiled(any_above, a.astype(np.float32), x, level=level, resumes=resumes)
+    compiled(doubled_until_negative, a, np.zeros(6), level=level, resumes=resumes)
+    compiled(doubled_until_negative, abs(a), np.zeros(6), level=level, resumes=resumes)
+    compiled(halvings, 1e3, 1.0, level=level, resumes=resumes)
+    compiled(halvings, 1e30, 1.0, level=level, resumes=resumes)
+    same(doubled_until_negative, abs(a), np.zeros(3), level=level)     # IndexError at i=3
+    same(product_until, np.array([1e200, 1e200, 2.0]), 1e300, level=level)   # warns
+
+
 def enumerate_in_range(a, out):
     for r in range(out.shape[0]):
         for k, x in enumerate(a, r):

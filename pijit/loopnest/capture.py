@@ -270,7 +270,10 @@ def _capture(cap, loop):
     for k, out in enumerate(nest.outputs):
         item = graph.add_node("tuple_item", operator.getitem, (ref, k), {}, metas[k],
                               cap.lineno)
-        cap.store(out[2:], GraphValue(item, metas[k]))   # a Binding for the replay
+        if nest.returns:        # the function's result: capture ends here
+            cap.ret = GraphValue(item, metas[k])
+        else:
+            cap.store(out[2:], GraphValue(item, metas[k]))   # a Binding for the replay
     if unions:
         # s = 0.0; for ...: s += x[i] leaves a float or an np.float64 depending on the trip
         # count: the graph ends after the loop, and the code after it is captured again

@@ -53,8 +53,9 @@ def defer(blocks: list, types: dict, origin: dict, live_in: dict, advances) -> t
         (k, j), acc, setup = found
         it = by_id[head].term[1]
         resume = origin.get(setup, setup)
+        steps = [x for x in body if by_id[x].term[0] == "foriter"]   # the head, a zip's
         assigned = {op.dst for x in body for op in by_id[x].ops if op.dst is not None}
-        assigned.add(by_id[head].term[2])
+        assigned.update(by_id[x].term[2] for x in steps)
         saved = sorted(v for v in assigned if v in live_in[resume])
         pairs = []
         for v in saved:
@@ -76,9 +77,43 @@ def defer(blocks: list, types: dict, origin: dict, live_in: dict, advances) -> t
         finite = Op("finite", None, (acc, *pairs), op=flags, lineno=ops[j].lineno,
                     resume=resume)
         by_id[check] = Block(check, [finite], ("jump", term[4]))
-        by_id[head] = Block(head, by_id[head].ops, term[:4] + (check,))
+        for x in steps:
+            by_id[x] = Block(x, by_id[x].ops, by_id[x].term[:4] + (check,))
         restarts.update({x: finite for x in body if x != head})
     return [by_id[k] for k in sorted(by_id)], restarts
+
+
+def _derived(later: list, at: int, op, acc):
+    """The ops before later[at] (op) through which an operand of op comes from acc by
+    float +, - and * alone (`p = p * x + c`: a non-finite p makes p * x, then the sum,
+    non-finite), each read only by the next; [] when acc is op's operand itself; None when
+    no operand comes from acc so."""
+    before = {o.dst: o for o in later[:at] if o.dst is not None}
+    chain, x = [], op
+    while not any(x.args[p] == acc for p in _ABSORBING[x.op]):
+        nxt = [before.get(x.args[p]) for p in _ABSORBING[x.op]]
+        nxt = [o for o in nxt if o is not None and o.kind == "binop" and
+               o.op in _ABSORBING and o.domain[:1] == ("f",)]
+        if len(nxt) != 1 or sum(nxt[0].dst in o.args for o in later) != 1 or nxt[0] in chain:
+            return None
+        x = nxt[0]
+        chain.append(x)
+    return chain
+
+
+def _zip_step(by_id, k, head, body, dom, setup, advances) -> bool:
+    """Whether block k is a later step of the head's zip (recognise's chain of foriters, one
+    per leaf): no ops, leaving to the head's exit, its iterator set up between the head's
+    setup and the head (so a restart at that setup sets it up again) and unable to
+    overflow. Its exhaustion then ends the loop as the head's does, through the check."""
+    b, exit_ = by_id[k], by_id[head].term[4]
+    t = b.term
+    if b.ops or t[4] != exit_ or t[3] not in body or not advances(t[1], t[2]):
+        return False
+    setups = [x.id for x in by_id.values() for op in x.ops if op.kind == "range" and
+              op.dst == t[1]]
+    return len(setups) == 1 and setups[0] not in body and setups[0] in dom[head] and \
+        setup in dom[setups[0]]
 
 
 def _accumulator(by_id, head, body, loops, dom, types, advances):
@@ -98,11 +133,15 @@ def _accumulator(by_id, head, body, loops, dom, types, advances):
     # blocks from the body's entry back to the head, in an order where each follows its
     # predecessors (no inner loop: the body is acyclic), joined by jumps and branches
     seen = [k for k in reverse_postorder(by_id, term[3]) if k in body and k != head]
-    if set(seen) | {head} != body or any(by_id[k].term[0] not in ("jump", "branch")
-                                         for k in seen):
+    if set(seen) | {head} != body:
         return None
-    if any(s not in body for k in seen for s in successors(by_id[k].term)):
-        return None             # a break or a raise leaves the loop past the exit's check
+    for k in seen:
+        t = by_id[k].term
+        if t[0] == "foriter":
+            if not _zip_step(by_id, k, head, body, dom, setups[0], advances):
+                return None
+        elif t[0] not in ("jump", "branch") or any(s not in body for s in successors(t)):
+            return None         # a break or a raise leaves the loop past the exit's check
     checked = []
     for x in seen:
         for n, op in enumerate(by_id[x].ops):
@@ -124,12 +163,13 @@ def _accumulator(by_id, head, body, loops, dom, types, advances):
         if o.kind == "copy" and o.args == (op.dst,):
             acc = o.dst
             break
-    if acc is None or not any(op.args[p] == acc for p in _ABSORBING[op.op]):
+    chain = _derived(later, at, op, acc) if acc is not None else None
+    if chain is None:
         return None
     defs = [o for o in later if o.dst == acc]
     if len(defs) != 1 or acc not in dsts:
         return None
-    if any(acc in o.args for o in later[:at]) or any(
+    if any(acc in o.args for o in later[:at] if o not in chain) or any(
             acc in o.args for o in later[at + 1:] if o is not defs[0]) or any(
             by_id[y].term[:2] == ("branch", acc) for y in seen):
         return None             # read before the op, or after it: a later read sees inf

@@ -26,11 +26,11 @@ from pijit.capture.sources import AttrSource, ConstSource, DictItemSource, ItemS
 from pijit.loopnest import calls
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Const, Nest, Op
-from pijit.loopnest.recognise import MAX_WALKS, Entry, _Walk, check_ints_in_doubles
+from pijit.loopnest.recognise import (MAX_WALKS, RETURN, Entry, _Walk,
+                                      check_ints_in_doubles)
 from pijit.loopnest.types import Unsupported
 
 MAX_DEPTH = 4           # calls inlined within calls inlined...: deeper stays Unsupported
-RETURN = "rv"           # the callee's variable its returns copy into
 
 
 @dataclass(eq=False)
@@ -119,25 +119,8 @@ class _CalleeWalk(_Walk):
     leaves; calls in it are inlined in turn (`chain`: the functions being inlined)."""
 
     def __init__(self, instrs, entries, types, resolve, chain):
-        super().__init__(instrs, 0, len(instrs) - 1, entries, types, resolve)
+        super().__init__(instrs, 0, len(instrs) - 1, entries, types, resolve, True)
         self.chain = chain
-
-    def instr(self, ins, pos, block, stack):
-        if ins.name not in ("RETURN_VALUE", "RETURN_CONST"):
-            return super().instr(ins, pos, block, stack)
-        if ins.name == "RETURN_CONST":
-            t = T.of_value(ins.arg)
-            if t is None:
-                raise Unsupported(f"returning {ins.arg!r}")
-            item = ("v", Const(ins.arg, t))
-        else:
-            item = stack.pop()
-        if item[0] != "v":
-            raise Unsupported(f"returning a {item[0]}")
-        self.define(RETURN, self.type(item[1]))
-        block = self.emit(block, Op("copy", RETURN, (item[1],)))
-        block.term = ("jump", self.edge(block, self.end + 1, []))
-        return True
 
 
 def build(fn, arg_types: list, defaults: list, chain: tuple) -> Callee:

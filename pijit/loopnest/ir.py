@@ -67,11 +67,15 @@ class Op:
     # what it stored and `valid` to 1; on a load: the element is `value` when `valid`, the
     # previous iteration having stored it
     reuse: tuple | None = None
+    # a vlen or vload of a view a loop iterates (views.iterate), named by the vlen's dst: the
+    # vlen keeps the view's first item and stride in C (kp_<kept>, ks_<kept>), its loads
+    # read from them by the loop's index, in range by the loop (C kernel only)
+    kept: str | None = None
 
     @property
     def bails(self) -> bool:
         if self.kind in ARRAY_OPS:
-            return True
+            return not (self.kind == "vload" and self.kept)
         if self.kind == "load" or self.kind == "binop" and not self.checked:
             return self.checked
         if self.kind in ("store", "range", "finite", "raise"):
@@ -164,6 +168,12 @@ class Nest:
     # input -> its value, for inputs whose node argument is a constant (capture.py): the
     # same in every call of the node (ranges.py starts from it)
     known: dict = field(default_factory=dict)
+    # every path out of the region returns (recognise._tail_return): the one output is the
+    # value the function returns
+    returns: bool = False
+    # variables of a Python float and np.float32 whose C value is a float
+    # (recognise.float32_carried)
+    narrow: frozenset = frozenset()
 
     def variables(self) -> list:
         return sorted(self.types)

@@ -756,6 +756,13 @@ class NestKernel:
             elif m is T.INT:
                 out.append(f"if (PyLong_CheckExact({src})) {{ int ov; v_{var} = "
                            f"PyLong_AsLongLongAndOverflow({src}, &ov); if (ov) goto entry;{tag} }}")
+            elif m is T.FLOAT and var in self.nest.narrow:
+                # a float32 must hold it bit for bit (range first: no overflow or underflow
+                # flag raised by the conversion)
+                out.append(f"if (PyFloat_CheckExact({src})) {{ double d = PyFloat_AS_DOUBLE("
+                           f"{src}), b; if (isfinite(d) && d != 0 && !(fabs(d) >= 0x1p-126 && "
+                           f"fabs(d) <= 0x1.fffffep+127)) goto entry; b = (double)(float)d; if "
+                           f"(memcmp(&b, &d, sizeof d)) goto entry; v_{var} = (float)d;{tag} }}")
             elif m is T.FLOAT:
                 out.append(f"if (PyFloat_CheckExact({src})) {{ v_{var} = "
                            f"PyFloat_AS_DOUBLE({src});{tag} }}")
@@ -787,9 +794,12 @@ class NestKernel:
                 L.append(f"    npy_intp n_{arr}_{j}, s_{arr}_{j};")
         blocks = _layout(self.blocks, self.vectors)
         for var in _declaration_order(nest, self.vtypes, blocks):
-            L.append(f"    {ctype(T.carrier(self.vtypes[var]))} v_{var} = 0;")
+            carrier = T.F32 if var in nest.narrow else T.carrier(self.vtypes[var])
+            L.append(f"    {ctype(carrier)} v_{var} = 0;")
             if len(self.vtypes[var]) > 1:
                 L.append(f"    unsigned char g_{var} = 0;")
+        for kept in sorted({op.kept for b in blocks for op in b.ops if op.kept}):
+            L.append(f"    char *kp_{kept} = NULL; npy_intp ks_{kept} = 0;")
         for head, ln in self.lanes.items():
             L.append(f"    int64_t pj_it{head}[{lanes.LANES}]; int pj_nb{head}, pj_ph{head}, "
                      f"pj_ln{head};")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import math
+import struct
 
 from bytecode import BinaryOp, Compare, Instr, Label, SetLineno, TryBegin, TryEnd
 
@@ -52,6 +53,7 @@ _CALLS = {builtins.abs: "abs", builtins.min: "min", builtins.max: "max", builtin
 _JUMPS = ("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "JUMP",
           "JUMP_NO_INTERRUPT")
 MAX_WALKS = 8
+RETURN = "rv"           # the variable a return copies its value into (a nest's, a callee's)
 
 
 class Entry:
@@ -74,7 +76,23 @@ def recognise(instrs, start: int, end: int, entries: dict, range_args: list | No
     iterated: the entry of the array on the stack at a `for` loop's GET_ITER, if any.
     resolve(name): the object a global name refers to (raises Unsupported).
     live_after(exit position): local names read after the loop.
+    A loop that returns from inside is walked again with the code after it up to its return
+    (_tail_return): the nest then hands back the function's result.
     """
+    try:
+        return _recognise(instrs, start, end, entries, range_args, resolve, live_after,
+                          iterated, False)
+    except _Returns:
+        return _recognise(instrs, start, _tail_return(instrs, end), entries, range_args,
+                          resolve, live_after, iterated, True)
+
+
+class _Returns(Unsupported):
+    """A return inside a loop walked as one that only leaves at its exit."""
+
+
+def _recognise(instrs, start, end, entries, range_args, resolve, live_after, iterated,
+               returns: bool) -> tuple:
     types = {}
     for name, e in entries.items():
         if e.array is None:
@@ -83,7 +101,7 @@ def recognise(instrs, start: int, end: int, entries: dict, range_args: list | No
         for k, t in enumerate(range_args):
             types[f"r{k}"] = (t,)
     for _ in range(MAX_WALKS):
-        walk = _Walk(instrs, start, end, entries, types, resolve)
+        walk = _Walk(instrs, start, end, entries, types, resolve, returns)
         walk.run(range_args, iterated)
         if not walk.changed:
             break
@@ -92,21 +110,38 @@ def recognise(instrs, start: int, end: int, entries: dict, range_args: list | No
     exit_pos = walk.exit_pos
     if exit_pos is None:
         raise Unsupported("the loop never exits")
-    read_after = set(live_after(exit_pos))
+    read_after = set(live_after(exit_pos)) if not returns else set()
+    if returns and len(types[RETURN]) > 1:
+        raise Unsupported("the loop may return a Python or a NumPy scalar")
     for row in walk.aliases:
         if row in read_after:
             raise Unsupported(f"the row {row} is read after the loop")
     stored = {v[2:] for b in walk.blocks for op in b.ops if op.dst and op.dst.startswith("l_")
               for v in [op.dst]}
-    outputs = sorted("l_" + n for n in stored & set(live_after(exit_pos)))
+    outputs = sorted("l_" + n for n in stored & read_after) if not returns else [RETURN]
     arrays = {"a_" + n: (e.array[0], e.array[1]) for n, e in entries.items()
               if e.array is not None and n in walk.arrays_used}
     inputs = [f"r{k}" for k in range(len(range_args))] if range_args is not None else []
     inputs += sorted("l_" + n for n, e in entries.items() if e.array is None)
     check_ints_in_doubles(walk.blocks, types)
     nest = Nest(walk.blocks, {v: t for v, t in types.items()}, arrays, inputs, outputs,
-                walk.written, walk.funcs)
+                walk.written, walk.funcs, returns=returns,
+                narrow=float32_carried(walk.blocks, types))
     return nest, exit_pos
+
+
+def _tail_return(instrs, end: int) -> int:
+    """The position of the return ending the code after a loop that returns from inside:
+    that code (`return -1`, `return best`) joins the region, so that every path out of it
+    returns and the nest hands back one value, the function's result. Unsupported when the
+    code after the loop branches before it returns."""
+    for pos in range(end + 1, min(end + 41, len(instrs))):
+        item = instrs[pos]
+        if isinstance(item, Instr) and item.has_jump():
+            break
+        if isinstance(item, Instr) and item.name in _compat.RETURNS:
+            return pos
+    raise Unsupported("a return in the loop, and code after it that does not just return")
 
 
 def check_ints_in_doubles(blocks, types):
@@ -125,7 +160,6 @@ def check_ints_in_doubles(blocks, types):
             if op.kind == "copy" or op.kind == "call" and op.op in ("min", "max"):
                 ok = all(exact(x) for x in op.args)
             elif op.domain[:1] == ("inline",):
-                from pijit.loopnest.inline import RETURN        # (inline imports this)
                 ok = T.INT not in op.domain[1].types[RETURN] or \
                     T.int_in_double(op.domain[1].types[RETURN]) is T.INT
             else:
@@ -135,11 +169,65 @@ def check_ints_in_doubles(blocks, types):
                 raise Unsupported(f"a Python int may reach {op.dst}, which holds floats too")
 
 
+def float32_carried(blocks, types) -> frozenset:
+    """The variables of a Python float and np.float32 (`total = 0.0` then `total += x * y`
+    of float32) whose every float value is a float32's: the C kernel carries them in a float
+    rather than a double, so the loop's float32 arithmetic is not widened and narrowed again
+    at each step. Such a variable is only assigned float32 values, constants a float32 holds
+    exactly (bit for bit) and other such variables; its entry value is checked there."""
+    pair = T.vt(T.FLOAT, T.F32)
+    narrow = {v for v, t in types.items() if t == pair}
+
+    def fits(x):
+        if isinstance(x, Const):
+            return x.type is T.FLOAT and _in_float32(x.value)
+        return x in narrow or types[x] == (T.F32,)
+    changed = True
+    while changed:
+        changed = False
+        for b in blocks:
+            for op in b.ops:
+                if op.dst not in narrow:
+                    continue
+                ok = all(fits(x) for x in op.args) if op.kind == "copy" else \
+                    op.kind != "call" and bool(op.results) and \
+                    T.FLOAT not in op.results.values()
+                if not ok:
+                    narrow.discard(op.dst)
+                    changed = True
+    return frozenset(narrow)
+
+
+def _held_by_float32(walk, x, y) -> bool:
+    """Whether one operand of a comparison is a Python float or an np.float32 (`total > 30.0`
+    of a `total = 0.0` summing float32s) and the other a float constant a float32 holds:
+    NumPy compares the float32 member in float32, Python the float member in double, and
+    both give the double comparison's answer (every operand exact in either)."""
+    c, v = (x, y) if isinstance(x, Const) else (y, x)
+    return isinstance(c, Const) and c.type is T.FLOAT and _in_float32(c.value) and \
+        not isinstance(v, Const) and set(walk.type(v)) == {T.FLOAT, T.F32}
+
+
+def _compare_in_double(a, b):
+    r, d = T.compare(a, b)
+    return r, ("cf", T.F64) if d == ("cf", T.F32) else d
+
+
+def _in_float32(v: float) -> bool:
+    """Whether a float32 holds v bit for bit (its sign too; no NaN)."""
+    try:
+        back = struct.unpack("<f", struct.pack("<f", v))[0]
+    except OverflowError:
+        return False
+    return back == v and math.copysign(1.0, back) == math.copysign(1.0, v)
+
+
 class _Walk:
     """One walk over the region: builds blocks; `changed` when a variable's type grew."""
 
-    def __init__(self, instrs, start, end, entries, types, resolve):
+    def __init__(self, instrs, start, end, entries, types, resolve, returns=False):
         self.instrs, self.start, self.end = instrs, start, end
+        self.returns = returns      # the region ends in returns (_tail_return)
         self.entries, self.types, self.resolve = entries, types, resolve
         self.label_pos = {item: p for p, item in enumerate(instrs) if isinstance(item, Label)}
         self.blocks = []
@@ -242,7 +330,8 @@ class _Walk:
         """Walk from position `first` (where `block` starts) to the block's terminator."""
         pos = first
         while True:
-            if not stack and self.start <= pos <= self.end and self.tail_copy(pos):
+            if not stack and not self.returns and self.start <= pos <= self.end and \
+                    self.tail_copy(pos):
                 block.term = ("jump", self.edge(block, self.end + 1, stack))
                 return
             if not self.start <= pos <= self.end or (pos != first and pos in self.at):
@@ -429,7 +518,8 @@ class _Walk:
             op = cmp.name.removesuffix("_CAST").lower()
             if a[0] != "v" or b[0] != "v":
                 raise Unsupported("comparison of non-scalars")
-            return self.compute(block, stack, pos, "cmp", op, T.compare, (a[1], b[1]))
+            rule = _compare_in_double if _held_by_float32(self, a[1], b[1]) else T.compare
+            return self.compute(block, stack, pos, "cmp", op, rule, (a[1], b[1]))
         if name in _UNARY:
             a = stack.pop()
             if a[0] != "v":
@@ -442,6 +532,10 @@ class _Walk:
                                 (a[1],))
         if name == "CALL":
             return self.call(block, stack, pos, ins.arg)
+        if name in _compat.RETURNS:
+            if not self.returns:        # (3.12+'s copies of the code after the loop aside)
+                raise _Returns("a return in the loop")
+            return self.ret(block, stack, ins)
         if name == "GET_ITER":
             rng = stack.pop()
             if rng[0] != "range":
@@ -508,6 +602,24 @@ class _Walk:
         raise Unsupported(f"instruction {name}")
 
     # -- helpers ---------------------------------------------------------------------------
+    def ret(self, block: Block, stack: list, ins: Instr):
+        """A return (3.11's RETURN_VALUE; 3.12+'s RETURN_CONST too): its value into RETURN,
+        then the nest's exit. The iterators under it (3.11-3.13 pop them first; a 3.12+
+        RETURN_CONST leaves none either) end with the nest."""
+        if ins.name == "RETURN_CONST":
+            t = T.of_value(ins.arg)
+            if t is None:
+                raise Unsupported(f"returning {ins.arg!r}")
+            item = ("v", Const(ins.arg, t))
+        else:
+            item = stack.pop()
+        if item[0] != "v":
+            raise Unsupported(f"returning a {item[0]}")
+        self.define(RETURN, self.type(item[1]))
+        block = self.emit(block, Op("copy", RETURN, (item[1],)))
+        block.term = ("jump", self.edge(block, self.end + 1, []))
+        return True
+
     def keep_loaded(self, block: Block, stack: list, var: str, pos: int) -> Block:
         """Before `var` is stored: stack items that stand for it (a LOAD_FAST pushes the
         variable, read where the item is used) get the value it has now. CPython 3.11+ drops

@@ -189,21 +189,24 @@ def iterate(walk, block, view, pos: int, it: str, size: str):
     dtype = walk.entries[view.array[2:]].array[0]
     args, trees = _flatten((Leaf(view, dtype),))
     walk.funcs["len"] = builtins.len
-    block = walk.emit(block, Op("vlen", size, args, "len", array=ArrayOp("len", trees, dtype)))
+    block = walk.emit(block, Op("vlen", size, args, "len", array=ArrayOp("len", trees, dtype),
+                                kept=size))
     block = walk.emit(block, Op("range", it, (Const(0, T.INT), size, Const(1, T.INT)),
                                 "range"))
-    return block, ("velem", it, view)
+    return block, ("velem", it, view, size)
 
 
 def element(walk, block, desc):
     """(block, the stack item) of a step of `iterate`'s iterator: the view's element k."""
-    it, view = desc[1:]
+    it, view, size = desc[1:]
     dtype = walk.entries[view.array[2:]].array[0]
     dst = f"{it}_x"
     walk.define(dst, (dtype,))
     args, trees = _flatten((Leaf(view, dtype), Scalar(f"{it}_k", T.INT)))
+    # the view is the one `iterate` made and measured (its indices kept), and k runs over
+    # range(len(view)): the C reads from the first item and stride kept there, unchecked
     block = walk.emit(block, Op("vload", dst, args, "element",
-                                array=ArrayOp("element", trees, dtype)))
+                                array=ArrayOp("element", trees, dtype), kept=size))
     return block, ("v", dst)
 
 
@@ -219,10 +222,16 @@ def element_c(k, op, view_c, bail) -> list:
     from pijit.loopnest.lower_c import ctype
 
     a = op.array
+    ct = ctype(a.dtype)
+    if op.kind == "vload" and op.kept:
+        j = k.val(op.args[a.trees[1].value])
+        return ["{", f"v_{op.dst} = *({ct} *)(kp_{op.kept} + (npy_intp){j} * ks_{op.kept});",
+                "}"]
     L = ["{"] + view_c(k, a.trees[0].view, op.args, "vk", bail)
     if op.kind == "vlen":
-        return L + ["(void)vk_p; (void)vk_s;", f"v_{op.dst} = (int64_t)vk_n;", "}"]
-    ct = ctype(a.dtype)
+        kept = [f"kp_{op.kept} = vk_p; ks_{op.kept} = vk_s;"] if op.kept else \
+            ["(void)vk_p; (void)vk_s;"]
+        return L + kept + [f"v_{op.dst} = (int64_t)vk_n;", "}"]
     L += [f"int64_t j = (int64_t){k.val(op.args[a.trees[1].value])};",
           "if (j < 0) j += vk_n;",
           f"if ((uint64_t)j >= (uint64_t)vk_n) {bail}"]

@@ -423,6 +423,15 @@ def test_a_dynamic_shape_joined_with_a_constant_tuple():
             assert got.shape == want.shape
     info = pijit.code_info(f)
     assert info["compile_count"] == 1
+    # alone: in shape_plus_axis the second join runs in the resume function after the first
+    # reshape's break, where x's shape is static and the join a constant
+    spec = (pijit.ArraySpec((None, 4), "float64"),)
+    assert_same(axis_before_shape, rng_array(3, 4), graphs=2, breaks=1,
+                jit_kwargs={"input_signature": spec})
+
+
+def axis_before_shape(x):
+    return x.reshape((1,) + x.shape) - 1.0
 
 
 # -- what still runs as plain Python as a whole ------------------------------------------

@@ -1,10 +1,14 @@
-"""Loop-nest edges found by hunt36's automatic mutation sweep, each a rule no other test
-reached: test_loop_nest_scalar_ops runs one failing pair per kind of error, so a left shift
-by 64 or more (OverflowError like any too-large int) never ran after its first kind."""
+"""Loop-nest edges found by the automatic mutation sweeps (hunt36, hunt37), each a rule no
+other test reached: test_loop_nest_scalar_ops runs one failing pair per kind of error, so a
+left shift by 64 or more (OverflowError like any too-large int) never ran after its first
+kind; the SIMD passes' address checks never met views of one array whose indices differ by a
+constant."""
 import numpy as np
 import pytest
 
 from test_loop_nest_scalar_ops import nest, run
+from tests.test_loop_nests import compiled, resumes  # noqa: F401 - resumes: a fixture
+from tests.test_loop_nests_checks import kernels  # noqa: F401 - a fixture
 
 
 @pytest.mark.parametrize("op, pairs", [
@@ -13,3 +17,19 @@ from test_loop_nest_scalar_ops import nest, run
 ], ids=["lshift64", "lshift70"])
 def test_python_int_left_shift_counts_past_62(op, pairs):
     run(nest(f"x {op} y", "int(xs[i])", "int(ys[i])"), pairs, np.int64, np.int64)
+
+
+def overlapping_rows(A):
+    for j in range(8):
+        A[1, j] = A[0, j + 7] * 2.0
+    return A
+
+
+def test_vector_address_check_counts_the_offset(resumes, kernels):
+    """vectorize.py's run-time check that a store and a load touch bytes apart takes each
+    index's constant: rows 8 elements apart, a load 7 ahead, each iteration reads what the
+    one before stored (a recurrence); without the 7 the address ranges look apart."""
+    A = np.ndarray((2, 15), np.float64, buffer=np.arange(1.0, 25.0), strides=(64, 8))
+    compiled(overlapping_rows, A, resumes=resumes)
+    assert all(k.vectors for k in kernels)
+

@@ -3,9 +3,12 @@ other test reached: test_loop_nest_scalar_ops runs one failing pair per kind of 
 left shift by 64 or more (OverflowError like any too-large int) never ran after its first
 kind; the SIMD passes' address checks never met views of one array whose indices differ by a
 constant."""
+import logging
+
 import numpy as np
 import pytest
 
+from differential import assert_same
 from test_loop_nest_scalar_ops import nest, run
 from tests.test_loop_nests import compiled, resumes  # noqa: F401 - resumes: a fixture
 from tests.test_loop_nests_checks import kernels  # noqa: F401 - a fixture
@@ -33,3 +36,28 @@ def test_vector_address_check_counts_the_offset(resumes, kernels):
     compiled(overlapping_rows, A, resumes=resumes)
     assert all(k.vectors for k in kernels)
 
+
+def doubled(a):
+    for i in range(a.shape[0]):
+        a[i] = a[i] * 2.0
+    return a
+
+
+@pytest.mark.internal_errors
+def test_loop_nest_c_that_does_not_compile_is_an_internal_error(monkeypatch, caplog):
+    """As for fused kernels (test_build_robust): a compiler diagnostic at a line of a loop
+    nest's C is a bug of lower_c, logged as an error with its traceback, so that every test
+    meeting one fails (no_internal_errors); the nest runs as Python. It was a warning: a
+    planted fault that made the C invalid passed every test."""
+    from pijit.backends.cfused import build, render
+    source = render.module_source
+    monkeypatch.setattr(render, "module_source",
+                        lambda *a, **k: (lambda s, own: (s + "\nint pj_broken = ;\n", own))(
+                            *source(*a, **k)))
+    monkeypatch.setattr(build, "_loaded", {})
+    with caplog.at_level(logging.WARNING, logger="pijit"):
+        assert_same(doubled, np.arange(5.0), ops=["loop_nest"])
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert errors and all(isinstance(r.exc_info[1], build.SourceError) for r in errors), \
+        caplog.records
+    assert "loop nest" in errors[0].getMessage()

@@ -67,6 +67,10 @@ class NestOp:
             calls.set_loops(kernels, renderer.ufunc_slots)
             kernels.set_fallback(0, self.resume)
             return kernels.g0
+        except build.SourceError:   # a bug of lower_c: an error with its traceback, as cfused
+            log.error("the generated C of loop nest %s does not compile; it runs as Python",
+                      self.name, exc_info=True)
+            return None
         except Exception as e:      # noqa: BLE001 - a build failure must not reach the user
             log.debug("loop nest %s: kernel build failed", self.name, exc_info=True)
             log.warning("loop nest %s: kernel build failed (%s); it runs as Python", self.name, e)

@@ -434,6 +434,22 @@ def axis_before_shape(x):
     return x.reshape((1,) + x.shape) - 1.0
 
 
+def shapes_joined(x):
+    return x * 2.0, x.shape + x.shape
+
+
+def shapes_subtracted(x):
+    return x * 2.0, x.shape - x.shape          # TypeError, as in Python
+
+
+def test_two_dynamic_shapes_joined():
+    """Two tuples of graph ints: + joins them in the graph; any other operator is not a
+    tuple join (`-` raises TypeError where Python does, after a break)."""
+    spec = {"input_signature": (pijit.ArraySpec((None, 4), "float64"),)}
+    assert_same(shapes_joined, rng_array(3, 4), jit_kwargs=spec)
+    assert_same(shapes_subtracted, rng_array(3, 4), graphs=1, breaks=1, jit_kwargs=spec)
+
+
 # -- what still runs as plain Python as a whole ------------------------------------------
 def introspects(x):
     y = x * 2

@@ -2,7 +2,7 @@
 other test reached: test_loop_nest_scalar_ops runs one failing pair per kind of error, so a
 left shift by 64 or more (OverflowError like any too-large int) never ran after its first
 kind; the SIMD passes' address checks never met views of one array whose indices differ by a
-constant."""
+constant; a Python int out of a small integer dtype never reached a call's range checks."""
 import logging
 
 import numpy as np
@@ -10,7 +10,7 @@ import pytest
 
 from differential import assert_same
 from test_loop_nest_scalar_ops import nest, run
-from tests.test_loop_nests import compiled, resumes  # noqa: F401 - resumes: a fixture
+from tests.test_loop_nests import compiled, resumes, same  # noqa: F401 - resumes: a fixture
 from tests.test_loop_nests_checks import kernels  # noqa: F401 - a fixture
 
 
@@ -61,3 +61,30 @@ def test_loop_nest_c_that_does_not_compile_is_an_internal_error(monkeypatch, cap
     assert errors and all(isinstance(r.exc_info[1], build.SourceError) for r in errors), \
         caplog.records
     assert "loop nest" in errors[0].getMessage()
+
+
+def add_python_ints(a, b):
+    out = np.zeros(a.shape[0], np.int16)
+    for i in range(a.shape[0]):
+        out[i] = np.add(a[i], int(b[i]))
+    return out
+
+
+def python_int_to_int16(a):
+    out = np.zeros(a.shape[0], np.int16)
+    for i in range(a.shape[0]):
+        out[i] = np.int16(int(a[i]) * 1000)
+    return out
+
+
+@pytest.mark.parametrize("fn, args", [
+    # a Python int beside an int8 element: NEP 50's OverflowError past int8, not a wrap
+    (add_python_ints, (np.arange(4, dtype=np.int8), np.array([1, 300, 2, 3]))),
+    # np.int16(a Python int) past int16: OverflowError (a NumPy int would wrap)
+    (python_int_to_int16, (np.array([1, 2, 40, 3]),)),
+], ids=["ufunc_operand", "cast"])
+def test_python_int_out_of_a_small_dtype_in_a_call(fn, args, resumes):
+    """calls.py's range checks of a Python int converted to an integer dtype other than
+    int64, in a ufunc's operand and in a cast (the suite only met ints in range there)."""
+    same(fn, *args)
+    assert resumes, "the kernel did not hand the call over"

@@ -63,6 +63,21 @@ def test_loop_nest_c_that_does_not_compile_is_an_internal_error(monkeypatch, cap
     assert "loop nest" in errors[0].getMessage()
 
 
+@pytest.mark.internal_errors
+def test_loop_nest_lowering_that_raises_is_an_internal_error(monkeypatch, caplog):
+    """An exception while lowering a nest to C (lower_c's own assertions) is a bug too:
+    an error with its traceback, not a "build failed" warning; the nest runs as Python."""
+    from pijit.loopnest import lower_c
+
+    def planted(self):
+        raise AssertionError("planted")
+    monkeypatch.setattr(lower_c.NestKernel, "function", planted)
+    with caplog.at_level(logging.WARNING, logger="pijit"):
+        assert_same(doubled, np.arange(5.0), ops=["loop_nest"])
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert errors and all(str(r.exc_info[1]) == "planted" for r in errors), caplog.records
+
+
 def add_python_ints(a, b):
     out = np.zeros(a.shape[0], np.int16)
     for i in range(a.shape[0]):

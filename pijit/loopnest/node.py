@@ -62,6 +62,11 @@ class NestOp:
         try:
             renderer = NestKernel(self.nest)
             source, own = render.module_source([renderer], False, 1)
+        except Exception:           # noqa: BLE001 - a bug of the lowering, not of the machine
+            log.error("loop nest %s: lowering to C failed; it runs as Python", self.name,
+                      exc_info=True)
+            return None
+        try:
             self.c_source = own
             kernels = build.load_kernels(source, cache_dir)
             calls.set_loops(kernels, renderer.ufunc_slots)

@@ -130,3 +130,24 @@ def test_a_global_constant_of_a_nest_is_guarded_by_value(monkeypatch, resumes):
         assert_equal_values(jitted(a), want)
     assert pijit.code_info(jitted)["compile_count"] == 2
     assert resumes == []
+
+
+def row_of_either(A, B, c):
+    out = np.zeros(A.shape[0])
+    for i in range(A.shape[0]):
+        if c[i] > 0:
+            row = A[i]
+        else:
+            row = B[i]
+        out[i] = row[0] + row[1]
+    return out
+
+
+def test_a_view_bound_in_two_places_is_not_an_alias():
+    """views.py aliases a local bound to a view only when the loop binds it once: bound in
+    both arms of an if, which view it holds is known only at run time (an alias would read
+    the arm the walk saw last). The loop runs as Python, unrolled."""
+    A = np.arange(8.0).reshape(4, 2)
+    report = assert_same(row_of_either, A, -10 * A, np.array([1, -1, 1, -1]), graphs=None,
+                         breaks=None)
+    assert not any("loop_nest" in ops for ops in report.ops_per_graph), report

@@ -151,3 +151,18 @@ def test_a_view_bound_in_two_places_is_not_an_alias():
     report = assert_same(row_of_either, A, -10 * A, np.array([1, -1, 1, -1]), graphs=None,
                          breaks=None)
     assert not any("loop_nest" in ops for ops in report.ops_per_graph), report
+
+
+def column_and_part_views(A, out):
+    for j in range(A.shape[1]):
+        col = A[:, j]
+        seg = A[j % 3, 1:]
+        out[j] = col[0] * 2.0 + col[2] - seg[1]
+    return out
+
+
+def test_views_that_are_not_rows(resumes):
+    """Only `row = A[i]` of a 2-d A loads as A[i, j]; a column and a part of a row stay
+    views (the suite bound rows only)."""
+    compiled(column_and_part_views, np.arange(12.0).reshape(3, 4), np.zeros(4),
+             resumes=resumes)

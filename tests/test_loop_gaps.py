@@ -166,3 +166,17 @@ def test_views_that_are_not_rows(resumes):
     views (the suite bound rows only)."""
     compiled(column_and_part_views, np.arange(12.0).reshape(3, 4), np.zeros(4),
              resumes=resumes)
+
+
+def overwritten(a):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s = 2.0 - a[i] * 1e300      # s is no operand: a later finite value replaces an inf
+    return s
+
+
+def test_an_overwritten_float_keeps_its_check_in_the_loop():
+    """exit_checks.py moves a float check to the loop's exit only for an accumulator (acc =
+    acc op x, which stays non-finite once it is): a value each iteration overwrites warns at
+    its own iteration, as NumPy does."""
+    same(overwritten, np.array([1.0, 1e10, 2.0, 3.0]), breaks=1)     # s: a Python or NumPy float

@@ -180,3 +180,17 @@ def test_an_overwritten_float_keeps_its_check_in_the_loop():
     acc op x, which stays non-finite once it is): a value each iteration overwrites warns at
     its own iteration, as NumPy does."""
     same(overwritten, np.array([1.0, 1e10, 2.0, 3.0]), breaks=1)     # s: a Python or NumPy float
+
+
+def counted_then_scaled(a):
+    n = 0
+    for i in range(a.shape[0]):
+        if a[i] > 0:
+            n += 1
+    return a * n + 1.5
+
+
+def test_a_python_int_a_nest_leaves_feeds_the_graph(resumes):
+    """A value the nest leaves that is a Python int on every path (no NumPy scalar union)
+    keeps its Python type's Meta after the loop: the graph goes on with it."""
+    compiled(counted_then_scaled, np.array([1.0, -1.0, 2.0]), resumes=resumes)

@@ -2,15 +2,13 @@
 other test reached: test_loop_nest_scalar_ops runs one failing pair per kind of error, so a
 left shift by 64 or more (OverflowError like any too-large int) never ran after its first
 kind; the SIMD passes' address checks never met views of one array whose indices differ by a
-constant; a Python int out of a small integer dtype never reached a call's range checks; no
-test changed a global number a nest read with specialize_scalar off."""
+constant; a Python int out of a small integer dtype never reached a call's range checks."""
 import logging
 
 import numpy as np
 import pytest
 
-import pijit
-from differential import assert_equal_values, assert_same, plain_python
+from differential import assert_same
 from test_loop_nest_scalar_ops import nest, run
 from tests.test_loop_nests import compiled, resumes, same  # noqa: F401 - resumes: a fixture
 from tests.test_loop_nests_checks import kernels  # noqa: F401 - a fixture
@@ -105,31 +103,6 @@ def test_python_int_out_of_a_small_dtype_in_a_call(fn, args, resumes):
     int64, in a ufunc's operand and in a cast (the suite only met ints in range there)."""
     same(fn, *args)
     assert resumes, "the kernel did not hand the call over"
-
-
-SCALE = 2.0
-
-
-def scaled_by_a_global(a):
-    out = np.empty_like(a)
-    for i in range(a.shape[0]):
-        out[i] = a[i] * SCALE
-    return out
-
-
-def test_a_global_constant_of_a_nest_is_guarded_by_value(monkeypatch, resumes):
-    """A nest bakes a global number into its C: it is guarded by value even with
-    specialize_scalar off (the graph's own guards then check only its type)."""
-    jitted = pijit.jit(scaled_by_a_global, jit_config={"specialize_scalar": False})
-    pijit.reset(jitted)
-    a = np.arange(4.0)
-    for value in (2.0, 3.0):
-        monkeypatch.setitem(globals(), "SCALE", value)
-        with plain_python():
-            want = scaled_by_a_global(a)
-        assert_equal_values(jitted(a), want)
-    assert pijit.code_info(jitted)["compile_count"] == 2
-    assert resumes == []
 
 
 def row_of_either(A, B, c):

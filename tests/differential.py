@@ -20,9 +20,17 @@ from pijit.explain import report as explain_report
 
 
 def _root(a: np.ndarray) -> np.ndarray:
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a
+    """The array owning a's memory, also through as_strided's DummyArray (an object that
+    holds the array it views as its own .base), whose views would otherwise be copied
+    contiguous: a self-overlapping input would reach the function as a plain one."""
+    while True:
+        base = a.base
+        if not isinstance(base, np.ndarray) and isinstance(getattr(base, "base", None),
+                                                           np.ndarray):
+            base = base.base
+        if not isinstance(base, np.ndarray):
+            return a
+        a = base
 
 
 def layout_copy(a: np.ndarray, roots: dict | None = None) -> np.ndarray:

@@ -531,7 +531,8 @@ def einsum_forms(a, b, t):
 @case(lambda r: (f64(r, 2, 3, 4), f64(r, 3, 4, 5)))
 def tensordot_forms(a, b):
     return (np.tensordot(a, b), np.tensordot(a, b, axes=2),
-            np.tensordot(a, b, axes=([1], [0])), np.tensordot(a[0], b[:, :, 0], axes=0))
+            np.tensordot(a, b, axes=([1], [0])), np.tensordot(a[0], b[:, :, 0], axes=0),
+            np.tensordot(a, b, axes=(-2, 0)))         # one axis each, as ints
 
 
 @case(lambda r: (f64(r, 3, 4), f64(r, 4)))

@@ -423,6 +423,31 @@ def test_a_dynamic_shape_joined_with_a_constant_tuple():
             assert got.shape == want.shape
     info = pijit.code_info(f)
     assert info["compile_count"] == 1
+    # alone: in shape_plus_axis the second join runs in the resume function after the first
+    # reshape's break, where x's shape is static and the join a constant
+    spec = (pijit.ArraySpec((None, 4), "float64"),)
+    assert_same(axis_before_shape, rng_array(3, 4), graphs=2, breaks=1,
+                jit_kwargs={"input_signature": spec})
+
+
+def axis_before_shape(x):
+    return x.reshape((1,) + x.shape) - 1.0
+
+
+def shapes_joined(x):
+    return x * 2.0, x.shape + x.shape
+
+
+def shapes_subtracted(x):
+    return x * 2.0, x.shape - x.shape          # TypeError, as in Python
+
+
+def test_two_dynamic_shapes_joined():
+    """Two tuples of graph ints: + joins them in the graph; any other operator is not a
+    tuple join (`-` raises TypeError where Python does, after a break)."""
+    spec = {"input_signature": (pijit.ArraySpec((None, 4), "float64"),)}
+    assert_same(shapes_joined, rng_array(3, 4), jit_kwargs=spec)
+    assert_same(shapes_subtracted, rng_array(3, 4), graphs=1, breaks=1, jit_kwargs=spec)
 
 
 # -- what still runs as plain Python as a whole ------------------------------------------

@@ -451,6 +451,29 @@ def test_store_before_int_of_a_float_that_may_raise():
     assert "before an operation that may raise" in report.break_reasons[0]["reason"], report
 
 
+def store_then_add(s, a, b):
+    s.steps = 1
+    return a + b                    # dynamic lengths: may not broadcast
+
+
+def test_store_before_a_node_of_a_dynamic_shape():
+    """With a dynamic dim every node may raise (its shapes meet only at run time): the store
+    before it runs where it stands, also for an entry compiled on shapes that broadcast."""
+    from differential import assert_same_outcome, clone, run_observed, run_plain
+    spec = pijit.ArraySpec((None,), "float64")
+    report = assert_same(store_then_add, State(), X, X, graphs=1, breaks=1,
+                         jit_kwargs={"input_signature": (None, spec, spec)})
+    assert "before an operation that may raise" in report.break_reasons[0]["reason"], report
+    jitted = pijit.jit(store_then_add, input_signature=(None, spec, spec))
+    for b in (X, X[:4]):
+        args = (State(), X, b)
+        plain_args, jit_args = clone(args), clone(args)
+        want = run_plain(store_then_add, plain_args, {})
+        assert_same_outcome(run_observed(jitted, jit_args, {}), want, jit_args, plain_args,
+                            f"b={b}")
+    assert pijit.code_info(jitted)["compile_count"] == 1, pijit.code_info(jitted)
+
+
 def make_counter_with_a_helper():
     count = 0
     w = 2.0

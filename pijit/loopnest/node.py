@@ -62,11 +62,20 @@ class NestOp:
         try:
             renderer = NestKernel(self.nest)
             source, own = render.module_source([renderer], False, 1)
+        except Exception:           # noqa: BLE001 - a bug of the lowering, not of the machine
+            log.error("loop nest %s: lowering to C failed; it runs as Python", self.name,
+                      exc_info=True)
+            return None
+        try:
             self.c_source = own
             kernels = build.load_kernels(source, cache_dir)
             calls.set_loops(kernels, renderer.ufunc_slots)
             kernels.set_fallback(0, self.resume)
             return kernels.g0
+        except build.SourceError:   # a bug of lower_c: an error with its traceback, as cfused
+            log.error("the generated C of loop nest %s does not compile; it runs as Python",
+                      self.name, exc_info=True)
+            return None
         except Exception as e:      # noqa: BLE001 - a build failure must not reach the user
             log.debug("loop nest %s: kernel build failed", self.name, exc_info=True)
             log.warning("loop nest %s: kernel build failed (%s); it runs as Python", self.name, e)

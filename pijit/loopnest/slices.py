@@ -59,6 +59,11 @@ class View:
     index: tuple
 
 
+def view_dtype(walk, view: View):
+    """The dtype of the array `view` is a part of (its entry's)."""
+    return walk.entries[view.array[2:]].array[0]
+
+
 @dataclass(frozen=True)
 class Leaf:
     view: View
@@ -272,7 +277,7 @@ def _tree(walk, item):
         return item[1]
     if kind in ("view", "arr", "row"):
         view = item[1] if kind == "view" else _view(walk, item, ("tuple", []))
-        dtype = walk.entries[view.array[2:]].array[0]
+        dtype = view_dtype(walk, view)
         if dtype not in _DTYPES:
             raise Unsupported(f"an array operation on {dtype}")
         return Leaf(view, dtype)
@@ -413,7 +418,7 @@ def _emit(walk, block, pos, stack, kind, array):
 def _store(walk, block, pos, view, value):
     """target[...] = value, or the end of target[...] op= e (value a vupdate of the same
     view): a vstore whose result dtype is the target's."""
-    dtype = walk.entries[view.array[2:]].array[0]
+    dtype = view_dtype(walk, view)
     if dtype not in _DTYPES:
         raise Unsupported(f"an array operation on {dtype}")
     target = Leaf(view, dtype)

@@ -18,7 +18,8 @@ import builtins
 from pijit import _compat
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Const, Op
-from pijit.loopnest.slices import PASS, ArrayOp, Leaf, Scalar, Slice, View, _flatten
+from pijit.loopnest.slices import (PASS, ArrayOp, Leaf, Scalar, Slice, View, _flatten,
+                                   view_dtype)
 from pijit.loopnest.types import Unsupported
 
 
@@ -124,7 +125,7 @@ def _view_element(walk, block, pos, stack, store: bool):
 def _view_length(walk, block, pos, stack, view):
     """len(seg) of a view of part of an axis: a vlen op (the slice's length, as CPython's
     slice rules make it)."""
-    dtype = walk.entries[view.array[2:]].array[0]
+    dtype = view_dtype(walk, view)
     args, trees = _flatten((Leaf(view, dtype),))
     dst = f"t{pos}"
     walk.define(dst, (T.INT,))
@@ -165,7 +166,7 @@ def bind(walk, block, name: str, item, pos: int):
 def _made(walk, block, view, pos: int):
     """(block, the view with its index operands copied): where Python makes the view, its
     indices are checked (a vcheck) and their values kept."""
-    dtype = walk.entries[view.array[2:]].array[0]
+    dtype = view_dtype(walk, view)
     args, (leaf,) = _flatten((Leaf(view, dtype),))
     block = walk.emit(block, Op("vcheck", None, args, "view",
                                 array=ArrayOp("view", (leaf,), dtype)))
@@ -186,7 +187,7 @@ def iterate(walk, block, view, pos: int, it: str, size: str):
     read (a vlen into `size`); range iterator `it` counts its elements, each loaded by
     `element`. (block, the iterator's description)."""
     block, view = _made(walk, block, view, pos)
-    dtype = walk.entries[view.array[2:]].array[0]
+    dtype = view_dtype(walk, view)
     args, trees = _flatten((Leaf(view, dtype),))
     walk.funcs["len"] = builtins.len
     block = walk.emit(block, Op("vlen", size, args, "len", array=ArrayOp("len", trees, dtype),
@@ -199,7 +200,7 @@ def iterate(walk, block, view, pos: int, it: str, size: str):
 def element(walk, block, desc):
     """(block, the stack item) of a step of `iterate`'s iterator: the view's element k."""
     it, view, size = desc[1:]
-    dtype = walk.entries[view.array[2:]].array[0]
+    dtype = view_dtype(walk, view)
     dst = f"{it}_x"
     walk.define(dst, (dtype,))
     args, trees = _flatten((Leaf(view, dtype), Scalar(f"{it}_k", T.INT)))

@@ -125,9 +125,9 @@ _CACHE_SCRIPT = """
 
 def test_concurrent_first_calls_leave_stdout_alone(tmp_path):
     """8 threads each make the first call of a different jitted function (8 builds at once).
-    cffi's 'generating' line is not printed, and sys.stdout is never replaced: the build
-    used to wrap cffi's code emission in contextlib.redirect_stdout (process-global, not
-    thread-safe), which could leave a StringIO in place for good and lose every later print."""
+    Nothing is printed by a build, and sys.stdout is never replaced: the build once wrapped
+    cffi's code emission in contextlib.redirect_stdout (process-global, not thread-safe),
+    which could leave a StringIO in place for good and lose every later print."""
     res = run_script("""
         import threading
         stdout = sys.stdout
@@ -498,16 +498,14 @@ def test_lock_held_too_long_is_given_up(tmp_path, caplog):
 # -- 6. interrupted first calls leave nothing half-built (issue 23.3) ---------------------------
 
 @pytest.mark.parametrize("where", [
-    "pycparser/c_lexer.py:<module>", "pycparser/ast_transforms.py:<module>",
-    "pycparser/c_ast.py:<module>", "cffi/recompiler.py:<module>", "cffi/cparser.py:_get_parser",
     "cfused/render.py:module_source", "cfused/build.py:_compile", "cfused/build.py:_load",
     "cfused/diskcache.py:publish", "capture/interpreter.py:capture_frame",
 ])
 def test_interrupt_during_first_call_then_it_compiles(tmp_path, where):
     """A KeyboardInterrupt raised (by a profile hook, as a signal handler would) at the first
-    call into `where` during a first call: the next call compiles and runs fused. An
-    interrupted import of pycparser used to leave it half-initialized for good ("module
-    'pycparser' has no attribute 'c_ast'"), and every later graph ran on NumPy."""
+    call into `where` during a first call: the next call compiles and runs fused. (When
+    builds went through cffi, an interrupted import of pycparser left it half-initialized for
+    good, and every later graph ran on NumPy.)"""
     res = run_script(f"""
         where_file, where_name = {where!r}.split(":")
         fired = []

@@ -121,7 +121,7 @@ def test_print_after_all(capsys):
     assert "%1 = exp(%0)  : float32[2,3]" in err
     assert "=== pijit: compiled graph (cfused backend) ===" in err
     kernels = err.split("=== pijit: fused kernels (C) ===")[1].split("=== pijit:")[0]
-    assert "pj_body" in kernels and "pijit_kernels_init" not in kernels  # no prelude
+    assert "pj_body" in kernels and "pj_module_def" not in kernels  # no prelude
     assert "LOAD_GLOBAL" in err                  # the original bytecode
     assert "y: ndarray float64[2,3] C" in err
     f(X, Y)                                       # a hit prints nothing

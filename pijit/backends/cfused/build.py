@@ -1,12 +1,13 @@
 """C source -> loaded kernel module, through a disk cache of compiled shared objects.
 
-The source is wrapped by cffi (`emit_c_code`), compiled by the C compiler (CC, default gcc; a
-module in parts, see render.split_parts, by one compiler process per part side by side, then
-linked) and cached by a hash of source (and kernel_support.h, which it includes), flags,
+The source, with the module's entry point PyInit_<name> written after it, is compiled by the
+C compiler (CC, default gcc; a module in parts, see render.split_parts, by one compiler process
+per part side by side, then linked) and cached by a hash of source (and kernel_support.h, which it includes), flags,
 compiler identity, CPU flags and Python/NumPy versions. The disk cache's rules (a private
 directory, a checksum beside each module, one build per module across processes, its size)
-are in diskcache.py. The .so is loaded with importlib; its cffi entry point creates the real
-extension module of METH_FASTCALL kernel functions, so calls never cross cffi.
+are in diskcache.py. The .so is loaded with importlib as an extension module (multi-phase
+init) of METH_FASTCALL kernel functions. (cffi wrapped it once: its wrapper, type tables and
+module init cost gcc about a sixth of a small module's time, and its parser ~40 ms a process.)
 
 A build never leaves a compiler running: each runs in a process group of its own, killed at
 PIJIT_BUILD_TIMEOUT or when the call is interrupted (KeyboardInterrupt or any other
@@ -26,6 +27,7 @@ import atexit
 import contextlib
 import functools
 import hashlib
+import importlib.machinery
 import importlib.util
 import logging
 import os
@@ -262,67 +264,40 @@ def _in_forked_child():
 os.register_at_fork(after_in_child=_in_forked_child)
 
 
-_CDEF = "int pijit_kernels_init(const char *name);"
-_cffi_lock = threading.Lock()
-_cffi_ffi = None            # cffi.FFI, once _cffi() has prepared it
-
-
-def _cffi():
-    """cffi's FFI class, with the modules a build uses imported and the C parser built.
-
-    Done once, before the first build's own work: an interrupt (KeyboardInterrupt) landing in
-    an import leaves a module half-initialized in sys.modules (pycparser's, whose later users
-    then fail with "module 'pycparser' has no attribute 'c_ast'" for the life of the
-    process). So an interrupted preparation forgets the cffi and pycparser modules it
-    imported, and the next build imports them afresh. Not done at `import pijit`: a process
-    whose kernels all come from the disk cache never needs cffi's parser (~40 ms)."""
-    global _cffi_ffi
-    with _cffi_lock:
-        if _cffi_ffi is not None:
-            return _cffi_ffi
-        before = set(sys.modules)
-        try:
-            from cffi import FFI
-            import cffi.recompiler  # noqa: F401 - emit_c_code imports it on first use
-            FFI().cdef(_CDEF)       # builds and caches cffi's C parser
-        except BaseException:
-            for mod in set(sys.modules) - before:
-                if mod.partition(".")[0] in ("cffi", "pycparser"):
-                    del sys.modules[mod]
-            raise
-        _cffi_ffi = FFI
-        return FFI
-
-
 def _build(source: str, name: str, target: str, openmp: bool, cc: list, deadline: float):
     """Builds module `name` in a build folder of `target`, loads it, and then publishes it
     into the cache (a module that fails to load is never cached)."""
-    FFI = _cffi()
     final = os.path.join(target, name + ".so")
     with tempfile.TemporaryDirectory(dir=target, prefix=diskcache.build_prefix()) as tmp:
-        ffi = FFI()
-        ffi.cdef(_CDEF)
-        # compiler_verbose=False: cffi would print 'generating ...' to stdout, which a build
-        # must not touch (redirecting it is process-global: other threads' prints are lost)
-        ffi.set_source(name, source, compiler_verbose=False)
         c_path = os.path.join(tmp, name + ".c")
-        ffi.emit_c_code(c_path)
+        with open(c_path, "w") as f:
+            f.write(source)
+            f.write(_init_function(name))
         so_tmp = os.path.join(tmp, name + ".so")
         parts = source_parts(source)
         log.info("compiling %s%s", name, f" in {parts} parts" if parts > 1 else "")
         # the precompiled header is gcc's: another CC reads the headers itself
         pch = toolchain.pch_flags() if cc == [toolchain.CC] else []
-        error = _compile(cc, source, c_path, so_tmp, openmp, pch, parts, deadline)
+        error = _compile(cc, c_path, so_tmp, openmp, pch, parts, deadline)
         if error is not None and pch:
             # gcc ignores a .gch made for other flags, but stops at a damaged one
             log.warning("compiling %s with the precompiled header %s failed; compiling "
                         "without it", name, toolchain.PCH_HEADER + ".gch")
-            error = _compile(cc, source, c_path, so_tmp, openmp, [], parts, deadline)
+            error = _compile(cc, c_path, so_tmp, openmp, [], parts, deadline)
         if error is not None:
             raise (SourceError if re.search(r"\.c:\d+:\d+: error:", error) else BuildError)(error)
         mod = _load(so_tmp, name)
         diskcache.publish(so_tmp, final)
     return mod
+
+
+def _init_function(name: str) -> str:
+    """The module's PyInit_<name> (CPython's name for an extension module's entry point; in
+    part 0 of a module in parts). Written beside the source, not into it: `name` is a hash
+    of the source (load_kernels)."""
+    return (f"\n#if !defined(PJ_PARTS) || PJ_PART == 0\n"
+            f"PyMODINIT_FUNC PyInit_{name}(void)\n{{\n"
+            f"    return PyModuleDef_Init(&pj_module_def);\n}}\n#endif\n")
 
 
 def source_parts(source: str) -> int:
@@ -331,23 +306,20 @@ def source_parts(source: str) -> int:
     return int(m.group(1)) if m else 1
 
 
-def _compile(cc: list, source: str, c_path: str, out: str, openmp: bool, pch: list,
+def _compile(cc: list, c_path: str, out: str, openmp: bool, pch: list,
              parts: int, deadline: float) -> str | None:
-    """Compiles c_path (cffi's wrapping of source) into the shared object `out`: in one
-    compiler run, or, for a module in parts, part 0 from c_path and the others from source,
-    each with -DPJ_PART=k in a process of its own, side by side, then linked. None when done,
-    else what the compiler said."""
+    """Compiles c_path (the module's source and entry point) into the shared object `out`: in
+    one compiler run, or, for a module in parts, each part from c_path with -DPJ_PART=k in a
+    process of its own, side by side, then linked. None when done, else what the compiler
+    said."""
     omp = ["-fopenmp"] if openmp else []
     compile_cmd = [*cc, *toolchain.CFLAGS, *omp, *pch, *toolchain.include_dirs(numpy.get_include())]
     folder = os.path.dirname(out)
     if parts == 1:
         return _run([[*compile_cmd, c_path, "-o", out, *toolchain.LDFLAGS]], deadline, folder)
-    raw = os.path.join(folder, "parts.c")
-    with open(raw, "w") as f:
-        f.write(source)
     objs = [os.path.join(folder, f"part{k}.o") for k in range(parts)]
-    error = _run([[*compile_cmd, f"-DPJ_PART={k}", "-c", c_path if k == 0 else raw,
-                   "-o", objs[k]] for k in range(parts)], deadline, folder)
+    error = _run([[*compile_cmd, f"-DPJ_PART={k}", "-c", c_path, "-o", objs[k]]
+                  for k in range(parts)], deadline, folder)
     if error is not None:
         return error
     return _run([[*cc, *omp, *objs, "-o", out, *toolchain.LDFLAGS]], deadline, folder)
@@ -396,14 +368,14 @@ def _kill(p: subprocess.Popen):
 
 
 def _load(path: str, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
+    """The kernel module `name` made from the shared object at path (not put in sys.modules:
+    nothing imports it by name)."""
+    loader = importlib.machinery.ExtensionFileLoader(name, path)
+    spec = importlib.util.spec_from_file_location(name, path, loader=loader)
     if spec is None:
         raise BuildError(f"cannot load {path}")
-    cffi_mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cffi_mod)
-    if cffi_mod.lib.pijit_kernels_init(name.encode()) != 0:
-        raise BuildError(f"{path}: kernel module init failed")
-    mod = sys.modules.pop(name)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
     if _forked:
         mod.single_thread()
     return mod

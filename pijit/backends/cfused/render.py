@@ -1975,33 +1975,25 @@ static PyMethodDef pj_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef pj_module_def = {
-    PyModuleDef_HEAD_INIT, "pijit_kernels", "pijit fused kernels of one graph", -1, pj_methods,
-};
-static char pj_module_name[256];
-
-/* The cffi entry point (called without the GIL): registers sys.modules[name]. */
-int pijit_kernels_init(const char *name)
+/* Run when the module is made (multi-phase init: a module made again from the same shared
+   object runs it again, setting the same values). */
+static int pj_exec(PyObject *m)
 {
-    PyGILState_STATE g = PyGILState_Ensure();
-    int rc = -1;
+    (void)m;
     PyObject *ef = PyImport_ImportModule("pijit._eval_frame");
     PyObject *sup = ef == NULL ? NULL : PyObject_CallMethod(ef, "kernel_support", NULL);
     pj_sup = sup == NULL ? NULL : (const pj_support *)PyCapsule_GetPointer(sup, PJ_SUPPORT_CAPSULE);
     Py_XDECREF(sup);        /* the table is static in pijit._C, loaded for good */
     Py_XDECREF(ef);
-    if (pj_sup != NULL && _import_array() >= 0@PARTS_INIT@) {
-        strncpy(pj_module_name, name, sizeof(pj_module_name) - 1);
-        pj_module_def.m_name = pj_module_name;
-        PyObject *m = PyModule_Create(&pj_module_def);
-        if (m != NULL) {
-            rc = PyDict_SetItemString(PyImport_GetModuleDict(), name, m);
-            Py_DECREF(m);
-        }
-    }
-    if (rc < 0)
-        PyErr_Print();
-    PyGILState_Release(g);
-    return rc;
+    return pj_sup != NULL && _import_array() >= 0@PARTS_INIT@ ? 0 : -1;
 }
+
+static PyModuleDef_Slot pj_slots[] = {{Py_mod_exec, pj_exec}, {0, NULL}};
+
+/* The module's name comes from its spec (build.py), its PyInit_<name> from build.py too:
+   the name is a hash of this source, which cannot hold it. */
+static struct PyModuleDef pj_module_def = {
+    PyModuleDef_HEAD_INIT, "pijit_kernels", "pijit fused kernels of one graph", 0, pj_methods,
+    pj_slots,
+};
 """

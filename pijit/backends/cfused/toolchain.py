@@ -20,7 +20,7 @@ import sysconfig
 CC = "gcc"          # the compiler of the precompiled header (install time)
 # -ffp-contract=off: no FMA contraction, so a*b+c rounds twice exactly like NumPy.
 CFLAGS = ("-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-fopenmp-simd",
-          "-fPIC", "-std=gnu11", "-w", "-D_CFFI_NO_LIMITED_API")
+          "-fPIC", "-std=gnu11", "-w")
 LDFLAGS = ("-shared", "-lm")
 
 # What every kernel module includes first; kernel sources include the same headers again

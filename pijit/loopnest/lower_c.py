@@ -568,8 +568,10 @@ class NestKernel:
             return [f"{d} = (int64_t){a[0]};"] + tag
         if kind == "tof":
             x = f"{dom[1]}((double){a[0]})" if len(dom) > 1 else f"(double){a[0]}"
-            return [f"if (!({x} > -9223372036854775809.0 && {x} < "
-                    f"9223372036854775808.0)) {bail}", f"{d} = (int64_t){x};"] + tag
+            # in (-2**63, 2**63), where the conversion is exact; not NaN (one comparison:
+            # the double nearest -2**63 - 1 is -2**63)
+            return [f"if (!(fabs({x}) < 9223372036854775808.0)) {bail}",
+                    f"{d} = (int64_t){x};"] + tag
         if kind == "math":
             f = op.op
             return [f"{{ double x = (double){a[0]}, r = {f}(x);",
@@ -618,6 +620,9 @@ class NestKernel:
                 # float whose non-finite result a later check catches (float_checks.py)
                 sym = {"add": "+", "sub": "-", "mul": "*"}[name]
                 return out + [f"{d} = {x} {sym} {y};"] + tag
+            if name == "truediv" and not op.checked:
+                # a zero divisor's quotient is not finite: the later check catches it
+                return out + [f"{d} = {x} / {y};"] + tag
             if name == "truediv" and "py" in dom:
                 return out + [f"{{ {ct} w = {y}; if (w == 0) {bail}",
                               f"  {d} = {x} / w; }}"] + tag

@@ -754,10 +754,11 @@ class NestKernel:
         out = []
         for m in vt:
             tag = f" g_{var} = {vt.index(m)};" if len(vt) > 1 else ""
-            if m is T.INT and T.carrier(vt) == T.F64:     # exact in a double up to 2**53
+            if m is T.INT and (T.carrier(vt) == T.F64 or var in self.nest.exact_ints):
+                # exact in a double up to 2**53 (an int input too, copied into a double)
                 out.append(f"if (PyLong_CheckExact({src})) {{ int ov; long long w = "
                            f"PyLong_AsLongLongAndOverflow({src}, &ov); if (ov || PJ_I53(w)) "
-                           f"goto entry; v_{var} = (double)w;{tag} }}")
+                           f"goto entry; v_{var} = w;{tag} }}")
             elif m is T.INT:
                 out.append(f"if (PyLong_CheckExact({src})) {{ int ov; v_{var} = "
                            f"PyLong_AsLongLongAndOverflow({src}, &ov); if (ov) goto entry;{tag} }}")

@@ -114,11 +114,13 @@ static inline int64_t pj_imod(int64_t a, int64_t b)
         m += b;
     return m;
 }
-/* x + c in [0, n) (bounds.py's checks at a versioned loop's entry) */
+/* x + c in [0, n) for a length n >= 0 (bounds.py's checks at a versioned loop's entry):
+   a sum past int64 is out of it; one unsigned comparison, c = 0 folding the overflow test
+   away (a 128-bit sum cost four instructions per comparison at each inner loop's entry) */
 static inline int pj_in_bounds(int64_t x, int64_t c, int64_t n)
 {
-    __int128 v = (__int128)x + c;
-    return v >= 0 && v < n;
+    int64_t v;
+    return !__builtin_add_overflow(x, c, &v) && (uint64_t)v < (uint64_t)n;
 }
 /* every element the range iterator (cur, stop, step) has left, plus c, in [0, n); 0 when
    its span overflows (the loop then runs checked). Step 1 and -1 need no division. */

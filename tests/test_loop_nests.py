@@ -569,15 +569,48 @@ def last_index_above(a, n):
         "a division whose precision depends on the run-time member: float32 / float32 "
         "rounds to float32, float32 / float64 to float64; one C op per member selected by "
         "the tag is not done (types.combine refuses an op of two domains)"))),
-    pytest.param(last_index_above, (np.arange(4.0), 3), marks=pytest.mark.xfail(strict=True, reason=(
-        "an inlined helper returning a Python-int parameter into a variable that also holds "
-        "floats: the int may be past 2**53, which the double carrying it would round; a "
-        "check at that copy (copies never hand over) or at the entry is not done"))),
 ])
 def test_refusals_left(fn, args):
     """Loops still refused as a nest (each: why, in its xfail reason): the call must compile
     to one loop_nest node with no break once the rule exists."""
     same(fn, *args)
+
+
+def last_above(a, n):
+    best = 0.5
+    for i in range(a.shape[0]):
+        if a[i] > best:
+            best = n
+    return best
+
+
+@pytest.mark.parametrize("fn", [last_above, last_index_above])
+@pytest.mark.parametrize("n", [3, -2**53, 2**53 + 1, -2**53 - 1, 2**62])
+def test_an_int_input_into_a_float_variable(fn, n, resumes):
+    # `best = n`, or an inlined helper returning n: the kernel takes n only within 2**53,
+    # which the double carrying best (0.5, then n) holds exactly; past it Python runs the
+    # nest. (The graph ends after the loop, best being a float or an int by the data.)
+    same(fn, np.arange(4.0), n, breaks=1)
+    assert set(resumes) == (set() if abs(n) <= 2**53 else {-1})
+
+
+def grown(n, k):
+    n = n * 3 + 1
+    return n
+
+
+def last_grown_above(a, n):
+    best = 0.5
+    for i in range(a.shape[0]):
+        if a[i] > best:
+            best = grown(n, i)
+    return best
+
+
+def test_an_int_computed_by_a_reassigned_parameter_stays_refused():
+    # grown returns a parameter it reassigned: 3 * 2**52 + 1, which a double rounds
+    report = assert_same(last_grown_above, np.arange(4.0), 2**52, graphs=None, breaks=None)
+    assert not any("loop_nest" in ops for ops in report.ops_per_graph)
 
 
 @pytest.mark.parametrize("on", [True, False])

@@ -5,6 +5,8 @@ operation of the right iteration. Each case runs plain and jitted (results, part
 warnings; one loop_nest node, explain) and counts the checks the kernel kept."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -102,3 +104,64 @@ def test_what_ends_a_run(level, resumes, kernels):
         assert len(kernels) == 3
         for k in kernels:           # the product keeps its check
             assert [op for op in float_ops(k, True) if op.op == "mul"]
+
+
+def floor_bins(x, counts, lo, width):
+    for v in x:
+        k = math.floor((v - lo) / width)
+        if k >= counts.shape[0]:
+            k = counts.shape[0] - 1
+        counts[k] += 1
+
+
+def sqrt_of_quotients(a, b):
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += math.sqrt(a[i] / b[i])
+    return s
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("case", ["finite", "zero width", "quotient overflows",
+                                  "difference overflows", "nan", "past int64"])
+def test_a_floor_checks_its_quotient(level, case, resumes, kernels):
+    # math.floor((v - lo) / width) checks once, at the floor, which cannot convert a
+    # non-finite quotient: it resumes at the subtraction, so Python warns at the right op
+    # of element 5, the counts of elements 0-4 written
+    x = np.random.default_rng(3).random(12)
+    lo, width = 0.0, 0.125
+    if case == "zero width":
+        width = 0.0
+    elif case == "quotient overflows":
+        x[5], width = 1e300, 1e-10
+    elif case == "difference overflows":
+        x[5], lo = 1.5e308, -1.5e308
+    elif case == "nan":
+        x[5] = np.nan
+    elif case == "past int64":             # a big Python int, clamped: no exception
+        x[5], width = 1e30, 0.125
+    counts = np.zeros(8, dtype=np.int64)
+    same(floor_bins, x, counts, lo, width, level=level)
+    if level == "O1":
+        assert bool(resumes) == (case != "finite")
+        (k,) = kernels
+        ops = [op for b in k.blocks for op in b.ops]
+        divs = [op for op in ops if op.kind == "binop" and op.op == "truediv"]
+        floors = [op for op in ops if op.kind == "call" and op.op == "floor"]
+        subs = [(b.id, op) for b in k.blocks for op in b.ops
+                if op.kind == "binop" and op.op == "sub" and op.domain[:1] == ("f",)]
+        assert divs and not any(op.checked for op in divs)
+        assert {op.resume for op in floors} == {k.origin.get(b, b) for b, _ in subs}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_math_call_checks_its_argument(level, resumes, kernels):
+    a = np.array([1.0, 4.0, 9.0, 2.0, 3.0])
+    b = np.array([1.0, 2.0, 0.0, 1.0, 1.0])     # 9 / 0 warns, sqrt(inf) hands over
+    same(sqrt_of_quotients, a, np.ones(5), level=level)
+    same(sqrt_of_quotients, a, b, level=level)
+    if level == "O1":
+        assert resumes
+        divs = [op for k in kernels for b in k.blocks for op in b.ops
+                if op.kind == "binop" and op.op == "truediv"]
+        assert divs and not any(op.checked for op in divs)

@@ -19,7 +19,8 @@ Stages, in the order data flows:
     forward.py    an element the previous iteration of a loop stored, read again: taken from
                   a variable the store sets (no round trip through memory)
     float_checks.py  NumPy float checks a later check covers (a non-finite value stays
-                  non-finite through + - * and a numerator): dropped
+                  non-finite through + - * and a numerator, and fails math.floor's,
+                  int()'s and the math functions' checks): dropped
     ifconvert.py  small branches of the C kernel made selects: both sides run, the condition
                   picks; a check failing there runs the original branch
     calls.py      calls of NumPy's scalar ufuncs (NumPy's own loop, or C where it is one

@@ -2,15 +2,19 @@
 once, at its last operation, instead of at each of its five.
 
 A NumPy float add, subtract or multiply hands over when its result is not finite (Python
-then computes it, and NumPy warns). Not finite goes on not finite through a later add,
+then computes it, and NumPy warns); a division also when its divisor is 0, whose quotient is
+not finite either (inf, or nan for 0 / 0). Not finite goes on not finite through a later add,
 subtract or multiply (either operand) and a division's numerator: inf + 1, inf * 0, nan / 2.
 So in a straight run of the C kernel's blocks, an op whose result flows that way into a
 later checked op needs no check of its own: that later check fails too, and its hand-over
 resumes at the first op of the run, from which Python computes them all again and warns
-where plain Python would. That holds while Python, resuming there, sees what the first op
+where plain Python would. The later check may also be a call's that fails on a non-finite
+argument (math.floor and int() of a float, which cannot convert it, and the math functions,
+which hand over on one): `math.floor((v - lo) / width)` checks once, at the floor, which
+resumes at the subtraction. That holds while Python, resuming there, sees what the first op
 saw: nothing in between stores, hands over for another reason, or assigns a variable live
-at the first op's block. A run ends before any of those; an op whose result is not covered
-by the run's end keeps its check.
+at the first op's block. A run ends before any of those, and after such a call; an op whose
+result is not covered by the run's end keeps its check.
 """
 from __future__ import annotations
 
@@ -21,6 +25,9 @@ from pijit.loopnest.ir import predecessors
 
 # operand positions through which a non-finite value makes the result non-finite
 _PROPAGATES = {"add": (0, 1), "sub": (0, 1), "mul": (0, 1), "truediv": (0,)}
+# call domains whose check fails on a non-finite argument (lower_c: `tof` converts a float
+# only in (-2**63, 2**63), `math` hands over on a non-finite argument or result)
+_COVERING_CALLS = ("tof", "math")
 
 
 def _checked_float(op, types: dict) -> bool:
@@ -32,6 +39,12 @@ def _checked_float(op, types: dict) -> bool:
     if op.domain[1] == T.F32:          # a Python int operand is checked against 2**24
         return not any(m is T.INT for x in op.args if isinstance(x, str) for m in types[x])
     return True
+
+
+def _covering_call(op) -> bool:
+    """A call whose check fails whenever its argument is not finite (its own check kept)."""
+    return op.kind == "call" and op.domain[:1] in [(d,) for d in _COVERING_CALLS] \
+        and op.bails and len(op.args) == 1 and isinstance(op.args[0], str)
 
 
 def _chains(blocks: dict) -> list:
@@ -86,7 +99,7 @@ def defer(blocks: list, types: dict, origin: dict, live_in: dict) -> list:
         if run is None:
             return
         covered = [m for m in run.members if m not in run.open
-                   and ops[m[0]][m[1]].op != "truediv"]
+                   and _checked_float(ops[m[0]][m[1]], types)]
         if not covered:
             return
         resume = origin.get(run.start, run.start)
@@ -114,10 +127,17 @@ def defer(blocks: list, types: dict, origin: dict, live_in: dict) -> list:
                             del run.open[p]             # covered by this op's check
                     run.assign(op.dst)
                     run.members.append((bid, j))
-                    if op.op != "truediv":
-                        run.open[(bid, j)] = {op.dst}
+                    run.open[(bid, j)] = {op.dst}
                     continue
                 if run is None:
+                    continue
+                if _covering_call(op) and op.dst not in live_in[origin.get(run.start,
+                                                                            run.start)]:
+                    for p in run.holders(op.args[0]):
+                        del run.open[p]
+                    run.members.append((bid, j))        # kept, resuming at the run's start
+                    finish(run)
+                    run = None
                     continue
                 if op.kind in ("store", "range") or op.bails \
                         or op.dst in live_in[origin.get(run.start, run.start)]:

@@ -174,6 +174,9 @@ class Nest:
     # variables of a Python float and np.float32 whose C value is a float
     # (recognise.float32_carried)
     narrow: frozenset = frozenset()
+    # Python-int inputs copied into a variable whose C value is a double: the C kernel takes
+    # them within 2**53 only (recognise.check_ints_in_doubles)
+    exact_ints: frozenset = frozenset()
 
     def variables(self) -> list:
         return sorted(self.types)

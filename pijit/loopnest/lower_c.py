@@ -114,11 +114,13 @@ static inline int64_t pj_imod(int64_t a, int64_t b)
         m += b;
     return m;
 }
-/* x + c in [0, n) (bounds.py's checks at a versioned loop's entry) */
+/* x + c in [0, n) for a length n >= 0 (bounds.py's checks at a versioned loop's entry):
+   a sum past int64 is out of it; one unsigned comparison, c = 0 folding the overflow test
+   away (a 128-bit sum cost four instructions per comparison at each inner loop's entry) */
 static inline int pj_in_bounds(int64_t x, int64_t c, int64_t n)
 {
-    __int128 v = (__int128)x + c;
-    return v >= 0 && v < n;
+    int64_t v;
+    return !__builtin_add_overflow(x, c, &v) && (uint64_t)v < (uint64_t)n;
 }
 /* every element the range iterator (cur, stop, step) has left, plus c, in [0, n); 0 when
    its span overflows (the loop then runs checked). Step 1 and -1 need no division. */
@@ -568,8 +570,10 @@ class NestKernel:
             return [f"{d} = (int64_t){a[0]};"] + tag
         if kind == "tof":
             x = f"{dom[1]}((double){a[0]})" if len(dom) > 1 else f"(double){a[0]}"
-            return [f"if (!({x} > -9223372036854775809.0 && {x} < "
-                    f"9223372036854775808.0)) {bail}", f"{d} = (int64_t){x};"] + tag
+            # in (-2**63, 2**63), where the conversion is exact; not NaN (one comparison:
+            # the double nearest -2**63 - 1 is -2**63)
+            return [f"if (!(fabs({x}) < 9223372036854775808.0)) {bail}",
+                    f"{d} = (int64_t){x};"] + tag
         if kind == "math":
             f = op.op
             return [f"{{ double x = (double){a[0]}, r = {f}(x);",
@@ -618,6 +622,9 @@ class NestKernel:
                 # float whose non-finite result a later check catches (float_checks.py)
                 sym = {"add": "+", "sub": "-", "mul": "*"}[name]
                 return out + [f"{d} = {x} {sym} {y};"] + tag
+            if name == "truediv" and not op.checked:
+                # a zero divisor's quotient is not finite: the later check catches it
+                return out + [f"{d} = {x} / {y};"] + tag
             if name == "truediv" and "py" in dom:
                 return out + [f"{{ {ct} w = {y}; if (w == 0) {bail}",
                               f"  {d} = {x} / w; }}"] + tag
@@ -749,10 +756,11 @@ class NestKernel:
         out = []
         for m in vt:
             tag = f" g_{var} = {vt.index(m)};" if len(vt) > 1 else ""
-            if m is T.INT and T.carrier(vt) == T.F64:     # exact in a double up to 2**53
+            if m is T.INT and (T.carrier(vt) == T.F64 or var in self.nest.exact_ints):
+                # exact in a double up to 2**53 (an int input too, copied into a double)
                 out.append(f"if (PyLong_CheckExact({src})) {{ int ov; long long w = "
                            f"PyLong_AsLongLongAndOverflow({src}, &ov); if (ov || PJ_I53(w)) "
-                           f"goto entry; v_{var} = (double)w;{tag} }}")
+                           f"goto entry; v_{var} = w;{tag} }}")
             elif m is T.INT:
                 out.append(f"if (PyLong_CheckExact({src})) {{ int ov; v_{var} = "
                            f"PyLong_AsLongLongAndOverflow({src}, &ov); if (ov) goto entry;{tag} }}")

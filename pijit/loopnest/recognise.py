@@ -123,10 +123,10 @@ def _recognise(instrs, start, end, entries, range_args, resolve, live_after, ite
               if e.array is not None and n in walk.arrays_used}
     inputs = [f"r{k}" for k in range(len(range_args))] if range_args is not None else []
     inputs += sorted("l_" + n for n, e in entries.items() if e.array is None)
-    check_ints_in_doubles(walk.blocks, types)
+    exact_ints = check_ints_in_doubles(walk.blocks, types, inputs)
     nest = Nest(walk.blocks, {v: t for v, t in types.items()}, arrays, inputs, outputs,
                 walk.written, walk.funcs, returns=returns,
-                narrow=float32_carried(walk.blocks, types))
+                narrow=float32_carried(walk.blocks, types), exact_ints=exact_ints)
     return nest, exit_pos
 
 
@@ -144,14 +144,50 @@ def _tail_return(instrs, end: int) -> int:
     raise Unsupported("a return in the loop, and code after it that does not just return")
 
 
-def check_ints_in_doubles(blocks, types):
+def check_ints_in_doubles(blocks, types, inputs=()) -> frozenset:
     """Unsupported when a Python int may reach a variable whose C value is a double (a
     float beside it: `s = 0` then `s += x[i]` of a float array) other than as a constant a
-    double holds exactly or from another such variable: a computed int, past 2**53, would
-    lose bits there. (Its value at the entry is checked by the C kernel.)"""
+    double holds exactly, from another such variable, or from a Python-int input the nest
+    never assigns (`best = n`, also through an inlined helper returning that parameter
+    unchanged): a computed int, past 2**53, would lose bits there. (The entry values of
+    such variables and inputs are checked by the C kernel: the inputs returned.)"""
+    defs = {}
+    for b in blocks:
+        for op in b.ops:
+            if op.dst is not None:
+                defs.setdefault(op.dst, []).append(op)
+        if b.term[0] == "foriter":
+            defs.setdefault(b.term[2], []).append(None)
+    # Python ints that are one of those inputs wherever they are read: variable -> the inputs
+    roots = {v: {v} for v in inputs if types.get(v) == (T.INT,) and v not in defs}
+
+    def source(op):
+        """The operand an assignment copies a Python int from, unchanged, or None."""
+        if op is None:
+            return None
+        if op.kind == "copy":
+            return op.args[0]
+        if op.domain[:1] == ("inline",):
+            return _passed_through(op.domain[1], op.args)
+        return None
+    changed = True
+    while changed:
+        changed = False
+        for v, ops in defs.items():
+            if v in roots or types.get(v) != (T.INT,):
+                continue
+            srcs = [source(op) for op in ops]
+            if all(isinstance(x, str) and x in roots for x in srcs):
+                roots[v] = set().union(*(roots[x] for x in srcs))
+                changed = True
+    checked = set()
+
     def exact(x):
         if isinstance(x, Const):
             return x.type is not T.INT or abs(x.value) <= 2**53
+        if x in roots:
+            checked.update(roots[x])
+            return True
         return T.INT not in types[x] or T.int_in_double(types[x]) is T.INT
     for b in blocks:
         for op in b.ops:
@@ -160,13 +196,28 @@ def check_ints_in_doubles(blocks, types):
             if op.kind == "copy" or op.kind == "call" and op.op in ("min", "max"):
                 ok = all(exact(x) for x in op.args)
             elif op.domain[:1] == ("inline",):
+                arg = _passed_through(op.domain[1], op.args)
                 ok = T.INT not in op.domain[1].types[RETURN] or \
-                    T.int_in_double(op.domain[1].types[RETURN]) is T.INT
+                    T.int_in_double(op.domain[1].types[RETURN]) is T.INT or \
+                    arg is not None and exact(arg)
             else:
                 ok = T.INT not in op.results.values() if op.results else \
                     T.INT not in types[op.dst]
             if not ok:
                 raise Unsupported(f"a Python int may reach {op.dst}, which holds floats too")
+    return frozenset(checked)
+
+
+def _passed_through(callee, args):
+    """The argument an inlined callee returns unchanged on every path (each return copies
+    one parameter it never assigns), or None."""
+    rets = [op for b in callee.blocks for op in b.ops if op.dst == RETURN]
+    if not rets or any(op.kind != "copy" or op.args != rets[0].args for op in rets):
+        return None
+    p = rets[0].args[0]
+    if p not in callee.params or any(op.dst == p for b in callee.blocks for op in b.ops):
+        return None
+    return (tuple(args) + tuple(callee.defaults))[callee.params.index(p)]
 
 
 def float32_carried(blocks, types) -> frozenset:

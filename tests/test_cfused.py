@@ -441,7 +441,7 @@ def test_exact_sums_add_computed_values_in_lanes(caplog):
     2048-value chunk, flat 16384-value chunks), strided and 3-d rows, signed zeros, NaN and
     infinities (NaN or inf in a sum raise no flag, so they stay in the kernel)."""
     x = rng.standard_normal((3, 300))
-    lanes = re.compile(r"ra\d+\[j - i\] \+= v\d+;")
+    lanes = re.compile(r"va\d+\[j - i\] = v\d+;")
     assert lanes.search(_source(caplog, _dot_rows, x, x + 1.0, level="O1"))
     assert lanes.search(_source(caplog, lambda a: np.sum(a * a), x[0], level="O1"))
     assert not lanes.search(_source(caplog, lambda a: a.sum(axis=-1) * 2.0, x, level="O1"))

@@ -4,9 +4,9 @@ NumPy sums n contiguous floats (its @TYPE@_pairwise_sum, in the dtype: float32 i
 as: under 8 values in order from +0.0; up to 128 (a leaf) in eight accumulators, lane k
 adding values k, k + 8, ... in order, combined as ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)), then
 the rest in order; above that the two halves split at n / 2 rounded down to a multiple of 8.
-The kernels reach that order in pieces (kernel_support.c's vector leaves, two sibling leaves
-side by side, the recursion's chunks streamed and their sums added as the levels above do),
-so each piece is a place where another order could slip in.
+The kernels reach that order in pieces (render.py's vector leaves, pj_leaf_*, pj_comb_* and
+lanes; the recursion's chunks streamed and their sums added as the levels above do), so each
+piece is a place where another order could slip in.
 
 The data is chosen so an order matters: `reference` below computes NumPy's order and a list
 of plausible wrong ones (in order, lanes combined in order, splits not at a multiple of 8, a
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import pijit
-from tests.differential import assert_equal_values, count_handbacks
+from tests.differential import assert_equal_values, assert_same, count_handbacks
 
 # Every size class of the recursion: under 8, leaves (with and without a tail of under 8),
 # exactly 128, a node whose halves are two leaves (both of 64+, the right one with a tail),
@@ -207,3 +207,62 @@ def test_a_long_sum_streams_in_numpys_order(handbacks):
         for got, want in zip(jitted(x, ones), _whole(x, ones)):
             assert_equal_values(got, want)
     assert handbacks == []
+
+
+# Every boundary of the kernels' vector leaves (render.lanes, kernel_support.h's pj_leaf_*
+# and pj_comb_*): no group of 8, one group with and without a tail, one leaf of 128, the
+# first split, 1024 plus whole groups and a tail, beside the sizes above.
+BOUNDARIES = [*range(18), 127, 128, 129, 255, 256, 1023,
+              *[1024 + 8 * k + r for k in (1, 5) for r in (0, 1, 7)]]
+SPECIAL_AT = [8, 9, 16, 17, 128, 129, 1039]
+
+
+def _layouts(x: np.ndarray) -> list:
+    """x contiguous, every third value of a longer array, and reversed (a view of x's
+    values, last first: the plain sum adds them in that order too)."""
+    wide = np.zeros(3 * len(x) + 1, x.dtype)
+    wide[1::3] = x
+    return [x, wide[1::3], x[::-1].copy()[::-1]]
+
+
+def _data(n: int, dtype) -> list:
+    """Values telling NumPy's order from the wrong ones where some do (under 8 float32
+    values, not all), and where the signs and non-finite values in the lanes show: all -0.0
+    (a sum of 8 or more is -0.0, of fewer +0.0), a NaN and an inf, a -inf among finite
+    values."""
+    if n < 8:
+        return [values(n, dtype, 0), np.full(n, -0.0, dtype)]
+    out = [distinguishing(n, dtype), np.full(n, -0.0, dtype)]
+    if n in SPECIAL_AT:
+        a = distinguishing(n, dtype)
+        a[(5 * n) // 7] = np.nan
+        a[n // 3] = np.inf
+        b = distinguishing(n, dtype)
+        b[n - 1] = -np.inf
+        out += [a, b]
+    return out
+
+
+def _whole_of_input(x, y):
+    return np.sum(x), np.mean(x * y) + np.sum(y * 0.5)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_vector_leaves_give_numpys_bits_at_every_boundary(dtype, handbacks):
+    """Whole-array and row sums and means, of computed values (the lanes) and of an input's
+    own values (pj_leaf_*), contiguous, strided and reversed, at each boundary of the
+    vector leaves, on data that tells NumPy's order from the wrong ones, and on signed
+    zeros, NaN and infinities: NumPy's bits, one graph, run by the kernel (but the mean of
+    no values, which NumPy warns of)."""
+    for n in BOUNDARIES:
+        before = len(handbacks)
+        for x in _data(n, dtype):
+            for arg in _layouts(x):
+                y = np.linspace(0.5, 1.5, n).astype(dtype)
+                assert_same(_whole, arg, y)
+                assert_same(_whole_of_input, arg, y)
+                if n:
+                    rows = np.stack([arg, -arg])
+                    assert_same(_rows, rows, np.stack([y, y]))
+                    assert_same(_rows_of_input, rows, np.stack([y, y]))
+        assert n == 0 or len(handbacks) == before, f"n={n}: handed back to NumPy"

@@ -93,11 +93,11 @@ class ExactRowSum(Reduction):
     row (csrc/kernel_support.c), added to +0.0, a mean divided in the dtype. The row loop
     runs in chunks, the recursion's nodes of at most PJ_SUM_CHUNK values (rb, tree_chunks),
     and each chunk leaf by leaf (render.GroupKernel.leaf_blocks): a leaf's values, once
-    computed, are summed by pj_leaf_* (`leaf_end`) and added to the chunk's partial sums
-    ps<out> as the recursion adds them; a chunk's sum goes to tsum<out>[ci], and the result
-    adds those as the levels above do (tree_total_*). The values are read where the row
-    already is (`values`: an input's row, a row buffer), else kept in rs<out>, a leaf long,
-    first."""
+    computed, are summed by pj_leaf_* (`leaf_end`) into ls<out>[lf], added up after the
+    chunk's leaves as the recursion adds them (partial sums ps<out>, `leaf_pops`); a
+    chunk's sum goes to tsum<out>[ci], and the result adds those as the levels above do
+    (tree_total_*). The values are read where the row already is (`values`: an input's
+    row, a row buffer), else kept in rs<out>, a leaf long, first."""
     leaf = BLOCK                # its blocks are the recursion's leaves, of at most BLOCK
     chunk = "PJ_SUM_CHUNK"      # the recursion's chunks: at most this many values
 
@@ -118,43 +118,57 @@ class ExactRowSum(Reduction):
         return f"({total} / ({self.ct}){count})" if self.op == "mean" else total
 
     def chunk_init(self) -> list:
-        """Before a chunk's leaves: no partial sums."""
-        return [f"{self.ct} ps{self.o}[PJ_DEPTH];", f"int psn{self.o} = 0;"]
+        """Before a chunk's leaves: no partial sums; the leaves' sums, ls<out>."""
+        o = self.o
+        return [f"{self.ct} ps{o}[PJ_DEPTH], ls{o}[PJ_LEAVES];", f"int psn{o} = 0;"]
 
     def leaf_end(self) -> list:
-        """After leaf lf ([j0, j1) of plan lp): its sum, then the adds it completes."""
+        """After leaf lf ([j0, j1) of plan lp): its sum."""
         o = self.o
         leaf = "pj_leaf_f" if self.dtype == np.float32 else "pj_leaf_d"
         values = f"rs{o}" if self.row_buffer else f"{self.values} + j0"
-        return [f"ps{o}[psn{o}++] = {leaf}({values}, j1 - j0);"]
+        return [f"ls{o}[lf] = {leaf}({values}, j1 - j0);"]
 
     def leaf_pops(self) -> list:
-        """After leaf lf's sum: the recursion's adds it completes."""
+        """After the chunk's leaves, for each leaf lf in order: its sum onto the partial
+        sums ps<out>, then the recursion's adds it completes."""
         o = self.o
-        return [f"for (int k = lp->pops[lf]; k > 0; k--, psn{o}--)",
+        return [f"ps{o}[psn{o}++] = ls{o}[lf];",
+                f"for (int k = lp->pops[lf]; k > 0; k--, psn{o}--)",
                 f"    ps{o}[psn{o} - 2] = ps{o}[psn{o} - 2] + ps{o}[psn{o} - 1];"]
 
     # A leaf of 8 values or more summed as its values are computed (render.lanes): NumPy's
-    # eight accumulators ra<out>[k] (values k, k + 8, ... in order), combined as pj_leaf_*
-    # combines them, then the last n % 8 values added in order; no buffer between computing
-    # a value and adding it.
+    # eight accumulators, the lanes of one vector ra<out> (lane k adds values k, k + 8, ...
+    # in order), combined as pj_comb_* combines them, then the last n % 8 values added in
+    # order; no buffer between computing a value and adding it but its group of 8, va<out>.
+    def _vec(self) -> str:
+        return "f" if self.dtype == np.float32 else "d"
+
+    def lanes_decl(self) -> list:
+        return [f"pj_v{self._vec()} ra{self.o};"]
+
+    def lanes_values(self) -> list:
+        """Before the loop over a group of 8 values (j from i)."""
+        return [f"{self.ct} va{self.o}[8];"]
+
+    def lanes_value(self) -> list:
+        """In the loop over the group."""
+        return [f"va{self.o}[j - i] = {self.v};"]
+
     def lanes_first(self) -> list:
-        """In the loop over the leaf's first 8 values (j from j0)."""
-        return [f"ra{self.o}[j - j0] = {self.v};"]
+        """After the loop over the leaf's first group."""
+        return [f"ra{self.o} = pj_vload_{self._vec()}(va{self.o});"]
 
     def lanes_add(self) -> list:
-        """In the loop over the leaf's next 8 values (j from i)."""
-        return [f"ra{self.o}[j - i] += {self.v};"]
+        """After the loop over each next group: lane k adds value k of the group."""
+        return [f"ra{self.o} += pj_vload_{self._vec()}(va{self.o});"]
 
     def lanes_end(self) -> list:
-        o = self.o
-        r = [f"ra{o}[{k}]" for k in range(8)]
-        return [f"ps{o}[psn{o}++] = (({r[0]} + {r[1]}) + ({r[2]} + {r[3]})) + "
-                f"(({r[4]} + {r[5]}) + ({r[6]} + {r[7]}));"]
+        return [f"ls{self.o}[lf] = pj_comb_{self._vec()}(ra{self.o});"]
 
     def lanes_rest(self) -> list:
         """In the loop over the leaf's last (j1 - j0) % 8 values, after lanes_end."""
-        return [f"ps{self.o}[psn{self.o} - 1] += {self.v};"]
+        return [f"ls{self.o}[lf] += {self.v};"]
 
     def chunk_end(self) -> list:
         """After chunk ci ([cb0, cb1)) of the row: its sum."""

@@ -264,16 +264,40 @@ PJ_SHARED const pj_support *pj_sup;
 #define pj_underflow_reported() (pj_sup->underflow_reported())
 #define pj_direct_ok(under) (pj_sup->direct_ok(under))
 
+/* NumPy's eight accumulators of a leaf as the lanes of one vector (two or four registers
+   where vectors are shorter), combined as NumPy combines them, ((r[0]+r[1])+(r[2]+r[3]))+
+   ((r[4]+r[5])+(r[6]+r[7])), by adds of the vector: lane k of a is r[k]+r[k^1], lane k of
+   b is a[k]+a[k^2], and the result b[0]+b[4]. The other lanes add the same values (in the
+   other order), so raise no other flag. gcc made of the scalar form 8 shuffles and 7
+   scalar adds, a third of a leaf of np.sum(x * x) in cache (perf); this is 2 shuffles, 2
+   vector adds, an extract and an add. */
+#define PJ_VEC(s, T)                                                            \
+typedef T pj_v##s __attribute__((vector_size(8 * sizeof(T))));                  \
+static inline __attribute__((unused)) pj_v##s pj_vload_##s(const T *a)         \
+{                                                                               \
+    pj_v##s v;                                                                  \
+    memcpy(&v, a, sizeof v);                                                    \
+    return v;                                                                   \
+}                                                                               \
+static inline __attribute__((unused)) T pj_comb_##s(pj_v##s r)                 \
+{                                                                               \
+    pj_v##s a = r + (pj_v##s){r[1], r[0], r[3], r[2], r[5], r[4], r[7], r[6]};  \
+    pj_v##s b = a + (pj_v##s){a[2], a[3], a[0], a[1], a[6], a[7], a[4], a[5]};  \
+    return b[0] + b[4];                                                         \
+}
+PJ_VEC(d, double)
+PJ_VEC(f, float)
+
 /* NumPy's sum of one leaf of its pairwise recursion (n <= 128 values): under 8 in order
    from +0.0, else eight accumulators r[k] (values k, k + 8, ... in order) combined as
-   ((r[0]+r[1])+(r[2]+r[3]))+((r[4]+r[5])+(r[6]+r[7])), then the rest in order. Here, not in pijit._C: with
-   the kernel's flags the accumulators are the lanes of vector registers. An exact kernel
-   computes a leaf's values (in L1) and sums them at once, leaf after leaf, so its reads from
-   memory never pause for long. Measured here on 10M float64 (a C model of the kernel): the
-   values of a 2048-value chunk summed by pijit._C's copy (SSE2) 6.7-10 ms, by a -march=native
-   copy 3.8-4.8 ms, leaf by leaf 2.8-3.0 ms, NumPy's loop over a itself 2.5 ms. Only adds: no
-   contraction can change it. */
-#define PJ_LEAF(name, T)                                                        \
+   ((r[0]+r[1])+(r[2]+r[3]))+((r[4]+r[5])+(r[6]+r[7])), then the rest in order. Here, not in
+   pijit._C: with the kernel's flags the accumulators are the lanes of vector registers. An
+   exact kernel computes a leaf's values (in L1) and sums them at once, leaf after leaf, so
+   its reads from memory never pause for long. Measured here on 10M float64 (a C model of
+   the kernel): the values of a 2048-value chunk summed by pijit._C's copy (SSE2) 6.7-10 ms,
+   by a -march=native copy 3.8-4.8 ms, leaf by leaf 2.8-3.0 ms, NumPy's loop over a itself
+   2.5 ms. Only adds: no contraction can change it. */
+#define PJ_LEAF(name, s, T)                                                     \
 static inline __attribute__((unused)) T name(const T *a, npy_intp n)          \
 {                                                                               \
     if (n < 8) {                                                                \
@@ -282,20 +306,17 @@ static inline __attribute__((unused)) T name(const T *a, npy_intp n)          \
             res += a[i];                                                        \
         return res;                                                             \
     }                                                                           \
-    T r[8];                                                                     \
-    for (int k = 0; k < 8; k++)                                                 \
-        r[k] = a[k];                                                            \
+    pj_v##s r = pj_vload_##s(a);                                                \
     npy_intp i;                                                                 \
     for (i = 8; i < n - (n % 8); i += 8)                                        \
-        for (int k = 0; k < 8; k++)                                             \
-            r[k] += a[i + k];                                                   \
-    T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));  \
+        r += pj_vload_##s(a + i);                                               \
+    T res = pj_comb_##s(r);                                                     \
     for (; i < n; i++)                                                          \
         res += a[i];                                                            \
     return res;                                                                 \
 }
-PJ_LEAF(pj_leaf_d, double)
-PJ_LEAF(pj_leaf_f, float)
+PJ_LEAF(pj_leaf_d, d, double)
+PJ_LEAF(pj_leaf_f, f, float)
 
 /* The leaves of the recursion over a chunk of n values (pj_sup->tree_leaves), for the last
    few chunk lengths met: a row's or an array's chunks have two or three lengths, in turns. */
@@ -841,10 +862,15 @@ class GroupKernel:
         after `body`.
 
         A full leaf of a loop whose only reductions are exact sums of values it computes
-        adds each value into NumPy's eight accumulators right away (lanes_*), in loops of 8
-        that gcc vectorizes, instead of storing the leaf's values and summing them after: a
+        adds each group of 8 values into NumPy's eight accumulators (the lanes of a vector,
+        lanes_*) right away, instead of storing the leaf's values and summing them after: a
         C model of np.sum(x * x) on 1e5 float64 took 15-25% less time (the sum of a leaf is
-        a chain of 16 dependent adds per lane; computing the values overlaps it)."""
+        a chain of 16 dependent adds per lane; computing the values overlaps it).
+
+        Each leaf's sum goes to ls<out>[lf], and the recursion's adds above the leaves run
+        after the chunk's last leaf (leaf_pops), not after each leaf: each add waited on the
+        leaf's sum through the stack of partial sums, in the way of the next leaf's loads
+        (np.sum(x * x) at O1, in cache: 1e5 float64 14.2 -> 13.7 us, 1e6 120 -> 114 us)."""
         exact = [r for r in reds if isinstance(r, reductions.ExactRowSum)]
         others = [r for r in reds if r not in exact]
         whole = {isinstance(r, reductions.ExactWholeSum) for r in exact}
@@ -859,12 +885,14 @@ class GroupKernel:
             sums = ["if (j1 - j0 >= 8) {",
                     *["    " + s for s in self.lanes(exact, body, prefetch)],
                     "} else {", *["    " + s for s in sums], "}"]
-        leaf = ["const npy_intp j0 = cb0 + lp->at[lf], j1 = cb0 + lp->at[lf + 1];",
-                *sums, *[s for r in exact for s in r.leaf_pops()]]
+        leaf = ["const npy_intp j0 = cb0 + lp->at[lf], j1 = cb0 + lp->at[lf + 1];", *sums]
         chunk = ["const pj_leafplan *lp = pj_plan(&plans, cb1 - cb0);",
                  *[s for r in exact for s in r.chunk_init()],
                  "for (npy_intp lf = 0; lf < lp->count; lf++) {",
                  *["    " + s for s in leaf],
+                 "}",
+                 "for (npy_intp lf = 0; lf < lp->count; lf++) {",
+                 *["    " + s for r in exact for s in r.leaf_pops()],
                  "}",
                  *[s for r in exact for s in r.chunk_end()]]
         head = ["{", "    const npy_intp cb0 = 0, cb1 = n;"] if whole.pop() else [
@@ -874,23 +902,28 @@ class GroupKernel:
 
     @staticmethod
     def lanes(exact: list, body: list, prefetch=None) -> list:
-        """A leaf [j0, j1) of 8 values or more computed by `body` in loops of 8, each value
-        added to its exact sums' accumulators as NumPy's leaf sum adds it (lanes_*), the
-        last j1 - j0 mod 8 values one by one after combining them; the leaf's prefetch
-        lines first."""
+        """A leaf [j0, j1) of 8 values or more computed by `body` in groups of 8, each group
+        added to its exact sums' lanes as NumPy's leaf sum adds it (lanes_*), the last
+        j1 - j0 mod 8 values one by one after combining them; the leaf's prefetch lines
+        first."""
         pf = [] if prefetch is None else [
             "{", "    const npy_intp jj = j0, je = j1;", f"    if ({prefetch[1]}) {{",
             *["        " + s for s in prefetch[2]], "    }", "}"]
+
+        def group(into) -> list:
+            return [*[s for r in exact for s in r.lanes_values()],
+                    "for (npy_intp j = i; j < i + 8; j++) {",
+                    *["    " + s for s in body + [u for r in exact for u in r.lanes_value()]],
+                    "}",
+                    *[s for r in exact for s in into(r)]]
         return [*pf,
                 "const npy_intp jr = j1 - (j1 - j0) % 8;",
-                *[f"{r.ct} ra{r.o}[8];" for r in exact],
-                "for (npy_intp j = j0; j < j0 + 8; j++) {",
-                *["    " + s for s in body + [u for r in exact for u in r.lanes_first()]],
+                *[s for r in exact for s in r.lanes_decl()],
+                "{", "    const npy_intp i = j0;",
+                *["    " + s for s in group(lambda r: r.lanes_first())],
                 "}",
                 "for (npy_intp i = j0 + 8; i < jr; i += 8) {",
-                "    for (npy_intp j = i; j < i + 8; j++) {",
-                *["        " + s for s in body + [u for r in exact for u in r.lanes_add()]],
-                "    }",
+                *["    " + s for s in group(lambda r: r.lanes_add())],
                 "}",
                 *[s for r in exact for s in r.lanes_end()],
                 "for (npy_intp j = jr; j < j1; j++) {",

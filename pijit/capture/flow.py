@@ -353,8 +353,10 @@ class Flow:
     def for_loop_body(self, loop: Loop, bound: set):
         """The body of a simple `for` loop, to be outlined as its own function: a LoopBody,
         or None when the loop is not a `for`, or its body leaves the loop other than by
-        falling back to the head (break, return), has try blocks, or reads a local that may
-        be unbound when the loop starts (`bound` are the locals bound there)."""
+        falling back to the head (break, return), has try blocks, deletes a local (the
+        caller's would stay bound: a later iteration's read would not raise), or reads a
+        local that may be unbound when the loop starts (`bound` are the locals bound
+        there)."""
         instrs = self.instrs
         if not isinstance(instrs[loop.start], Instr) or instrs[loop.start].name != "GET_ITER":
             return None
@@ -367,6 +369,8 @@ class Flow:
         if instrs[jump].name != "JUMP_BACKWARD":
             return None
         start, end = for_iter + 1, jump - 1
+        if self.deleted_in(start, end):
+            return None
         for pos in range(start, end + 1):
             item = instrs[pos]
             if self.user_try(item):

@@ -579,3 +579,25 @@ def test_a_method_call_of_an_unknown_object_runs_its_getattr_once():
     # __getattr__ once more than plain Python (which printed "made fn" once)
     report = assert_same(calls_a_made_attribute, X, DynamicAttributes(), graphs=2, breaks=1)
     assert "method 'fn'" in report.break_reasons[0]["reason"], report
+
+
+class PrintingProperty:
+    @property
+    def fn(self):
+        print("getter")
+        return np.tan
+
+
+def calls_a_property_that_breaks(x, obj):
+    y = x * 2
+    return obj.fn(y) + 1
+
+
+def test_a_method_load_breaking_in_its_property_getter_keeps_the_null():
+    # 3.11's LOAD_METHOD of a property pushes NULL and the getter's result; the getter
+    # (inlined) breaks at its print, at that instruction: the residual span must reach the
+    # call taking the NULL (flow.null_slots), not store it for a resume function
+    # (UnboundLocalError on 3.11)
+    report = assert_same(calls_a_property_that_breaks, X, PrintingProperty(), graphs=2,
+                         breaks=2)
+    assert "PrintingProperty.fn (inlined)" in report.break_reasons[0]["reason"], report

@@ -127,6 +127,14 @@ def comprehension_in_residual_loop(x, n):
     return acc
 
 
+def comprehension_reusing_the_loop_variable(x):
+    s = x
+    for i in range(3):
+        print("i", i)
+        s = s + sum([i * 2 for i in range(i)])
+    return s * i
+
+
 def comprehensions_after_a_break(x, bind):
     if bind:
         i = 5
@@ -256,6 +264,14 @@ def test_comprehension_in_an_outlined_loop_body():
                          graphs=2 if INLINED else 0, breaks=2 if INLINED else 1)
     if INLINED:     # the body's graph after its print: the comprehension and the update
         assert sorted(report.ops_per_graph[1]) == ["add", "mul", "mul", "mul"]
+
+
+def test_a_comprehension_variable_the_loop_body_also_stores():
+    """The outlined body's comprehension saves and restores i, which the loop stores too:
+    i is still one of the body's results, read after the loop (3.12+, flow.saved_only; on
+    3.11 the comprehension is a function of its own, reading nothing of the caller's)."""
+    report = assert_same(comprehension_reusing_the_loop_variable, X, graphs=4, breaks=2)
+    assert report.ops_per_graph == [["mul"], ["add"], ["add"], ["add"]], report
 
 
 def distinct_products(n):

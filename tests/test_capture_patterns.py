@@ -557,3 +557,47 @@ def int_and_ellipsis(x):
 def test_an_int_with_an_ellipsis_is_a_0d_array():
     assert_same(int_and_ellipsis, X[0], ops=["getitem", "mul"])
     assert_same(int_and_ellipsis, X, ops=["getitem", "mul"])
+
+
+class DynamicAttributes:
+    """Every attribute made by __getattr__, which says so."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        print("made", name)
+        return np.sin
+
+
+def calls_a_made_attribute(x, obj):
+    y = x * 2
+    return obj.fn(y) + 1
+
+
+def test_a_method_call_of_an_unknown_object_runs_its_getattr_once():
+    # capture asked for obj.fn to see whether it was a random generator's draw, running
+    # __getattr__ once more than plain Python (which printed "made fn" once)
+    report = assert_same(calls_a_made_attribute, X, DynamicAttributes(), graphs=2, breaks=1)
+    assert "method 'fn'" in report.break_reasons[0]["reason"], report
+
+
+class PrintingProperty:
+    @property
+    def fn(self):
+        print("getter")
+        return np.tan
+
+
+def calls_a_property_that_breaks(x, obj):
+    y = x * 2
+    return obj.fn(y) + 1
+
+
+def test_a_method_load_breaking_in_its_property_getter_keeps_the_null():
+    # 3.11's LOAD_METHOD of a property pushes NULL and the getter's result; the getter
+    # (inlined) breaks at its print, at that instruction: the residual span must reach the
+    # call taking the NULL (flow.null_slots), not store it for a resume function
+    # (UnboundLocalError on 3.11)
+    report = assert_same(calls_a_property_that_breaks, X, PrintingProperty(), graphs=2,
+                         breaks=2)
+    assert "PrintingProperty.fn (inlined)" in report.break_reasons[0]["reason"], report

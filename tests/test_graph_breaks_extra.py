@@ -514,6 +514,36 @@ def test_del_locals_between_breaks():
     assert_same(del_locals, X, graphs=2, breaks=2)
 
 
+def del_in_a_loop_body(x):
+    y = x * 2
+    t = x
+    for i in range(3):
+        print("i", i)
+        t = t + y
+        del y
+    return t
+
+
+def del_in_a_loop_body_maybe(x):
+    s = x * 0.0
+    y = x + 1.0
+    for i in range(x.shape[0]):
+        s = s + x[i] * y
+        if x[i] > 2:            # data-dependent: the loop runs as residual code
+            del y
+    return s
+
+
+@pytest.mark.parametrize("fn, arg", [(del_in_a_loop_body, X),
+                                     (del_in_a_loop_body_maybe, np.arange(5.0)),
+                                     (del_in_a_loop_body_maybe, np.zeros(5))])
+def test_a_loop_body_deleting_a_local_runs_inline(fn, arg):
+    # an outlined body would delete its own copy of y, the caller's staying bound: a later
+    # iteration read it where Python raises UnboundLocalError (printing i 0, i 1)
+    report = assert_same(fn, arg, graphs=1, breaks=1)
+    assert report.ops_per_graph == [["mul"] if fn is del_in_a_loop_body else ["mul", "add"]]
+
+
 def test_fstring_print():
     assert_same(fstring_print, X, graphs=2, breaks=1)
 

@@ -121,6 +121,36 @@ def sqrt_of_quotients(a, b):
     return s
 
 
+def float32_plus_int(a, n):
+    out = np.zeros_like(a)
+    for i in range(a.shape[0]):
+        t = a[i] * a[i]
+        u = t + n               # float32 + a Python int: checked against 2**24
+        out[i] = u * a[i]
+    return out
+
+
+def float32_plus_constant(a):
+    out = np.zeros_like(a)
+    for i in range(a.shape[0]):
+        out[i] = (a[i] * a[i] + 33554433) * a[i]
+    return out
+
+
+def float32_plus_small_constant(a):
+    out = np.zeros_like(a)
+    for i in range(a.shape[0]):
+        out[i] = (a[i] * a[i] + 3) * a[i]
+    return out
+
+
+def float32_sum_of_constants(a):
+    s = np.float32(0.0)
+    for i in range(a.shape[0]):
+        s = s + 33554433
+    return s
+
+
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("case", ["finite", "zero width", "quotient overflows",
                                   "difference overflows", "nan", "past int64"])
@@ -165,3 +195,22 @@ def test_a_math_call_checks_its_argument(level, resumes, kernels):
         divs = [op for k in kernels for b in k.blocks for op in b.ops
                 if op.kind == "binop" and op.op == "truediv"]
         assert divs and not any(op.checked for op in divs)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("fn, n", [(float32_plus_int, 3), (float32_plus_int, 2**25),
+                                   (float32_plus_constant, None), (float32_sum_of_constants, None),
+                                   (float32_plus_small_constant, None)])
+def test_a_float32_op_with_a_python_int_keeps_its_check(level, fn, n, kernels):
+    # float32 would round an int beyond 2**24: the kernel hands over at such an op (its own
+    # block), so it is no member of a run and no loop's accumulator (a later check covering
+    # it would leave an unchecked op's hand-over, resuming after the product before it
+    # whose overflow nothing caught). Before, a constant there made C that did not lower.
+    args = () if n is None else (n,)
+    same(fn, np.array([1e30, 2.0, 3.0], dtype=np.float32), *args, level=level)
+    same(fn, np.array([2.0, 1e30, 3.0], dtype=np.float32), *args, level=level)
+    if level == "O1":
+        assert kernels
+        for k in kernels:       # the sum ends the product's run (but for a small constant)
+            unchecked = float_ops(k, False)
+            assert unchecked if fn is float32_plus_small_constant else unchecked == []

@@ -175,6 +175,26 @@ def test_a_value_picked_by_a_select(level, big, fn, resumes, kernels):
         assert ("127LL" not in c_text(k)) == (big == 120)
 
 
+def running_max_doubled(a, out):
+    m = 0
+    for i in range(a.shape[0]):
+        m = max(m, a[i])        # m's range: 0 and every element's, not 0 alone
+        out[i] = m * 2
+    return m
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("top", [7, 2**62])
+def test_a_running_max_keeps_its_overflow_check(level, top, resumes, kernels):
+    # np.int64(2**62) * 2 wraps with NumPy's overflow warning, at the fourth iteration and
+    # after; before the loop m is the Python int 0 (a break: m's type after the loop
+    # depends on the trip count)
+    same(running_max_doubled, np.array([1, 5, 3, top, 2]), np.zeros(5, dtype=np.int64),
+         level=level, breaks=1)
+    if level == "O1":
+        assert (resumes != []) == (top > 7)
+
+
 def shifted_xor(a, b, out):
     for i in range(a.shape[0]):
         out[i] = (int(a[i]) ^ int(b[i])) << 48

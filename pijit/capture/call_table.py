@@ -133,6 +133,14 @@ def runs_python_code(obj) -> bool:
     return _pure.get(id(obj)) is not obj
 
 
+def is_generator(obj) -> bool:
+    """Whether obj is a np.random.Generator or RandomState: reading its attributes runs no
+    user code (another object's may: a property, __getattr__, which capture must not run
+    where plain Python would not)."""
+    random = sys.modules.get("numpy.random")
+    return random is not None and isinstance(obj, (random.Generator, random.RandomState))
+
+
 def random_generator(target):
     """The np.random.Generator or RandomState a bound draw method (np.random.normal,
     rng.integers) advances, else None."""

@@ -27,6 +27,11 @@ LOCAL_ACCESS = {
 # set or dict.
 _COMPREHENSION_PREFIX = frozenset({"LOAD_FAST_AND_CLEAR", "SWAP", "BUILD_LIST", "BUILD_SET",
                                    "BUILD_MAP"})
+# (values popped, values pushed) by the instructions that may push a NULL: the `bytecode`
+# package's pre_and_post_stack_effect gives (1, 0) for PUSH_NULL and 3.11's LOAD_METHOD,
+# no slots at all.
+_NULL_PUSHERS = {"PUSH_NULL": (0, 1), "LOAD_METHOD": (1, 2), "LOAD_GLOBAL": (0, 2),
+                 "LOAD_FAST_AND_CLEAR": (0, 1), "LOAD_ATTR": (1, 2), "LOAD_SUPER_ATTR": (3, 2)}
 # A handler that only restores the locals an inlined comprehension saved, and re-raises.
 _CLEANUP_HANDLER = frozenset({"SWAP", "POP_TOP", "STORE_FAST"})
 
@@ -268,8 +273,8 @@ class Flow:
             item.name in ("LOAD_GLOBAL", "LOAD_ATTR", "LOAD_SUPER_ATTR")
         if not (low_bit or item.name in ("PUSH_NULL", "LOAD_METHOD", "LOAD_FAST_AND_CLEAR")):
             return []
-        pre, post = item.pre_and_post_stack_effect()
-        return list(range(depth + pre, depth + pre + post))
+        pops, pushes = _NULL_PUSHERS[item.name]
+        return list(range(depth - pops, depth - pops + pushes))
 
     def absorb_simple(self, end: int) -> int:
         """Extend a span over the POP_TOP/STORE_FAST that consume its result, so the resume
@@ -353,8 +358,10 @@ class Flow:
     def for_loop_body(self, loop: Loop, bound: set):
         """The body of a simple `for` loop, to be outlined as its own function: a LoopBody,
         or None when the loop is not a `for`, or its body leaves the loop other than by
-        falling back to the head (break, return), has try blocks, or reads a local that may
-        be unbound when the loop starts (`bound` are the locals bound there)."""
+        falling back to the head (break, return), has try blocks, deletes a local (the
+        caller's would stay bound: a later iteration's read would not raise), or reads a
+        local that may be unbound when the loop starts (`bound` are the locals bound
+        there)."""
         instrs = self.instrs
         if not isinstance(instrs[loop.start], Instr) or instrs[loop.start].name != "GET_ITER":
             return None
@@ -367,6 +374,8 @@ class Flow:
         if instrs[jump].name != "JUMP_BACKWARD":
             return None
         start, end = for_iter + 1, jump - 1
+        if self.deleted_in(start, end):
+            return None
         for pos in range(start, end + 1):
             item = instrs[pos]
             if self.user_try(item):

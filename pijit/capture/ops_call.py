@@ -251,8 +251,8 @@ def _call_method(cap, method: MethodValue, args, kwargs):
                 any(contains_graph_value(v) for v in list(args) + list(kwargs.values())):
             _check_forbidden(cap, target)
             return opaque_call(cap, target, args, kwargs, "pure")
-    if isinstance(obj, ObjectValue) and call_table.random_generator(
-            getattr(obj.obj, method.name, None)) is not None:
+    if isinstance(obj, ObjectValue) and call_table.is_generator(obj.obj) and \
+            call_table.random_generator(getattr(obj.obj, method.name, None)) is not None:
         # rng.normal(...): the draw is made on the very generator the entry was compiled
         # for (guarded by identity), in program order
         target = getattr(obj.obj, method.name)

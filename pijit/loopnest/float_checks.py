@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pijit.loopnest import types as T
-from pijit.loopnest.ir import predecessors
+from pijit.loopnest.ir import Const, predecessors
 
 # operand positions through which a non-finite value makes the result non-finite
 _PROPAGATES = {"add": (0, 1), "sub": (0, 1), "mul": (0, 1), "truediv": (0,)}
@@ -36,8 +36,8 @@ def _checked_float(op, types: dict) -> bool:
     if op.kind != "binop" or op.op not in _PROPAGATES or not op.checked \
             or op.domain[:1] != ("f",) or "py" in op.domain:
         return False
-    if op.domain[1] == T.F32:          # a Python int operand is checked against 2**24
-        return not any(m is T.INT for x in op.args if isinstance(x, str) for m in types[x])
+    if op.domain[1] == T.F32:
+        return not any(_int_beyond_f32(x, types) for x in op.args)
     return True
 
 
@@ -45,6 +45,16 @@ def _covering_call(op) -> bool:
     """A call whose check fails whenever its argument is not finite (its own check kept)."""
     return op.kind == "call" and op.domain[:1] in [(d,) for d in _COVERING_CALLS] \
         and op.bails and len(op.args) == 1 and isinstance(op.args[0], str)
+
+
+def _int_beyond_f32(x, types: dict) -> bool:
+    """Whether operand x may be a Python int float32 does not hold exactly (a variable with
+    an int member, a constant beyond 2**24): the C kernel hands over at such an op whatever
+    its float check (lower_c.py), so its check cannot be dropped, nor cover the unchecked
+    ops before it (the hand-over would resume after them)."""
+    if isinstance(x, Const):
+        return x.type is T.INT and abs(x.value) > 2**24
+    return any(m is T.INT for m in types[x])
 
 
 def _chains(blocks: dict) -> list:

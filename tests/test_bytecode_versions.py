@@ -19,7 +19,10 @@ import numpy as np
 import pytest
 
 import pijit
+from bytecode import Instr
 from pijit import _compat
+from pijit.capture.flow import stack_io
+from pijit.capture.instructions import read_instructions
 
 from differential import assert_same
 
@@ -67,6 +70,52 @@ def test_the_table_describes_this_interpreter():
     pushes_null_first = names.index("LOAD_GLOBAL") < names.index("LOAD_ATTR") and \
         "PUSH_NULL" not in names
     assert pushes_null_first == facts.null_first
+
+
+class _Getter:
+    @property
+    def fn(self):
+        return np.tan
+
+
+class _SuperGetter(_Getter):
+    def run(self, v):
+        return super().fn(v)
+
+
+def _null_pushers(x, obj):
+    h = obj.fn
+    return h(x) + len(x) + np.add(obj.fn(x), [v for v in x][0])
+
+
+# (values popped, values pushed) by the instructions that may push a NULL, as CPython
+# counts them (dis.stack_effect gives only the difference)
+NULL_PUSHERS = {"PUSH_NULL": (0, 1), "LOAD_GLOBAL": (0, 2), "LOAD_METHOD": (1, 2),
+                "LOAD_ATTR": (1, 2), "LOAD_SUPER_ATTR": (3, 2), "LOAD_FAST_AND_CLEAR": (0, 1)}
+
+
+def test_stack_io_counts_pops_and_pushes():
+    """flow.stack_io, which tells where a NULL is pushed and whether it was popped: no count
+    negative, pushes - pops the compiler's stack effect, and the NULL pushers' counts (the
+    bytecode package gives a pure push as (n, 0), 3.11's LOAD_METHOD as (1, 0))."""
+    seen = set()
+    for code in (_null_pushers.__code__, _SuperGetter.run.__code__):
+        for instr in read_instructions(code):
+            if not isinstance(instr, Instr):
+                continue
+            for jump in (None, True, False) if instr.has_jump() else (None,):
+                pops, pushes = stack_io(instr, jump)
+                assert pops >= 0 and pushes >= 0, (instr, jump, pops, pushes)
+                assert pushes - pops == instr.stack_effect(jump=jump), (instr, jump)
+            low_bit = isinstance(instr.arg, tuple) and instr.arg[0] is True
+            if instr.name in ("PUSH_NULL", "LOAD_METHOD", "LOAD_FAST_AND_CLEAR") or \
+                    low_bit and instr.name in NULL_PUSHERS:
+                assert stack_io(instr) == NULL_PUSHERS[instr.name], instr
+                seen.add(instr.name)
+    assert seen == {"PUSH_NULL", "LOAD_GLOBAL"} | ({"LOAD_ATTR", "LOAD_SUPER_ATTR",
+                                                   "LOAD_FAST_AND_CLEAR"}
+                                                  if _compat.BYTECODE.attr_pair
+                                                  else {"LOAD_METHOD"})
 
 
 # -- differential tests --------------------------------------------------------------------
@@ -322,3 +371,42 @@ def test_super_method_call_is_inlined():
     super() then loads the method: both are inlined (the constructor call alone breaks)."""
     report = assert_same(calls_super, X, graphs=1, breaks=1)
     assert not any("super" in b["reason"] for b in report.break_reasons), report
+
+
+class Tangent:
+    @property
+    def fn(self):
+        print("getter")
+        return np.tan
+
+
+class SuperTangent(Tangent):
+    def run(self, v):
+        return super().fn(v * 2) + 1
+
+
+def calls_a_super_property(x, obj):
+    y = x * 3
+    return obj.run(y) - 1
+
+
+def test_a_super_method_load_that_breaks_keeps_the_null():
+    """super().fn(v) with fn a property that prints: on 3.12+ the break is at the
+    LOAD_SUPER_ATTR, which pops three values and pushes the getter's result and a NULL
+    (flow.null_slots, flow.stack_io): the residual span must reach the call taking the NULL,
+    not store it for a resume function (a crash: first in a process of its own). 3.11 loads
+    the method from super() with LOAD_METHOD, after a break at super()."""
+    script = (f"import sys; sys.path[:0] = {[str(HERE), str(HERE.parent)]!r}\n"
+              f"import numpy as np, pijit\n"
+              f"from test_bytecode_versions import calls_a_super_property as f, "
+              f"SuperTangent, X\n"
+              f"j = pijit.jit(f, jit_config={{'adaptive': False}})\n"
+              f"print([np.array_equal(j(X, SuperTangent()), f(X, SuperTangent())) "
+              f"for _ in range(2)])")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert (proc.returncode, proc.stdout.strip().splitlines()[-1:]) == (0, ["[True, True]"]), \
+        proc.stderr[-3000:]
+    report = assert_same(calls_a_super_property, X, SuperTangent(), graphs=2 + INLINED,
+                         breaks=2)
+    assert "super().fn" in report.break_reasons[0]["reason"], report

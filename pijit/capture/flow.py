@@ -27,11 +27,10 @@ LOCAL_ACCESS = {
 # set or dict.
 _COMPREHENSION_PREFIX = frozenset({"LOAD_FAST_AND_CLEAR", "SWAP", "BUILD_LIST", "BUILD_SET",
                                    "BUILD_MAP"})
-# (values popped, values pushed) by the instructions that may push a NULL: the `bytecode`
-# package's pre_and_post_stack_effect gives (1, 0) for PUSH_NULL and 3.11's LOAD_METHOD,
-# no slots at all.
-_NULL_PUSHERS = {"PUSH_NULL": (0, 1), "LOAD_METHOD": (1, 2), "LOAD_GLOBAL": (0, 2),
-                 "LOAD_FAST_AND_CLEAR": (0, 1), "LOAD_ATTR": (1, 2), "LOAD_SUPER_ATTR": (3, 2)}
+# (values popped, values pushed) of 3.11's LOAD_METHOD (the object; the method and self, or
+# NULL and the attribute), to which the `bytecode` package's pre_and_post_stack_effect gives
+# its net effect as (1, 0) (stack_io).
+_POPS_AND_PUSHES = {"LOAD_METHOD": (1, 2)}
 # A handler that only restores the locals an inlined comprehension saved, and re-raises.
 _CLEANUP_HANDLER = frozenset({"SWAP", "POP_TOP", "STORE_FAST"})
 
@@ -222,9 +221,9 @@ class Flow:
             if isinstance(item, Instr):
                 if pos > end and (item.has_jump() or item.name in TERMINATORS):
                     return None
-                pre, post = item.pre_and_post_stack_effect()
-                lowest = min(lowest, depth + pre)
-                depth += pre + post
+                pops, pushes = stack_io(item)
+                lowest = min(lowest, depth - pops)
+                depth += pushes - pops
             elif pos > end and isinstance(item, Label):
                 return None
             if pos >= end and lowest <= min(nulls):
@@ -254,11 +253,11 @@ class Flow:
                 work.append((pos + 1, d, low))
                 continue
             if item.has_jump():
-                pre, post = item.pre_and_post_stack_effect(jump=True)
-                work.append((self.label_pos[item.arg], d + pre + post, min(low, d + pre)))
+                pops, pushes = stack_io(item, jump=True)
+                work.append((self.label_pos[item.arg], d + pushes - pops, min(low, d - pops)))
             if item.name not in TERMINATORS:
-                pre, post = item.pre_and_post_stack_effect(jump=False)
-                work.append((pos + 1, d + pre + post, min(low, d + pre)))
+                pops, pushes = stack_io(item, jump=False)
+                work.append((pos + 1, d + pushes - pops, min(low, d - pops)))
         return False
 
     def null_slots(self, pos: int, depth: int) -> list:
@@ -273,7 +272,7 @@ class Flow:
             item.name in ("LOAD_GLOBAL", "LOAD_ATTR", "LOAD_SUPER_ATTR")
         if not (low_bit or item.name in ("PUSH_NULL", "LOAD_METHOD", "LOAD_FAST_AND_CLEAR")):
             return []
-        pops, pushes = _NULL_PUSHERS[item.name]
+        pops, pushes = stack_io(item)
         return list(range(depth - pops, depth - pops + pushes))
 
     def absorb_simple(self, end: int) -> int:
@@ -492,6 +491,23 @@ class Flow:
                     found.append(block)
                     todo.append(block)
         return sorted(found)
+
+
+def stack_io(instr, jump=None) -> tuple:
+    """(values popped, values pushed) by an instruction: where flow asks whether a NULL was
+    popped (null_slots, extend_past_nulls, null_survives), the one place that reads the
+    `bytecode` package's pre_and_post_stack_effect. That counts a pop as a negative first
+    number but gives an instruction it has no rule for its net effect there: a pure push
+    (PUSH_NULL, LOAD_GLOBAL, LOAD_FAST_AND_CLEAR) reads (n, 0), 3.11's LOAD_METHOD (1, 0);
+    and 3.11's MAP_ADD 1 (-1, -1). BEFORE_WITH and 3.12's CALL_INTRINSIC_1 and END_SEND also
+    pop one more than counted here, never a NULL; 3.11's PRECALL pops nothing and its CALL
+    everything, only their sum is right."""
+    if instr.name in _POPS_AND_PUSHES:
+        return _POPS_AND_PUSHES[instr.name]
+    pre, post = instr.pre_and_post_stack_effect(jump=jump)
+    net = pre + post
+    pops = max(-pre, -net, 0)
+    return pops, net + pops
 
 
 def _local_name(instr) -> str | None:

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from benchmarks.workloads import forward_subst, iir_filter
+from benchmarks.workloads import dtw_distance, forward_subst, iir_filter
 from tests.differential import assert_same
 from tests.test_loop_nests import resumes  # noqa: F401 - a fixture
 from tests.test_loop_nests_checks import kernels  # noqa: F401 - a fixture
@@ -214,3 +214,99 @@ def test_a_float32_op_with_a_python_int_keeps_its_check(level, fn, n, kernels):
         for k in kernels:       # the sum ends the product's run (but for a small constant)
             unchecked = float_ops(k, False)
             assert unchecked if fn is float32_plus_small_constant else unchecked == []
+
+
+def versioned_ops(kernel, kind, op) -> list:
+    """(block, op) of the kernel's ops of a kind and name in the copy of its loops whose
+    loads bounds.py proved in range (where no load ends a run)."""
+    fast = {b.id for b in kernel.blocks if any(o.kind == "load" and not o.checked
+                                               for o in b.ops)}
+    lo = min(fast)
+    return [(b.id, o) for b in kernel.blocks if b.id >= lo and b.term[0] != "select"
+            for o in b.ops if o.kind == kind and o.op == op]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("case", ["finite", "nan", "inf", "inf - inf", "overflow"])
+def test_dtw_checks_once_per_cell(level, case, resumes, kernels):
+    # cost = abs(a[i - 1] - b[j - 1]); D[i, j] = cost + min(three neighbours): abs keeps a
+    # difference not finite, the float mins hand over in no C, so the sum's check covers the
+    # difference and resumes at it; Python then warns at the subtraction of cell (6, j)
+    rng = np.random.default_rng(5)
+    a, b = rng.random(9), rng.random(11)
+    a[5], b[4] = {"finite": (a[5], b[4]), "nan": (np.nan, b[4]), "inf": (a[5], -np.inf),
+                  "inf - inf": (np.inf, np.inf), "overflow": (1.5e308, -1.5e308)}[case]
+    same(dtw_distance, a, b, level=level)
+    if level == "O1":
+        assert bool(resumes) == (case != "finite")
+        (k,) = kernels
+        subs = [(bid, op) for bid, op in versioned_ops(k, "binop", "sub")
+                if op.domain[:1] == ("f",)]
+        adds = [op for _, op in versioned_ops(k, "binop", "add") if op.domain[:1] == ("f",)]
+        assert subs and not any(op.checked for _, op in subs)
+        assert adds and all(op.checked for op in adds)
+        assert {op.resume for op in adds} == {k.origin.get(bid, bid) for bid, _ in subs}
+
+
+def negated(a, k):
+    out = np.zeros_like(a)
+    for i in range(a.shape[0]):
+        out[i] = -(a[i] * k) + 1.0
+    return out
+
+
+def max_between(a, b, k):
+    out = np.zeros_like(a)
+    for i in range(a.shape[0]):
+        t = a[i] * k
+        out[i] = t + max(b[i], 0.5)     # a float max between the product and the sum
+    return out
+
+
+def min_between(a, b, n):
+    out = np.zeros_like(a)
+    for i in range(a.shape[0]):
+        t = a[i] * 1e10
+        out[i] = t + min(b[i], n)       # an int n: C would check it exact in a double
+    return out
+
+
+def min_of_product(a, b):
+    out = np.zeros_like(a)
+    for i in range(a.shape[0]):
+        out[i] = min(a[i] * 1e10, 1.0) + b[i]   # min(inf, 1.0) is 1.0: the product checks
+    return out
+
+
+def gathered(a, b, idx):
+    out = np.zeros_like(a)
+    for i in range(a.shape[0]):
+        t = a[i] * 1e10
+        out[i] = t + b[idx[i]]          # the load hands over: Python resumes at it
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("big", [False, True])
+def test_what_a_run_goes_through(level, big, resumes, kernels):
+    # -x keeps a product's overflow, a max of floats hands over in no C: the sum checks
+    # it. min(x, 1.0) of an infinite x is finite, and a min of an int may hand over (for one
+    # beyond 2**53, though the kernel's entry keeps n exact), as does a load: the product
+    # keeps its check
+    rng = np.random.default_rng(6)
+    a, b = rng.random(40), rng.random(40)
+    if big:
+        a[17] = 1e300
+    same(negated, a, 1e10, level=level)
+    same(max_between, a, b, 1e10, level=level)
+    same(min_of_product, a, b, level=level)
+    same(min_between, a, b, 3, level=level)
+    if level == "O1":
+        assert bool(resumes) == big
+    idx = np.arange(40)
+    idx[17] = 40                        # IndexError where the product may overflow
+    same(gathered, a, b, idx, level=level)
+    if level == "O1":
+        products = [[op for _, op in versioned_ops(k, "binop", "mul")] for k in kernels]
+        assert [{op.checked for op in ops} for ops in products] == \
+            [{False}, {False}, {True}, {True}, {True}]

@@ -11,10 +11,16 @@ resumes at the first op of the run, from which Python computes them all again an
 where plain Python would. The later check may also be a call's that fails on a non-finite
 argument (math.floor and int() of a float, which cannot convert it, and the math functions,
 which hand over on one): `math.floor((v - lo) / width)` checks once, at the floor, which
-resumes at the subtraction. That holds while Python, resuming there, sees what the first op
-saw: nothing in between stores, hands over for another reason, or assigns a variable live
-at the first op's block. A run ends before any of those, and after such a call; an op whose
-result is not covered by the run's end keeps its check.
+resumes at the subtraction. abs() and unary minus keep a value not finite (abs(-inf) is inf,
+-nan a nan), so the value they make stays covered as the op's own: in dtw_distance's
+`abs(a[i - 1] - b[j - 1]) + min(...)` the sum's check covers the difference. min and max do
+not: min(inf, 1.0) is 1.0, and min(1.0, nan) 1.0 (Python keeps the first item unless a later
+one compares less). But a min or max of floats, which hands over in the IR (`Op.bails`) and
+not in C (lower_c.compare_expr checks only an int operand's exactness), does not end a run.
+That holds while Python, resuming there, sees what the first op saw: nothing in between
+stores, hands over for another reason, or assigns a variable live at the first op's block.
+A run ends before any of those, and after such a call; an op whose result is not covered by
+the run's end keeps its check.
 """
 from __future__ import annotations
 
@@ -28,6 +34,8 @@ _PROPAGATES = {"add": (0, 1), "sub": (0, 1), "mul": (0, 1), "truediv": (0,)}
 # call domains whose check fails on a non-finite argument (lower_c: `tof` converts a float
 # only in (-2**63, 2**63), `math` hands over on a non-finite argument or result)
 _COVERING_CALLS = ("tof", "math")
+# float ops whose result is not finite when their operand is not
+_PASSES = (("call", "abs"), ("unop", "neg"), ("unop", "pos"))
 
 
 def _checked_float(op, types: dict) -> bool:
@@ -45,6 +53,20 @@ def _covering_call(op) -> bool:
     """A call whose check fails whenever its argument is not finite (its own check kept)."""
     return op.kind == "call" and op.domain[:1] in [(d,) for d in _COVERING_CALLS] \
         and op.bails and len(op.args) == 1 and isinstance(op.args[0], str)
+
+
+def _passes(op) -> bool:
+    """abs(x), -x or +x of a float, whose value is not finite when x is not."""
+    return (op.kind, op.op) in _PASSES and op.domain[:1] == ("f",) \
+        and isinstance(op.args[0], str)
+
+
+def _float_min_max(op, types: dict) -> bool:
+    """min or max in floating point of operands with no int member: C compares them as they
+    are (no int to check exact), so it does not hand over."""
+    return op.kind == "call" and op.op in ("min", "max") and op.domain[:1] == ("cf",) \
+        and not any(T.kind(m) == "i" for x in op.args
+                    for m in ((x.type,) if isinstance(x, Const) else types[x]))
 
 
 def _int_beyond_f32(x, types: dict) -> bool:
@@ -149,14 +171,14 @@ def defer(blocks: list, types: dict, origin: dict, live_in: dict) -> list:
                     finish(run)
                     run = None
                     continue
-                if op.kind in ("store", "range") or op.bails \
+                if op.kind in ("store", "range") or op.bails and not _float_min_max(op, types) \
                         or op.dst in live_in[origin.get(run.start, run.start)]:
                     finish(run)
                     run = None
                     continue
                 if op.dst is not None:
                     copied = run.holders(op.args[0]) if op.kind == "copy" \
-                        and isinstance(op.args[0], str) else []
+                        and isinstance(op.args[0], str) or _passes(op) else []
                     run.assign(op.dst)
                     for p in copied:
                         run.open[p].add(op.dst)

@@ -574,6 +574,10 @@ class NestKernel:
             # the double nearest -2**63 - 1 is -2**63)
             return [f"if (!(fabs({x}) < 9223372036854775808.0)) {bail}",
                     f"{d} = (int64_t){x};"] + tag
+        if kind == "math" and op.op == "fabs":
+            # math_1 raises only for a finite argument whose result is not: fabs never does
+            # (and Op.bails says so)
+            return [f"{d} = fabs((double){a[0]});"] + tag
         if kind == "math":
             f = op.op
             return [f"{{ double x = (double){a[0]}, r = {f}(x);",

@@ -2,8 +2,8 @@
 
 The source, with the module's entry point PyInit_<name> written after it, is compiled by the
 C compiler (CC, default gcc; a module in parts, see render.split_parts, by one compiler process
-per part side by side, then linked) and cached by a hash of source (and kernel_support.h, which it includes), flags,
-compiler identity, CPU flags and Python/NumPy versions. The disk cache's rules (a private
+per part side by side, then linked) and cached by a hash of source (and kernel_support.h,
+which it includes), flags, compiler identity, CPU flags and Python/NumPy versions. The disk cache's rules (a private
 directory, a checksum beside each module, one build per module across processes, its size)
 are in diskcache.py. The .so is loaded with importlib as an extension module (multi-phase
 init) of METH_FASTCALL kernel functions. (cffi wrapped it once: its wrapper, type tables and

@@ -626,12 +626,13 @@ class NestKernel:
                 # float whose non-finite result a later check catches (float_checks.py)
                 sym = {"add": "+", "sub": "-", "mul": "*"}[name]
                 return out + [f"{d} = {x} {sym} {y};"] + tag
+            if name == "truediv" and "py" in dom:
+                # a Python float raises ZeroDivisionError whether or not a check follows
+                return out + [f"{{ {ct} w = {y}; if (w == 0) {bail}",
+                              f"  {d} = {x} / w; }}"] + tag
             if name == "truediv" and not op.checked:
                 # a zero divisor's quotient is not finite: the later check catches it
                 return out + [f"{d} = {x} / {y};"] + tag
-            if name == "truediv" and "py" in dom:
-                return out + [f"{{ {ct} w = {y}; if (w == 0) {bail}",
-                              f"  {d} = {x} / w; }}"] + tag
             if name in ("add", "sub", "mul"):
                 sym = {"add": "+", "sub": "-", "mul": "*"}[name]
                 return out + [f"{{ {ct} r = {x} {sym} {y};", f"  if (!isfinite(r)) {bail}",

@@ -23,6 +23,7 @@ from pijit.capture.registry import handler
 from pijit.capture.sources import AttrSource
 from pijit.capture.ops_load_store import load_local, push_attr, shape_dim_value
 from pijit.capture.loop_node import symbolic_range
+from pijit.capture.moments import var_or_std
 from pijit.capture.opaque import opaque_call
 from pijit.capture.ops_loop import iterator_call
 from pijit.capture.values import (NULL, BoundValue, ConstValue, DictValue, FunctionValue,
@@ -159,6 +160,10 @@ def call_value(cap, fn, args: list, kwargs: dict):
         if kind == "pure":
             return opaque_call(cap, target, args, kwargs, kind)
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"{_qualname(target)} with values known only at run time")
+    if target is np.var or target is np.std:
+        value = var_or_std(cap, rule.name, list(args), kwargs)
+        if value is not None:
+            return value
     if kind != "pure":
         return cap.add_op(rule, tuple(args), kwargs)
     try:
@@ -218,6 +223,10 @@ def _call_method(cap, method: MethodValue, args, kwargs):
         pure = method.name in call_table.PURE_ARRAY_METHODS and not obj.meta.is_pyscalar
         if rule is None and not pure:
             cap.unsupported(Reason.UNSUPPORTED_OP, f"method {method.name!r} of {obj.meta}")
+        if method.name in ("var", "std") and obj.meta.is_array:
+            value = var_or_std(cap, method.name, [obj, *args], kwargs)
+            if value is not None:
+                return value
         if rule is not None:
             try:
                 return cap.add_op(rule, (obj, *args), kwargs)

@@ -269,3 +269,48 @@ def test_vector_leaves_give_numpys_bits_at_every_boundary(dtype, handbacks):
                     assert_same(_rows, rows, np.stack([y, y]))
                     assert_same(_rows_of_input, rows, np.stack([y, y]))
         assert n == 0 or len(handbacks) == before, f"n={n}: handed back to NumPy"
+
+
+def _column_sums(x):
+    return x.sum(axis=0), x.mean(axis=0)
+
+
+def _outer_sums(x):
+    return x.sum(axis=(0, 1)), x.mean(axis=(0, 1))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_column_kept_as_one_value_is_summed_pairwise(dtype, handbacks):
+    """Over outer axes NumPy adds row after row only where it keeps more than one value per
+    row: an (n, 1) column summed over axis 0 (or (n, m, 1) over axes 0 and 1) is one
+    contiguous run its inner loop sums pairwise, as a whole-array sum. The kernel hands
+    those to NumPy, at run time too (a dynamic dim that turns out 1); wider rows stay its
+    own. An int column's mean, summed in float64, likewise."""
+    column = distinguishing(1000, dtype).reshape(1000, 1)
+    assert_same(_column_sums, column)
+    assert_same(_outer_sums, distinguishing(1080, dtype).reshape(120, 9, 1))
+    ints = np.random.default_rng(7).integers(-2**62, 2**62, (1000, 1))
+    assert_same(_column_sums, ints)
+    spec = pijit.ArraySpec(shape=(None, None), dtype=np.dtype(dtype).name)
+    assert_same(_column_sums, column, jit_kwargs={"input_signature": (spec,)})
+    assert handbacks
+    del handbacks[:]
+    assert_same(_column_sums, distinguishing(1000, dtype).reshape(500, 2))
+    assert handbacks == []
+
+
+def _means(x):
+    return np.mean(x), x.mean(axis=-1), x.mean(keepdims=True)
+
+
+def test_a_float32_mean_divides_in_double(handbacks):
+    """NumPy divides a float32 mean's sum by its np.intp count in float64 (NEP 50 promotes
+    the pair), then rounds: past 2**24 values the count is not a float32, and a float32
+    division by the rounded count is another quotient."""
+    n = 2**24 + 3
+    rng = np.random.default_rng(1)
+    x = rng.random(n, dtype=np.float32) + np.float32(7)
+    assert_same(_means, x.reshape(1, n), calls=1)
+    columns = rng.random((n, 2), dtype=np.float32) + np.float32(7)
+    assert_same(lambda c: c.mean(axis=0), columns, calls=1)
+    assert handbacks == []

@@ -90,7 +90,10 @@ class FloatSum(Reduction):
 
 class ExactRowSum(Reduction):
     """sum/mean of a float row, bit-identical to NumPy's: NumPy's pairwise recursion over the
-    row (csrc/kernel_support.c), added to +0.0, a mean divided in the dtype. The row loop
+    row (csrc/kernel_support.c), added to +0.0; a mean's sum divided by its count in double
+    and rounded to the dtype, as NumPy's true_divide by the np.intp count promotes a float32
+    to float64 (NEP 50: the quotient of a float32 division only where the count is exact in
+    float32, below 2**24 values and some above). The row loop
     runs in chunks, the recursion's nodes of at most PJ_SUM_CHUNK values (rb, tree_chunks),
     and each chunk leaf by leaf (render.GroupKernel.leaf_blocks): a leaf's values, once
     computed, are summed by pj_leaf_* (`leaf_end`) into ls<out>[lf], added up after the
@@ -115,7 +118,8 @@ class ExactRowSum(Reduction):
     def _total(self, count) -> str:
         fn = "tree_total_f" if self.dtype == np.float32 else "tree_total_d"
         total = f"(({self.ct})0 + pj_sup->{fn}({count}, {self.chunk}, tsum{self.o}))"
-        return f"({total} / ({self.ct}){count})" if self.op == "mean" else total
+        return f"({self.ct})((double){total} / (double){count})" if self.op == "mean" \
+            else total
 
     def chunk_init(self) -> list:
         """Before a chunk's leaves: no partial sums; the leaves' sums, ls<out>."""

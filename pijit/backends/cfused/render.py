@@ -820,9 +820,8 @@ class GroupKernel:
         ct = CTYPE[red.meta.dtype]
         count = f"(M{o} ? N / M{o} : 0)"
         value = f"ac{o}[k]"
-        if op == "mean":
-            div = ct if self.grp.exact else "double"     # NumPy divides in the dtype
-            value = f"({value} / ({div}){count})"
+        if op == "mean":        # NumPy: true_divide by an np.intp count, in float64
+            value = f"((double){value} / (double){count})"
         (j,) = [k for k, ref in enumerate(self.grp.outputs) if ref.index == o] or [None]
         if j is None:
             return []
@@ -1351,6 +1350,15 @@ class GroupKernel:
                 empty.add(" * ".join(f"shape[{d}]" for d in axes))
         if empty:
             L += [f"    if ({' || '.join(f'({e}) == 0' for e in sorted(empty))})",
+                  "        return pj_fallback(gk, args, nargs);"]
+        # NumPy adds a column's values row after row only when it keeps more than one value:
+        # keeping one (an (n, 1) array summed over axis 0), its inner loop runs along the
+        # reduced axes, pairwise
+        single = {" * ".join(f"shape[{d}]" for d in range(ndi) if d not in axes) or "1"
+                  for red in g.reductions if (axes := self.cols_axes(red)) is not None
+                  and g.reduce[red.out][0] in ("sum", "mean") and red.meta.dtype in FLOAT}
+        if self.grp.exact and single:
+            L += [f"    if ({' || '.join(f'({e}) == 1' for e in sorted(single))})",
                   "        return pj_fallback(gk, args, nargs);"]
         for i, ref in enumerate(g.inputs):
             ct = CTYPE[self.dtype(ref)]

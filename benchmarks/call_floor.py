@@ -50,6 +50,14 @@ def _shift(a):
     return a + 1.0
 
 
+def _axpy(a, b, x):
+    return a * x + b
+
+
+def _add_defaults(x, a=1, b=2, c=3, d=4):
+    return x + a
+
+
 def _fib_namespace(jitted):
     ns = {}
     exec("def fib(n):\n    if n < 2:\n        return n\n    return fib(n - 1) + fib(n - 2)\n",
@@ -104,6 +112,29 @@ def _make_not_hot_array(jitted):
     config = {"compile_after_ms": 10 ** 6}
     f = _jit(_copy(_shift), **config) if jitted else _copy(_shift)
     return _loop1(f, a), (f if jitted else None)
+
+
+def _make_not_hot(fn, *args):
+    """make(jitted) for calls fn(*args) whose signature is never hot (compile_after_ms=10**6):
+    what a deferred call costs the function of a program that stays plain."""
+    def make(jitted):
+        f = _jit(_copy(fn), compile_after_ms=10 ** 6) if jitted else _copy(fn)
+        return _loopn(f, args), (f if jitted else None)
+    return make
+
+
+def _loopn(f, args):
+    """_loop1 for len(args) arguments, each passed by name (f(*args) would be a call that
+    CPython does not inline, plain or jitted)."""
+    names = [f"a{i}" for i in range(len(args))]
+    ns = dict(zip(names, args), f=f)
+    exec(f"def run(n):\n    for _ in range(n):\n        f({', '.join(names)})\n", ns)
+    return ns["run"]
+
+
+def _lotka():
+    from benchmarks.programs.rk4_numpy import lotka
+    return lotka
 
 
 def _make_frozen(jitted):
@@ -172,6 +203,14 @@ CASES = [
          _make_simple({"compile_after_ms": 10 ** 6})),
     Case("not_hot_array", "a + 1.0 of 4 float64s: signature not hot yet "
          "(compile_after_ms=10**6)", _make_not_hot_array),
+    Case("not_hot_mixed", "a * x + b of two 2-element float64 arrays and a float: signature "
+         "not hot yet (compile_after_ms=10**6)",
+         _make_not_hot(_axpy, np.ones(2), np.ones(2), 0.5)),
+    Case("not_hot_defaults", "add(7) of a function with four defaults: signature not hot yet "
+         "(compile_after_ms=10**6)", _make_not_hot(_add_defaults, 7)),
+    Case("lotka", "rk4_numpy.lotka(0.5, y) of a 2-element y (np.array of two expressions, four "
+         "defaults): signature not hot yet (compile_after_ms=10**6)",
+         _make_not_hot(_lotka(), 0.5, np.array([10.0, 5.0]))),
     Case("frozen", "add1(7): frozen past limit_graph_count=1 (one array entry)", _make_frozen),
     Case("graph", "a + 1.0 of 4 float64s: a compiled entry (adaptive=False, O1)",
          _make_compiled(_shift, 4)),

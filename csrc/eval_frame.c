@@ -246,8 +246,10 @@ call_outside(ThreadHook *t, PyObject *fn, PyObject *const *args, size_t nargsf,
         return NULL;
     }
     /* Straight through fn's own vectorcall: PyObject_Vectorcall would check the result
-     * here too, as the caller's call of the Wrapper does anyway (30 instructions). */
-    vectorcallfunc call = PyVectorcall_Function(fn);
+     * here too, as the caller's call of the Wrapper does anyway (30 instructions).  A
+     * function's is read in place (PyVectorcall_Function is a call into libpython). */
+    vectorcallfunc call = PyFunction_Check(fn) ? ((PyFunctionObject *)fn)->vectorcall
+                                               : PyVectorcall_Function(fn);
     if (call == function_vectorcall)    /* a jitted function object: run it as CPython would */
         call = cpython_function_vc;
     Py_INCREF(fn);

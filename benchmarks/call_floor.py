@@ -1,7 +1,9 @@
 """`python -m benchmarks.call_floor`: what pijit adds to one call of a small function.
 
 Cases (each plain and jitted): a one-line function whose jitted calls run as plain Python
-(nothing to gain; not hot yet; frozen past limit_graph_count), one whose entry runs a tiny
+(nothing to gain; not hot yet; frozen past limit_graph_count), functions not hot yet called
+with arrays, with defaults left out (rk4_numpy's lotka: both) and as a class's __init__
+(a Wrapper on 3.13, which its class calls generically), one whose entry runs a tiny
 compiled graph, a small kernel by loops that allocates its output (np.zeros_like, globals
 guarded), a recursive fib(20) (every level calls the jitted function through its
 global name, so through the Wrapper, or from 3.12 the jitted function object), and a scalar
@@ -137,6 +139,18 @@ def _lotka():
     return lotka
 
 
+def _make_init(jitted):
+    """Point(1.5) of a class whose __init__ is jitted: 3.13 keeps the Wrapper for a
+    function named __init__ (compat's VECTORCALL_SKIPPED_BY), which its specializer
+    cannot call by CALL_ALLOC_AND_ENTER_INIT as it calls the plain one."""
+    ns = {}
+    exec("def __init__(self, x):\n    self.x = x\n", ns)
+    init = ns["__init__"]
+    if jitted:
+        init = _jit(init, compile_after_ms=10 ** 6)
+    return _loopn(type("Point", (), {"__init__": init}), (1.5,)), (init if jitted else None)
+
+
 def _make_frozen(jitted):
     f = _copy(_add1)
     if jitted:
@@ -211,6 +225,8 @@ CASES = [
     Case("lotka", "rk4_numpy.lotka(0.5, y) of a 2-element y (np.array of two expressions, four "
          "defaults): signature not hot yet (compile_after_ms=10**6)",
          _make_not_hot(_lotka(), 0.5, np.array([10.0, 5.0]))),
+    Case("init_not_hot", "Point(1.5), its __init__ (self.x = x) not hot yet "
+         "(compile_after_ms=10**6)", _make_init),
     Case("frozen", "add1(7): frozen past limit_graph_count=1 (one array entry)", _make_frozen),
     Case("graph", "a + 1.0 of 4 float64s: a compiled entry (adaptive=False, O1)",
          _make_compiled(_shift, 4)),

@@ -341,3 +341,31 @@ def test_the_wrapper_tells_a_signature_not_hot_yet_by_every_argument_slot(change
     finally:
         from pijit import runtime
         ef.set_callback(runtime.on_miss)
+
+
+def length_plus(a, x, k=2, m=None):
+    return a.shape[0] + k if m is None else x
+
+
+@pytest.mark.parametrize("how", ["not_hot", "plain"])
+def test_calls_told_their_signature_by_compares_do_not_leak(how):
+    """Calls passing an array and leaving defaults out, told their signature by the fast
+    compare: deferred while not hot (compile_after_ms=10**6), or bypassed once the
+    signature is found plain (the array's shape only: nothing to gain); the arguments, the
+    defaults, the function and its code keep their refcounts over 100,000 calls."""
+    budget = 10 ** 6 if how == "not_hot" else 0
+    f = pijit.jit(fresh(length_plus), jit_config={"compile_after_ms": budget,
+                                                  "inline_plain": False})
+    a, x = np.ones(2), 10 ** 30
+    for _ in range(1000):
+        assert f(a, x) == 4
+    c = counters(f)
+    assert (c["deferred"], c["bypassed"]) == ((1000, 0) if how == "not_hot" else (0, 999))
+    defaults = f.fn.__defaults__
+    before = refcounts(a, x, f, f.fn, f.fn.__code__, defaults, *defaults)
+    for _ in range(100_000):
+        f(a, x)
+    after = refcounts(a, x, f, f.fn, f.fn.__code__, defaults, *defaults)
+    assert after == before
+    c = counters(f)
+    assert c["deferred" if how == "not_hot" else "bypassed"] >= 100_000

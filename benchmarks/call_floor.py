@@ -147,7 +147,7 @@ def _make_init(jitted):
     exec("def __init__(self, x):\n    self.x = x\n", ns)
     init = ns["__init__"]
     if jitted:
-        init = _jit(init, compile_after_ms=10 ** 6)
+        init = _jit(init, compile_after_ms=10 ** 6, inline_plain=False)
     return _loopn(type("Point", (), {"__init__": init}), (1.5,)), (init if jitted else None)
 
 
@@ -228,7 +228,7 @@ CASES = [
          "defaults): signature not hot yet (compile_after_ms=10**6)",
          _make_not_hot(_lotka(), 0.5, np.array([10.0, 5.0]))),
     Case("init_not_hot", "Point(1.5), its __init__ (self.x = x) not hot yet "
-         "(compile_after_ms=10**6)", _make_init),
+         "(compile_after_ms=10**6, inline_plain=False)", _make_init),
     Case("frozen", "add1(7): frozen past limit_graph_count=1 (one array entry)", _make_frozen),
     Case("graph", "a + 1.0 of 4 float64s: a compiled entry (adaptive=False, O1)",
          _make_compiled(_shift, 4)),

@@ -200,15 +200,22 @@ mix(uint64_t h, uint64_t v)
     return h;
 }
 
+/* What a signature holds of an exact array besides its type: its dtype's number and its
+ * ndim (read at each call: `a.shape = ...` changes the ndim of the same object). */
+static inline uint64_t
+array_word(PyObject *v)
+{
+    PyArrayObject_fields *a = (PyArrayObject_fields *)v;
+    return ((uint64_t)(a->descr ? a->descr->type_num : -1) << 8) | (uint64_t)a->nd;
+}
+
 static inline uint64_t
 mix_arg(uint64_t h, PyObject *v)
 {
     PyTypeObject *t = v ? Py_TYPE(v) : NULL;
     h = mix(h, (uint64_t)(uintptr_t)t);
-    if (t != NULL && t == pijit_array_type) {
-        PyArrayObject_fields *a = (PyArrayObject_fields *)v;
-        h = mix(h, ((uint64_t)(a->descr ? a->descr->type_num : -1) << 8) | (uint64_t)a->nd);
-    }
+    if (t != NULL && t == pijit_array_type)
+        h = mix(h, array_word(v));
     return h;
 }
 
@@ -397,8 +404,8 @@ is_plain_key(CodeState *st, uint64_t key)
  * call should go through the hook (to compile).  Saves a plain call of a function not hot
  * yet the hook's install, walk and removal. */
 static PyObject *
-wrapper_run_until_hot(CodeState *st, uint64_t key, PyObject *fn, PyObject *const *args,
-                      size_t nargsf, PyObject *kwnames)
+wrapper_run_until_hot(ThreadHook *t, CodeState *st, uint64_t key, PyObject *fn,
+                      PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     int slot = signature_slot(st, key);
     if (st->sig_time[slot] >= st->budget)
@@ -408,13 +415,13 @@ wrapper_run_until_hot(CodeState *st, uint64_t key, PyObject *fn, PyObject *const
     double weight = slot_sample_weight(st, slot);
     if (weight == 0) {
         st->deferred++;
-        return call_outside(fn, args, nargsf, kwnames);
+        return call_outside(t, fn, args, nargsf, kwnames);
     }
     note_values(st, slot, args, PyVectorcall_NARGS(nargsf));    /* defaults do not vary */
     int outer = !st->timing;
     st->timing = 1;
     double compiled, t0 = timed_plain_begin(&compiled);
-    PyObject *res = call_outside(fn, args, nargsf, kwnames);
+    PyObject *res = call_outside(t, fn, args, nargsf, kwnames);
     return slot_ran(st, slot, weight, t0, compiled, perf_now(), res, outer);  /* NULL: exc. */
 }
 
@@ -434,10 +441,14 @@ all_calls_plain(CodeState *st)
     return 1;
 }
 
-/* Is this call of the argument types of the last call whose signature the Wrapper hashed
- * (st->fast_types: then its signature is st->fast_key)? */
+/* Is this call of the signature of the last call whose signature the Wrapper hashed (then
+ * its signature is st->fast_key)?  As many positional arguments, and every argument slot,
+ * the defaults filled in included (fn.__defaults__ is read again: it may have been
+ * replaced, or an array in it reshaped), holds what it held then: the same type, and an
+ * exact array the same array_word (the slots of st->fast_arrays: their types matched). */
 static inline int
-fast_match(CodeState *st, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+fast_match(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
+           PyObject *kwnames)
 {
     Py_ssize_t n = PyVectorcall_NARGS(nargsf);
     if (n != st->fast_nargs || kwnames != NULL)
@@ -445,26 +456,54 @@ fast_match(CodeState *st, PyObject *const *args, size_t nargsf, PyObject *kwname
     for (Py_ssize_t i = 0; i < n; i++)
         if (Py_TYPE(args[i]) != st->fast_types[i])
             return 0;
+    Py_ssize_t argcount = st->nargs, first_default = argcount;
+    PyObject *defaults = NULL;
+    if (n < argcount) {
+        defaults = PyFunction_GET_DEFAULTS(fn);
+        first_default -= defaults ? PyTuple_GET_SIZE(defaults) : 0;
+        if (n < first_default)
+            return 0;
+        for (Py_ssize_t i = n; i < argcount; i++)
+            if (Py_TYPE(PyTuple_GET_ITEM(defaults, i - first_default)) != st->fast_types[i])
+                return 0;
+    }
+    for (unsigned arrays = st->fast_arrays; arrays != 0; arrays &= arrays - 1) {
+        int i = __builtin_ctz(arrays);
+        PyObject *v = i < n ? args[i] : PyTuple_GET_ITEM(defaults, i - first_default);
+        if (array_word(v) != st->fast_words[i])
+            return 0;
+    }
     return 1;
 }
 
-/* Remember the argument types of a call whose signature is `key` (`plain`: one that runs
- * plain for good), when they are its every parameter (no default filled in) and none is an
- * array (whose signature is its dtype and ndim too). */
+/* Remember what the argument slots of a call whose signature is `key` (call_signature told
+ * it: positional arguments, then defaults) hold, for fast_match (`plain`: a signature that
+ * runs plain for good).  Only a call passing every parameter, none of them an array, counts
+ * toward plain_streak (nothing_to_do's rule, which times calls of exactly those). */
 static void
-remember_fast(CodeState *st, PyObject *const *args, size_t nargsf, uint64_t key, int plain)
+remember_fast(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf, uint64_t key,
+              int plain)
 {
-    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
-    if (n != st->nargs || n > PJ_FAST_ARGS)
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf), argcount = st->nargs;
+    if (argcount > PJ_FAST_ARGS)
         return;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (Py_TYPE(args[i]) == pijit_array_type)
-            return;
-    for (Py_ssize_t i = 0; i < n; i++)
-        st->fast_types[i] = Py_TYPE(args[i]);
+    PyObject *defaults = PyFunction_GET_DEFAULTS(fn);
+    Py_ssize_t first_default = argcount - (defaults ? PyTuple_GET_SIZE(defaults) : 0);
+    unsigned arrays = 0;
+    for (Py_ssize_t i = 0; i < argcount; i++) {
+        PyObject *v = i < n ? args[i] : PyTuple_GET_ITEM(defaults, i - first_default);
+        PyTypeObject *t = Py_TYPE(v);
+        st->fast_types[i] = t;
+        if (t == pijit_array_type) {
+            st->fast_words[i] = array_word(v);
+            arrays |= 1u << i;
+        }
+    }
     st->fast_nargs = (int)n;
+    st->fast_arrays = arrays;
     st->fast_key = key;
     st->fast_plain = plain;
+    st->fast_streak = n == argcount && arrays == 0;
 }
 
 /* A call of `fn` (of `st`'s code) the Wrapper makes plain by itself, outside the hook:
@@ -472,19 +511,21 @@ remember_fast(CodeState *st, PyObject *const *args, size_t nargsf, uint64_t key,
  * tell and that runs plain for good (bypassed), or one of a code with no entry yet whose
  * signature is not hot (wrapper_run_until_hot).  The call's result, or NULL without an
  * exception when it should go through the hook.  These are the calls a program of small
- * functions makes most, each paying this on top of a plain call: a call of the argument
- * types of the last one is told its signature by a few compares (measured with
- * benchmarks/call_floor.py), others hash it. */
+ * functions makes most, each paying this on top of a plain call: a call whose argument
+ * slots hold what the last hashed one's did (types; dtypes and ndims of arrays) is told its
+ * signature by a few compares, others hash it (measured with benchmarks/call_floor.py:
+ * hashing two arrays and a float cost ~130 instructions a call). */
 static PyObject *
 wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
                    PyObject *kwnames)
 {
-    int known = fast_match(st, args, nargsf, kwnames);
-    st->plain_streak = known ? st->plain_streak + 1 : 0;
+    ThreadHook *t = this_thread();
+    int known = fast_match(st, fn, args, nargsf, kwnames);
+    st->plain_streak = known && st->fast_streak ? st->plain_streak + 1 : 0;
     if ((known && st->fast_plain) || all_calls_plain(st)) {
         st->calls += st->state == ST_NEVER_COMPILE;     /* as the hook counted them */
         st->bypassed++;
-        return call_outside(fn, args, nargsf, kwnames);
+        return call_outside(t, fn, args, nargsf, kwnames);
     }
     int may_defer = st->budget > 0 && st->nentries == 0 && st->state == ST_CANDIDATE;
     uint64_t key = st->fast_key;
@@ -493,14 +534,14 @@ wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t na
             || !call_signature(st, fn, args, nargsf, kwnames, &key))
             return NULL;        /* (plain_streak is 0) */
         int plain = is_plain_key(st, key);
-        remember_fast(st, args, nargsf, key, plain);
+        remember_fast(st, fn, args, nargsf, key, plain);
         if (plain) {
             st->bypassed++;
-            return call_outside(fn, args, nargsf, kwnames);
+            return call_outside(t, fn, args, nargsf, kwnames);
         }
     }
-    PyObject *res = !may_defer || tls.compiling ? NULL
-        : wrapper_run_until_hot(st, key, fn, args, nargsf, kwnames);
+    PyObject *res = !may_defer || t->compiling ? NULL
+        : wrapper_run_until_hot(t, st, key, fn, args, nargsf, kwnames);
     if (res == NULL && !PyErr_Occurred())
         st->plain_streak = 0;   /* through the hook */
     return res;
@@ -508,7 +549,7 @@ wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t na
 
 /* When a code's calls stay plain without pijit knowing they must: INLINE_STREAK calls in a
  * row that the Wrapper ran plain by itself, each passing the argument types of the last
- * one it hashed (so no array, and positional arguments only), while the code has no entry
+ * one it hashed, every parameter and no array (remember_fast), while the code has no entry
  * that runs a compiled function and its calls not hot yet have cost less than
  * INLINE_CALL_S each in plain Python (what one call of a kernel costs: nothing to win;
  * plain_seconds over deferred: timed runs inside a timed run of the same code, as the

@@ -233,20 +233,23 @@ eval_outside(PyThreadState *ts, _PyInterpreterFrame *frame)
 }
 
 /* Call `fn` outside this thread's jitted calls, as eval_outside runs a frame (the
- * Wrapper's plain calls).  Each such call recurses in C through the Wrapper: past
- * hook_enter's stack limit it raises RecursionError, as a jitted call does. */
+ * Wrapper's plain calls; `t`: this thread's this_thread()).  Each such call recurses in C
+ * through the Wrapper: past hook_enter's stack limit it raises RecursionError, as a jitted
+ * call does. */
 static PyObject *
-call_outside(PyObject *fn, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+call_outside(ThreadHook *t, PyObject *fn, PyObject *const *args, size_t nargsf,
+             PyObject *kwnames)
 {
-    ThreadHook *t = this_thread();
     if (stack_left_of(t) < STACK_HARD) {
         PyErr_SetString(PyExc_RecursionError,
                         "maximum recursion depth exceeded (C stack, in a jitted call)");
         return NULL;
     }
     /* Straight through fn's own vectorcall: PyObject_Vectorcall would check the result
-     * here too, as the caller's call of the Wrapper does anyway (30 instructions). */
-    vectorcallfunc call = PyVectorcall_Function(fn);
+     * here too, as the caller's call of the Wrapper does anyway (30 instructions).  A
+     * function's is read in place (PyVectorcall_Function is a call into libpython). */
+    vectorcallfunc call = PyFunction_Check(fn) ? ((PyFunctionObject *)fn)->vectorcall
+                                               : PyVectorcall_Function(fn);
     if (call == function_vectorcall)    /* a jitted function object: run it as CPython would */
         call = cpython_function_vc;
     Py_INCREF(fn);

@@ -90,7 +90,7 @@ typedef struct {
 #define PJ_SIGNATURES 8
 #define PJ_VALUE_ARGS 16        /* argument slots whose int/float values a signature tracks */
 #define PJ_UNSEEN ((uint64_t)1 << 63)   /* sig_varied: no call of the slot noted yet */
-#define PJ_FAST_ARGS 6          /* parameters of a plain signature the Wrapper tells by type */
+#define PJ_FAST_ARGS 8          /* parameters of a signature the Wrapper tells by compares */
 
 typedef struct CodeState {
     PyObject_HEAD
@@ -119,15 +119,19 @@ typedef struct CodeState {
      * the hook for them (calls passing exactly the positional parameters). */
     int nplain;
     uint64_t plain_key[PJ_SIGNATURES];
-    /* The argument types of the last call whose signature the Wrapper hashed, when they
-     * were all its parameters and no array: a call of the same types has that signature,
-     * told without hashing.  The types are compared by identity, never read (as in the
+    /* What the argument slots of the last call whose signature the Wrapper hashed held
+     * (its positional arguments, then defaults): types, and exact arrays' dtype numbers and
+     * ndims; a call whose slots hold the same has that signature, told without hashing
+     * (adapt.c's fast_match).  The types are compared by identity, never read (as in the
      * signature keys: a type freed and another made at its address then runs plain or waits
      * as that signature does, which is always right). */
-    int fast_nargs;                         /* -1: none */
+    int fast_nargs;                         /* positional arguments of that call; -1: none */
     PyTypeObject *fast_types[PJ_FAST_ARGS];
+    unsigned fast_arrays;                   /* bit i: slot i held an exact array, whose */
+    uint64_t fast_words[PJ_FAST_ARGS];      /* dtype and ndim are adapt.c's array_word */
     uint64_t fast_key;
     int fast_plain;                         /* fast_key is one of plain_key */
+    int fast_streak;                        /* its calls count toward plain_streak */
     Py_ssize_t bypassed; /* calls the Wrapper made without the hook */
     /* Jitted function objects given back to CPython's own calls because every call of
      * this code runs plain (wrapper.c): a list of weak references, or NULL.  A change that

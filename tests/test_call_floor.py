@@ -7,6 +7,7 @@ Python, and refcounts; benchmarks/call_floor.py measures what it saves."""
 import gc
 import sys
 import traceback
+import warnings
 
 import numpy as np
 import pytest
@@ -255,3 +256,116 @@ def test_a_signature_found_plain_after_its_types_were_remembered_is_bypassed():
     finally:
         from pijit import runtime
         ef.set_callback(runtime.on_miss)
+
+
+def _call_with_reshaped(w, arr, shape, *args):
+    """w(*args) while `arr` (an argument or a default) has `shape`, then its shape back
+    (setting the shape in place: deprecated by NumPy 2.5, still done by user code)."""
+    old = arr.shape
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        arr.shape = shape
+        try:
+            return w(*args)
+        finally:
+            arr.shape = old
+
+
+def _call_with_defaults(w, defaults, *args):
+    g = w.fn
+    old, g.__defaults__ = g.__defaults__, defaults
+    try:
+        return w(*args)
+    finally:
+        g.__defaults__ = old
+
+
+# other(w, a, d) -> a call of w whose argument slots differ from w(a)'s (a, then the default
+# d) in one respect, or (the last two) hold the same; and whether its signature is w(a)'s.
+SLOT_CHANGES = {
+    "dtype": (lambda w, a, d: w(a.astype(np.int64)), False),
+    "ndim": (lambda w, a, d: w(a.reshape(1, 3)), False),
+    "reshaped_in_place": (lambda w, a, d: _call_with_reshaped(w, a, (3, 1), a), False),
+    "subclass": (lambda w, a, d: w(a.view(np.ma.MaskedArray)), False),
+    "default_type": (lambda w, a, d: _call_with_defaults(w, ("s",), a), False),
+    "default_dtype": (lambda w, a, d: _call_with_defaults(w, (d.astype(np.int32),), a), False),
+    "default_reshaped_in_place": (lambda w, a, d: _call_with_reshaped(w, d, (1, 2), a), False),
+    "default_passed": (lambda w, a, d: w(a, d), True),
+    "other_default_alike": (lambda w, a, d: _call_with_defaults(w, (d.copy(),), a), True),
+}
+
+
+@pytest.mark.parametrize("change", SLOT_CHANGES)
+def test_the_wrapper_tells_a_signature_not_hot_yet_by_every_argument_slot(change):
+    """The Wrapper tells the signature of a call whose argument slots (positional arguments,
+    then the defaults it fills in) hold what the last hashed call's did by compares, not a
+    hash: types, and an exact array's dtype and ndim, read at each call (an array reshaped in
+    place, a default replaced or reshaped). Each signature's plain runs (1 s each on a
+    stand-in clock, budget 2.5 s) are counted apart: two calls of w(a), two of another
+    signature, then w(a) runs plain a third time and compiles at its fourth; a call whose
+    slots hold the same counts toward w(a)'s signature, whose fourth call compiles."""
+    other, same = SLOT_CHANGES[change]
+    wall = PlainClock()
+    d = np.zeros(2)
+
+    def g(x, y=d):
+        wall.ran()
+        return ("plain", type(x).__name__, x.dtype.str, x.ndim, type(y).__name__,
+                getattr(y, "dtype", None), np.ndim(y))
+
+    class Plain:                        # what `other` calls in plain Python
+        fn = staticmethod(g)
+        __call__ = staticmethod(g)
+    state = ef.mark(g.__code__)  # noqa: F841 (the Wrapper takes it over)
+    w = ef.Wrapper(g)
+    misses = Misses()
+    ef.set_callback(misses)
+    try:
+        ef.set_perf_clock(wall)
+        ef.set_compile_budget(g.__code__, 2.5)
+        a = np.ones(3)
+        mine, theirs = g(a), other(Plain(), a, d)
+        assert w(a) == mine and w(a) == mine
+        if same:
+            assert theirs == mine
+            assert other(w, a, d) == mine and misses.calls == []
+            assert other(w, a, d) == mine and misses.calls == ["ndarray"]
+            assert ef.counters(g.__code__)["deferred"] == 3
+            return
+        assert theirs != mine
+        assert other(w, a, d) == theirs and other(w, a, d) == theirs
+        assert misses.calls == [] and ef.counters(g.__code__)["deferred"] == 4
+        assert w(a) == mine and misses.calls == []
+        assert w(a) == mine and misses.calls == ["ndarray"]
+        assert ef.entry_count(g.__code__) == 1
+    finally:
+        from pijit import runtime
+        ef.set_callback(runtime.on_miss)
+
+
+def length_plus(a, x, k=2, m=None):
+    return a.shape[0] + k if m is None else x
+
+
+@pytest.mark.parametrize("how", ["not_hot", "plain"])
+def test_calls_told_their_signature_by_compares_do_not_leak(how):
+    """Calls passing an array and leaving defaults out, told their signature by the fast
+    compare: deferred while not hot (compile_after_ms=10**6), or bypassed once the
+    signature is found plain (the array's shape only: nothing to gain); the arguments, the
+    defaults, the function and its code keep their refcounts over 100,000 calls."""
+    budget = 10 ** 6 if how == "not_hot" else 0
+    f = pijit.jit(fresh(length_plus), jit_config={"compile_after_ms": budget,
+                                                  "inline_plain": False})
+    a, x = np.ones(2), 10 ** 30
+    for _ in range(1000):
+        assert f(a, x) == 4
+    c = counters(f)
+    assert (c["deferred"], c["bypassed"]) == ((1000, 0) if how == "not_hot" else (0, 999))
+    defaults = f.fn.__defaults__
+    before = refcounts(a, x, f, f.fn, f.fn.__code__, defaults, *defaults)
+    for _ in range(100_000):
+        f(a, x)
+    after = refcounts(a, x, f, f.fn, f.fn.__code__, defaults, *defaults)
+    assert after == before
+    c = counters(f)
+    assert c["deferred" if how == "not_hot" else "bypassed"] >= 100_000

@@ -99,6 +99,10 @@ _PROBED = {}
 PROBE_CACHE_SIZE = 4096
 
 
+# NumPy 1.24-1.26's NEP 50 switch ("legacy", "weak"), which a program may flip: part of the key.
+_promotion_state = getattr(np, "_get_promotion_state", None)
+
+
 class _Unkeyed(Exception):
     """An argument the probe cache cannot key exactly: probe it every time."""
 
@@ -107,7 +111,8 @@ def probe_cached(fn, args, kwargs):
     """probe(fn, args, kwargs), remembered for arguments probe_key can key. The result is
     shared: callers only read its type, dtype and ndim."""
     try:
-        key = (fn, probe_key(args), probe_key(kwargs))
+        key = (fn, probe_key(args), probe_key(kwargs),
+               _promotion_state() if _promotion_state is not None else None)
         hash(key)
     except (_Unkeyed, TypeError):
         return probe(fn, args, kwargs)

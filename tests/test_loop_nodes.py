@@ -256,6 +256,25 @@ def test_long_constant_loop_is_one_node(level):
     assert text.count("mul(") == 1 and text.count("add(") == 1     # the body, once
 
 
+def halves(x):
+    acc = x * 0
+    prev = x
+    for i in range(1000):
+        cur = prev * 0.5            # prev: carried, though no code after the loop reads it
+        prev = cur + x
+        acc = acc + cur
+    return acc
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_value_carried_only_into_the_body_is_carried(level):
+    """Liveness at the loop head joins both successors of FOR_ITER (the exit first, then the
+    body): prev is live only through the body."""
+    report = assert_same(halves, np.arange(5.0), jit_kwargs=jit_kwargs(level))
+    assert report.ops_per_graph[0][-3:] == ["loop", "tuple_item", "tuple_item"]
+    assert "body: carried (acc, prev)" in report.graphs[0]
+
+
 @pytest.mark.parametrize("level", LEVELS)
 def test_symbolic_trip_count_compiles_once(level):
     f = pijit.jit(decay, **jit_kwargs(level, **SYMBOLIC))

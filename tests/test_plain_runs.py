@@ -194,6 +194,30 @@ def test_capture_that_found_array_work_goes_on_past_the_time(no_capture_time):
     assert entry["fallback"] is None and "mul" in " ".join(entry["ops"] or ())
 
 
+TABLE = np.arange(8.0)
+
+
+def element_then_arrays(n):
+    v = TABLE[1]                    # a getitem of one element: no array work
+    a = TABLE * v                   # array work, found before the first check
+    total = 0
+    for i in range(n):
+        total += i % 3
+    return a + total
+
+
+def test_array_work_after_a_node_without_work_keeps_capture_going(no_capture_time):
+    """The pure-Python check looks past a first node that touches no array (work.has_work
+    stops at the first node with work, not at the first node)."""
+    jitted = pijit.jit(fresh(element_then_arrays),
+                       jit_config={"compile_after_ms": 0, "perf_statistics": False,
+                                   "loop_nests": False})
+    assert_equal_values(jitted(40), element_then_arrays(40))
+    entry = pijit.stats(jitted)["entries"][0]
+    assert entry["fallback"] is None
+    assert entry["ops"][:2] == ["getitem", "mul"]
+
+
 def test_strict_capture_never_gives_up(no_capture_time):
     """fullgraph must capture all or raise: it is never abandoned (the plan may still run
     a graph without array work plain)."""

@@ -302,16 +302,27 @@ class Flow:
     def live_in(self) -> list:
         """For each position, the local names read before being written on some path."""
         n = len(self.instrs)
-        live = [frozenset()] * (n + 1)
+        none = frozenset()
+        live = [none] * (n + 1)
         uses, defs = zip(*map(_uses_defs, self.instrs)) if self.instrs else ((), ())
         succ = self.successors
         changed = True
         while changed:
             changed = False
             for pos in range(n - 1, -1, -1):
-                out = frozenset().union(*(live[s] for s in succ[pos])) if succ[pos] else frozenset()
-                new = uses[pos] | (out - defs[pos])
-                if new != live[pos]:
+                # (one successor, no local accessed: most positions pass their set on as is;
+                # the identity test spares comparing it with itself)
+                after = succ[pos]
+                if not after:
+                    out = none
+                elif len(after) == 1:
+                    out = live[after[0]]
+                else:
+                    out = live[after[0]].union(*(live[s] for s in after[1:]))
+                new = out - defs[pos] if defs[pos] else out
+                if uses[pos]:
+                    new = uses[pos] | new
+                if new is not live[pos] and new != live[pos]:
                     live[pos] = new
                     changed = True
         return live

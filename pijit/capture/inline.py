@@ -10,7 +10,6 @@ and returns into the caller's residual code.
 """
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import itertools
 import sysconfig
@@ -136,7 +135,7 @@ def _at_call_line(cap, first):
     nodes = cap.graph.nodes
     for k in range(first, len(nodes)):
         if nodes[k].lineno != cap.lineno:
-            nodes[k] = dataclasses.replace(nodes[k], lineno=cap.lineno)
+            nodes[k] = nodes[k].at_line(cap.lineno)
 
 
 def _why_not(cap, func, fn_source):

@@ -30,7 +30,7 @@ from pijit.capture.values import (GraphValue, NullValue, TupleValue, Value, infe
                                   node_arg)
 from pijit.capture.wrap import ValueBuilder
 from pijit.graph.ir import Graph, Ref
-from pijit.graph.work import graph_work
+from pijit.graph.work import has_work
 
 # Importing the handler modules registers their opcode handlers.
 from pijit.capture import (ops_arith, ops_build, ops_call, ops_load_store,  # noqa: F401,E402
@@ -211,7 +211,7 @@ class FrameCapture:
         return GraphValue(item, meta)
 
     def _give_up_if_pure(self):
-        if time.perf_counter() > self.pure_deadline and graph_work(self.graph) == 0:
+        if time.perf_counter() > self.pure_deadline and not has_work(self.graph):
             raise CaptureAbandoned(f"no array work in {PURE_CAPTURE_S * 1e3:.0f} ms of capture")
 
     # -- the walk ----------------------------------------------------------------------

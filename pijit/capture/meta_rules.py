@@ -91,6 +91,65 @@ def probe(fn, args, kwargs, replace=stand_in):
         return fn(*args, **kwargs)
 
 
+# (fn, probe_key(args), probe_key(kwargs)) -> the result of probe(fn, args, kwargs). An
+# elementwise op is probed at every node (rk4_numpy's two captures: 450 probes, each a
+# stand-in array, an errstate and a warnings filter around the call, for a dozen distinct
+# answers); the answer depends on nothing but what the key holds. Failed probes are not kept.
+_PROBED = {}
+PROBE_CACHE_SIZE = 4096
+
+
+# NumPy 1.24-1.26's NEP 50 switch ("legacy", "weak"), which a program may flip: part of the key.
+_promotion_state = getattr(np, "_get_promotion_state", None)
+
+
+class _Unkeyed(Exception):
+    """An argument the probe cache cannot key exactly: probe it every time."""
+
+
+def probe_cached(fn, args, kwargs):
+    """probe(fn, args, kwargs), remembered for arguments probe_key can key. The result is
+    shared: callers only read its type, dtype and ndim."""
+    try:
+        key = (fn, probe_key(args), probe_key(kwargs),
+               _promotion_state() if _promotion_state is not None else None)
+        hash(key)
+    except (_Unkeyed, TypeError):
+        return probe(fn, args, kwargs)
+    try:
+        return _PROBED[key]
+    except KeyError:
+        pass
+    value = probe(fn, args, kwargs)
+    if len(_PROBED) >= PROBE_CACHE_SIZE:
+        _PROBED.clear()
+    _PROBED[key] = value
+    return value
+
+
+def probe_key(obj):
+    """What a probe of `obj` depends on: a Meta's Python type, dtype and ndim (its stand-in);
+    a constant's type and exact value (NEP 50: a Python int's value decides whether it fits;
+    a float by its repr, which tells -0.0 from 0.0); containers item by item. Anything else
+    raises _Unkeyed."""
+    t = type(obj)
+    if t is Meta and obj.dtype.metadata is None:
+        return (Meta, obj.pytype, obj.dtype, len(obj.shape))
+    if t in (int, bool, str) or obj is None:
+        return (t, obj)
+    if t in (float, complex):
+        return (t, repr(obj))
+    if t in (tuple, list):
+        return (t, tuple(probe_key(item) for item in obj))
+    if t is dict:
+        return (t, tuple((k, probe_key(v)) for k, v in obj.items()))
+    if t is slice:
+        return (t, probe_key(obj.start), probe_key(obj.stop), probe_key(obj.step))
+    if t is type:
+        return (t, obj)
+    raise _Unkeyed(t.__name__)
+
+
 def result_meta(value, shape=None):
     """The Meta of a probe result, with the array shape replaced by `shape` (computed by rule)."""
     if isinstance(value, tuple):

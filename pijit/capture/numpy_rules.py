@@ -20,9 +20,9 @@ from pijit.graph.purity import register_writes_nothing
 from pijit.capture.meta_rules import (
     Unsupported, as_shape, atleast_shape, broadcast, concat_shape, dot_shape, einsum_shape,
     index_meta, inner_shape, matmul_shape, matvec_shape, merge_dims, metas_in, normalize_axes,
-    normalize_axis, out_meta, out_target, outer_shape, probe, reduce_shape, require_const,
-    reshape_shape, result_meta, shape_of, size_of, small_const, stand_in, tensordot_shape,
-    vdot_shape, vecdot_shape, vecmat_shape, view_probe,
+    normalize_axis, out_meta, out_target, outer_shape, probe, probe_cached, reduce_shape,
+    require_const, reshape_shape, result_meta, shape_of, size_of, small_const, stand_in,
+    tensordot_shape, vdot_shape, vecdot_shape, vecmat_shape, view_probe,
 )
 
 __all__ = ["Unsupported", "OpRule", "lookup_call", "lookup_method", "lookup_attr",
@@ -75,7 +75,7 @@ def elementwise(fn, n_operands, operand_kwargs=()):
             kwargs = {k: v for k, v in kwargs.items() if k != "out"}
         _no_out(kwargs)
         operands = list(args[:n_operands]) + [kwargs[k] for k in operand_kwargs if k in kwargs]
-        value = probe(fn, args, kwargs)     # NumPy resolves the types before broadcasting
+        value = probe_cached(fn, args, kwargs)  # NumPy resolves the types before broadcasting
         shape = broadcast(*[shape_of(o) for o in operands if o is not None])
         meta = result_meta(value, shape)
         return meta if out is None else out_meta(meta, out)

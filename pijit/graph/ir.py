@@ -86,6 +86,13 @@ class Node:
     meta: Meta
     lineno: int | None = None
 
+    def at_line(self, lineno) -> "Node":
+        """dataclasses.replace(self, lineno=lineno) at a tenth of its cost: capture moves every
+        node of an inlined call to the call's line, once per inlining level."""
+        node = object.__new__(Node)
+        node.__dict__.update(self.__dict__, lineno=lineno)
+        return node
+
 
 @dataclass
 class Graph:

@@ -15,24 +15,40 @@ def nodes_work(graph, nodes) -> float:
     """Elements the array-valued arguments and results of `nodes` (of `graph`) hold."""
     total = 0
     for node in nodes:
-        if _repeats(node):
-            return math.inf
-        outs = node.meta if isinstance(node.meta, tuple) else (node.meta,)
-        arrays = [m for m in outs if m.is_array]
-        if arrays or node.name != "getitem":
-            for ref in _refs((node.args, node.kwargs)):
-                meta = graph.meta(ref)      # a tuple for a node with several results
-                arrays += meta if isinstance(meta, tuple) else [meta]
-        for meta in arrays:
-            if meta.is_array:
-                if any(d is None for d in meta.shape):
-                    return math.inf
-                total += math.prod(meta.shape)
+        work = _node_work(graph, node)
+        if work == math.inf:
+            return work
+        total += work
     return total
 
 
 def graph_work(graph) -> float:
     return nodes_work(graph, graph.nodes)
+
+
+def has_work(graph) -> bool:
+    """graph_work(graph) > 0, decided at the first node with work: capture asks it every 32
+    steps once its pure-Python time is up, and summing the whole graph each time was a seventh
+    of a long capture's instructions."""
+    return any(_node_work(graph, node) for node in graph.nodes)
+
+
+def _node_work(graph, node) -> float:
+    if _repeats(node):
+        return math.inf
+    outs = node.meta if isinstance(node.meta, tuple) else (node.meta,)
+    arrays = [m for m in outs if m.is_array]
+    if arrays or node.name != "getitem":
+        for ref in _refs((node.args, node.kwargs)):
+            meta = graph.meta(ref)      # a tuple for a node with several results
+            arrays += meta if isinstance(meta, tuple) else [meta]
+    total = 0
+    for meta in arrays:
+        if meta.is_array:
+            if any(d is None for d in meta.shape):
+                return math.inf
+            total += math.prod(meta.shape)
+    return total
 
 
 def has_loop(graph) -> bool:

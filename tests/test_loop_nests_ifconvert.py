@@ -115,6 +115,30 @@ def test_a_conditional_expression_and_a_one_sided_if(level, resumes, kernels):
         assert all(selects(k) for k in kernels)
 
 
+def every_other_flagged(a):
+    flag = False
+    n = 0
+    for i in range(a.shape[0]):
+        if flag:                        # a side assigns the condition itself
+            flag = False
+            n += i
+        else:
+            flag = a[i] > 0.5
+    return n
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_side_assigning_the_condition(level, resumes, kernels):
+    """The selects pick by the value the branch tested, not the one the condition's own
+    select gives it: they did, so n took i where the flag was set, not at the next i."""
+    a = np.random.default_rng(5).random(300)
+    same(every_other_flagged, a, level=level)
+    if level == "O1":
+        assert resumes == []
+        (k,) = kernels
+        assert selects(k)
+
+
 # -- a side that hands over ----------------------------------------------------------------
 def powers(a):
     p = q = 1

@@ -171,8 +171,16 @@ def _merge(by_id: dict, types: dict, head: Block, t_chain: list, f_chain: list,
     merged, fallback = base, base + 1
     t_ops, f_ops, store = _sunk_store([op for k in t_chain for op in by_id[k].ops],
                                       [op for k in f_chain for op in by_id[k].ops], types)
+    ops = []
+    if any(op.dst == cond for op in t_ops + f_ops):
+        # a side assigns the condition (`if flag: flag = False`): its select would change
+        # it before the selects after it (and its own tag's) read it; they pick by a copy
+        held = f"{cond}__s{merged}c"
+        types[held] = types[cond]
+        ops.append(Op("copy", held, (cond,), lineno=head.ops[-1].lineno if head.ops else None))
+        cond = held
     sides = _Renamer(types, f"s{merged}t"), _Renamer(types, f"s{merged}f")
-    ops = [sides[0].op(op) for op in t_ops] + [sides[1].op(op) for op in f_ops]
+    ops += [sides[0].op(op) for op in t_ops] + [sides[1].op(op) for op in f_ops]
     for x in sorted(set(sides[0].names) | set(sides[1].names)):
         ops.append(Op("select", x, (cond, sides[0].arg(x), sides[1].arg(x)),
                       lineno=head.ops[-1].lineno if head.ops else None))

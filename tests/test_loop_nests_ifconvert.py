@@ -269,6 +269,44 @@ def test_a_sunk_store_that_fails_raises_where_python_does(level, resumes, kernel
         assert all(sunk_stores(k) for k in kernels)
 
 
+def running_into_float32(a, out):
+    s = a[0] * 0.0
+    for i in range(a.shape[0]):
+        if a[i] > 0:
+            s = s + a[i]
+            out[i] = s
+        else:
+            s = s * 0.5
+            out[i] = s
+    return s
+
+
+def counted_into_int8(a, out):
+    n = 0
+    for i in range(a.shape[0]):
+        if a[i] > 0:
+            n = n + 50
+            out[i] = n
+        else:
+            n = n - 1
+            out[i] = n
+    return n
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_sunk_store_failing_after_its_side_updated_a_variable(level, resumes, kernels):
+    """The sunk store's check fails (a float32 overflowing, warned; 149 out of int8's range,
+    raised) and the branch runs again from the state before the sides, not after their
+    selects (which added a[i] or 50 twice: 1e300 for 5e299, 199 for 149)."""
+    same(running_into_float32, np.array([1.0, -1.0, 1e300, 1.0, -1.0, 1.0]),
+         np.zeros(6, np.float32), level=level)
+    same(counted_into_int8, np.array([1.0, -1.0, 1.0, 1.0, -1.0, 1.0]), np.zeros(6, np.int8),
+         level=level)
+    if level == "O1":
+        assert resumes
+        assert len(kernels) == 2 and all(sunk_stores(k) for k in kernels)
+
+
 def two_targets(a, out):
     for i in range(1, a.shape[0]):
         if a[i] > 0.5:

@@ -12,11 +12,11 @@ Running a side the condition does not pick must change nothing and must never ha
 the ops that can fail (an overflow, a zero divisor, an index out of bounds, a non-finite
 NumPy float...) check before they compute, and a failed check in the merged block jumps to
 a copy of the original branch instead of handing over. Nothing is written before that
-jump (the sides write only their own variables, and a store both sides end with, to the
-same element, is sunk after every check), so the original branch then runs the side the
-condition picks from the same state, and hands over exactly where it did. Ops with other
-effects (stores before a side's end, range setups), and loops or branches inside a side,
-keep the branch as it is.
+jump (the sides write only their own variables, a store both sides end with, to the same
+element, is sunk after every other check, and the selects, which cannot fail, come last), so
+the original branch then runs the side the condition picks from the same state, and hands
+over exactly where it did. Ops with other effects (stores before a side's end, range
+setups), and loops or branches inside a side, keep the branch as it is.
 """
 from __future__ import annotations
 
@@ -181,10 +181,9 @@ def _merge(by_id: dict, types: dict, head: Block, t_chain: list, f_chain: list,
         cond = held
     sides = _Renamer(types, f"s{merged}t"), _Renamer(types, f"s{merged}f")
     ops += [sides[0].op(op) for op in t_ops] + [sides[1].op(op) for op in f_ops]
-    for x in sorted(set(sides[0].names) | set(sides[1].names)):
-        ops.append(Op("select", x, (cond, sides[0].arg(x), sides[1].arg(x)),
-                      lineno=head.ops[-1].lineno if head.ops else None))
     if store is not None:
+        # before the selects: its check failing runs the branch again from the state it
+        # ran from (after them, `s = s + x; out[i] = s` added x twice)
         st, sf, vtype = store
         vt, vf = sides[0].arg(st.args[-1]), sides[1].arg(sf.args[-1])
         value = f"sv__s{merged}"
@@ -192,6 +191,9 @@ def _merge(by_id: dict, types: dict, head: Block, t_chain: list, f_chain: list,
         ops.append(Op("select", value, (cond, vt, vf), lineno=st.lineno))
         ops.append(replace(st, args=st.args[:-1] + (value,),
                            checked=st.checked or sf.checked))
+    for x in sorted(set(sides[0].names) | set(sides[1].names)):
+        ops.append(Op("select", x, (cond, sides[0].arg(x), sides[1].arg(x)),
+                      lineno=head.ops[-1].lineno if head.ops else None))
     by_id[merged] = Block(merged, ops, ("select", join, fallback))
     by_id[fallback] = Block(fallback, [], head.term)
     by_id[head.id] = Block(head.id, head.ops, ("jump", merged))

@@ -211,6 +211,35 @@ def test_a_xor_keeps_its_top_bit(level, resumes, kernels):
         assert resumes
 
 
+def inverted_past_both_ends(a, low, high):
+    for i in range(a.shape[0]):
+        y = ~((a[i] & 15) | 16)         # ~ of a np.uint8 in [16, 31]: 255 - it, in [224, 239]
+        low[i] = y - 230                # wraps (NumPy warns) below 230
+        high[i] = y + 20                # and above 235
+    return low, high
+
+
+def inverted_within(a, out):
+    for i in range(a.shape[0]):
+        out[i] = ~((a[i] & 15) | 16) - 200
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_an_unsigned_inversion(level, resumes, kernels):
+    """~x of a NumPy unsigned integer is its mask minus x: its range is [224, 239] here, so
+    `- 200` needs no check, while `- 230` and `+ 20` keep theirs (NumPy's overflow warning
+    at each end, from a hand-over)."""
+    a = np.arange(16, dtype=np.uint8) * 17
+    same(inverted_past_both_ends, a, np.zeros(16, np.uint8), np.zeros(16, np.uint8),
+         level=level)
+    same(inverted_within, a, np.zeros(16, np.uint8), level=level)
+    if level == "O1":
+        assert resumes
+        both, within = kernels
+        assert "> 255LL" in c_text(both) and "> 255LL" not in c_text(within)
+
+
 # -- divisions and comparisons -------------------------------------------------------------
 def divided(a, out, k):
     for i in range(a.shape[0]):

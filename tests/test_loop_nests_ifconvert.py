@@ -307,6 +307,26 @@ def test_a_sunk_store_failing_after_its_side_updated_a_variable(level, resumes, 
         assert len(kernels) == 2 and all(sunk_stores(k) for k in kernels)
 
 
+def int32_or_float32(a, n32, f32, out):
+    for i in range(a.shape[0]):
+        if a[i] > 0.5:
+            out[i] = n32[i]
+        else:
+            out[i] = f32[i]
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_stores_of_an_int32_or_a_float32(level, resumes, kernels):
+    """The value stored is an int32 or a float32 by the side: one C variable holding both
+    would be a double (types.carrier), not the float32 that once rounded 2**24 + 1."""
+    a = np.array([0.9, 0.1, 0.7, 0.2, 0.6])
+    same(int32_or_float32, a, np.arange(5, dtype=np.int32) * 2 + 2**24 + 1,
+         np.arange(5, dtype=np.float32) * 0.5, np.zeros(5), level=level)
+    if level == "O1":
+        assert resumes == [] and len(kernels) == 1
+
+
 def two_targets(a, out):
     for i in range(1, a.shape[0]):
         if a[i] > 0.5:

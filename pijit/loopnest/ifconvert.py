@@ -73,7 +73,7 @@ def _sunk_store(t_ops: list, f_ops: list, types: dict):
         return t_ops, f_ops, None
     try:
         vtype = T.vt(*_type(types, st.args[-1]), *_type(types, sf.args[-1]))
-    except T.Unsupported:           # an int32 on one side, a float32 on the other...
+    except T.Unsupported:           # an np.int64 on one side, a float on the other...
         return t_ops, f_ops, None
     if len(vtype) > 1 and T.carrier(vtype) != T.dtype_of(vtype[0]):
         return t_ops, f_ops, None   # two families (a Python int, an int32): kept a branch

@@ -240,6 +240,62 @@ def test_an_unsigned_inversion(level, resumes, kernels):
         assert "> 255LL" in c_text(both) and "> 255LL" not in c_text(within)
 
 
+# -- a range too narrow drops a check that fires: each of these raises at i = 3 -----------
+def max_minus_100(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = max(int(a[i]), int(b[i]) % 101 + 50) - 100    # max of [0, 255], [50, 150]
+    return out
+
+
+def max_plus_100(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = max(int(a[i]), int(b[i]) % 101 + 50) + 100
+    return out
+
+
+def min_minus_10(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = min(int(a[i]), int(b[i]) % 101 + 50) - 10
+    return out
+
+
+def min_plus_110(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = min(int(a[i]), int(b[i]) % 101 + 50) + 110
+    return out
+
+
+def and_of_minus_one(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = int(a[i]) & (int(b[i]) % 5 - 1)      # [0, 255] & [-1, 3]: x & -1 is x
+    return out
+
+
+def over_a_remainder(a, b, out):
+    for i in range(a.shape[0]):
+        x = int(a[i])
+        out[i] = x / (x % (int(b[i]) % 4 - 3))      # x % y of y in [-3, 0] may be 0
+    return out
+
+
+@pytest.mark.parametrize("fn, a, b, dtype", [
+    (max_minus_100, [200, 190, 200, 0, 7], [0, 0, 9, 0, 0], np.uint8),
+    (max_plus_100, [10, 0, 150, 200, 7], [0, 9, 0, 0, 0], np.uint8),
+    (min_minus_10, [100, 20, 255, 5, 7], [0, 0, 9, 0, 0], np.uint8),
+    (min_plus_110, [20, 0, 140, 255, 7], [0, 9, 0, 100, 0], np.uint8),
+    (and_of_minus_one, [200, 100, 7, 200, 7], [1, 0, 3, 0, 0], np.int8),
+    (over_a_remainder, [7, 9, 5, 6, 7], [0, 1, 2, 0, 0], np.float64)],
+    ids=["max-100", "max+100", "min-10", "min+110", "and", "remainder"])
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_range_holds_the_value_that_fails(fn, a, b, dtype, level, resumes, kernels):
+    """min and max of two ranges (each end), x & y of a y that may be -1, x % y of a y that
+    may be negative and 0: the value at i = 3 leaves the array's dtype (OverflowError) or
+    divides by zero, so the check must stay."""
+    same(fn, np.array(a, np.uint8), np.array(b, np.uint8), np.zeros(5, dtype), level=level)
+    if level == "O1":
+        assert resumes
+
+
 # -- divisions and comparisons -------------------------------------------------------------
 def divided(a, out, k):
     for i in range(a.shape[0]):

@@ -296,6 +296,28 @@ def test_a_range_holds_the_value_that_fails(fn, a, b, dtype, level, resumes, ker
         assert resumes
 
 
+def grows_after_a_max(n, k):
+    m = u = r = 0
+    for i in range(n):
+        m = max(m, u)       # u is assigned after it: its range grows later
+        u = i * k
+        p = m + 1
+        q = p + 1
+        r = q + 2**62       # 2**63 + 2 at i = 3
+    return r
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_max_of_a_variable_assigned_after_it(level, resumes, kernels):
+    """max(m, u) is computed again when u's range grows: else m stays [0, 0], the rounds of
+    narrowing mend m, p and q but not r, and r's add leaves int64 unchecked (wrapping to a
+    negative number instead of Python's exact 2**63 + 2)."""
+    same(grows_after_a_max, 4, 2**61, level=level)
+    if level == "O1":
+        assert resumes
+        assert "__builtin_add_overflow" in c_text(kernels[0])
+
+
 # -- divisions and comparisons -------------------------------------------------------------
 def divided(a, out, k):
     for i in range(a.shape[0]):

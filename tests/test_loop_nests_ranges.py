@@ -123,6 +123,22 @@ def test_an_index_stored_into_int8(level, n, resumes, kernels):
         assert ("127LL" not in c_text(k)) == (n == 128)
 
 
+def down_into_int8(out, stop):
+    for i in range(-1, stop, -1):
+        out[i] = i
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("stop", [-129, -130])
+def test_a_falling_index_stored_into_int8(level, stop, resumes, kernels):
+    # a step of -1 ends above stop: -128 last for -129; -129 raises OverflowError
+    same(down_into_int8, np.zeros(200, dtype=np.int8), stop, level=level)
+    if level == "O1":
+        (k,) = kernels
+        assert ("-128LL" not in c_text(k)) == (stop == -129)
+
+
 def products_into_uint16(a, b, out):
     for i in range(a.shape[0]):
         out[i] = int(a[i]) * int(b[i])

@@ -512,6 +512,29 @@ def test_a_python_int_beside_a_float_stays_exact(level, resumes):
                 jit_kwargs={"jit_config": {"jit_level": level}})
 
 
+def of_two_dtypes(a, b, out):
+    x = a[0]
+    for i in range(out.shape[0]):
+        if i % 2:
+            x = b[i]
+        else:
+            x = a[i]
+        out[i] = x
+    return out
+
+
+@pytest.mark.parametrize("a, b, out", [
+    (np.array([-3, -2, -1, 0], np.int8), np.array([200, 255, 128, 129], np.uint8), np.int64),
+    (np.array([0.5, 1.5, 2.5, 3.5], np.float32), np.arange(4, dtype=np.int32) * 2 + 2**24 + 1,
+     np.float64)], ids=["int8 or uint8", "float32 or int32"])
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_variable_of_two_numpy_dtypes(a, b, out, level, resumes):
+    """x holds an int8 or a uint8 (a float32 or an int32): its C value is an int64 (a
+    double), which holds both exactly; it was the first one's, so 255 became -1 and
+    2**24 + 3 a float32's 2**24 + 4."""
+    compiled(of_two_dtypes, a, b, np.zeros(4, out), level=level, resumes=resumes)
+
+
 # -- what stays as before --------------------------------------------------------------------
 def changes_type(a):
     s = 0.5

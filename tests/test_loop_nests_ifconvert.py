@@ -115,6 +115,30 @@ def test_a_conditional_expression_and_a_one_sided_if(level, resumes, kernels):
         assert all(selects(k) for k in kernels)
 
 
+def every_other_flagged(a):
+    flag = False
+    n = 0
+    for i in range(a.shape[0]):
+        if flag:                        # a side assigns the condition itself
+            flag = False
+            n += i
+        else:
+            flag = a[i] > 0.5
+    return n
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_side_assigning_the_condition(level, resumes, kernels):
+    """The selects pick by the value the branch tested, not the one the condition's own
+    select gives it: they did, so n took i where the flag was set, not at the next i."""
+    a = np.random.default_rng(5).random(300)
+    same(every_other_flagged, a, level=level)
+    if level == "O1":
+        assert resumes == []
+        (k,) = kernels
+        assert selects(k)
+
+
 # -- a side that hands over ----------------------------------------------------------------
 def powers(a):
     p = q = 1
@@ -243,6 +267,64 @@ def test_a_sunk_store_that_fails_raises_where_python_does(level, resumes, kernel
     if level == "O1":
         assert resumes
         assert all(sunk_stores(k) for k in kernels)
+
+
+def running_into_float32(a, out):
+    s = a[0] * 0.0
+    for i in range(a.shape[0]):
+        if a[i] > 0:
+            s = s + a[i]
+            out[i] = s
+        else:
+            s = s * 0.5
+            out[i] = s
+    return s
+
+
+def counted_into_int8(a, out):
+    n = 0
+    for i in range(a.shape[0]):
+        if a[i] > 0:
+            n = n + 50
+            out[i] = n
+        else:
+            n = n - 1
+            out[i] = n
+    return n
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_sunk_store_failing_after_its_side_updated_a_variable(level, resumes, kernels):
+    """The sunk store's check fails (a float32 overflowing, warned; 149 out of int8's range,
+    raised) and the branch runs again from the state before the sides, not after their
+    selects (which added a[i] or 50 twice: 1e300 for 5e299, 199 for 149)."""
+    same(running_into_float32, np.array([1.0, -1.0, 1e300, 1.0, -1.0, 1.0]),
+         np.zeros(6, np.float32), level=level)
+    same(counted_into_int8, np.array([1.0, -1.0, 1.0, 1.0, -1.0, 1.0]), np.zeros(6, np.int8),
+         level=level)
+    if level == "O1":
+        assert resumes
+        assert len(kernels) == 2 and all(sunk_stores(k) for k in kernels)
+
+
+def int32_or_float32(a, n32, f32, out):
+    for i in range(a.shape[0]):
+        if a[i] > 0.5:
+            out[i] = n32[i]
+        else:
+            out[i] = f32[i]
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_stores_of_an_int32_or_a_float32(level, resumes, kernels):
+    """The value stored is an int32 or a float32 by the side: one C variable holding both
+    would be a double (types.carrier), not the float32 that once rounded 2**24 + 1."""
+    a = np.array([0.9, 0.1, 0.7, 0.2, 0.6])
+    same(int32_or_float32, a, np.arange(5, dtype=np.int32) * 2 + 2**24 + 1,
+         np.arange(5, dtype=np.float32) * 0.5, np.zeros(5), level=level)
+    if level == "O1":
+        assert resumes == [] and len(kernels) == 1
 
 
 def two_targets(a, out):

@@ -123,6 +123,22 @@ def test_an_index_stored_into_int8(level, n, resumes, kernels):
         assert ("127LL" not in c_text(k)) == (n == 128)
 
 
+def down_into_int8(out, stop):
+    for i in range(-1, stop, -1):
+        out[i] = i
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("stop", [-129, -130])
+def test_a_falling_index_stored_into_int8(level, stop, resumes, kernels):
+    # a step of -1 ends above stop: -128 last for -129; -129 raises OverflowError
+    same(down_into_int8, np.zeros(200, dtype=np.int8), stop, level=level)
+    if level == "O1":
+        (k,) = kernels
+        assert ("-128LL" not in c_text(k)) == (stop == -129)
+
+
 def products_into_uint16(a, b, out):
     for i in range(a.shape[0]):
         out[i] = int(a[i]) * int(b[i])
@@ -209,6 +225,113 @@ def test_a_xor_keeps_its_top_bit(level, resumes, kernels):
     same(shifted_xor, a, b, np.zeros(4, dtype=np.int64), level=level)
     if level == "O1":
         assert resumes
+
+
+def inverted_past_both_ends(a, low, high):
+    for i in range(a.shape[0]):
+        y = ~((a[i] & 15) | 16)         # ~ of a np.uint8 in [16, 31]: 255 - it, in [224, 239]
+        low[i] = y - 230                # wraps (NumPy warns) below 230
+        high[i] = y + 20                # and above 235
+    return low, high
+
+
+def inverted_within(a, out):
+    for i in range(a.shape[0]):
+        out[i] = ~((a[i] & 15) | 16) - 200
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_an_unsigned_inversion(level, resumes, kernels):
+    """~x of a NumPy unsigned integer is its mask minus x: its range is [224, 239] here, so
+    `- 200` needs no check, while `- 230` and `+ 20` keep theirs (NumPy's overflow warning
+    at each end, from a hand-over)."""
+    a = np.arange(16, dtype=np.uint8) * 17
+    same(inverted_past_both_ends, a, np.zeros(16, np.uint8), np.zeros(16, np.uint8),
+         level=level)
+    same(inverted_within, a, np.zeros(16, np.uint8), level=level)
+    if level == "O1":
+        assert resumes
+        both, within = kernels
+        assert "> 255LL" in c_text(both) and "> 255LL" not in c_text(within)
+
+
+# -- a range too narrow drops a check that fires: each of these raises at i = 3 -----------
+def max_minus_100(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = max(int(a[i]), int(b[i]) % 101 + 50) - 100    # max of [0, 255], [50, 150]
+    return out
+
+
+def max_plus_100(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = max(int(a[i]), int(b[i]) % 101 + 50) + 100
+    return out
+
+
+def min_minus_10(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = min(int(a[i]), int(b[i]) % 101 + 50) - 10
+    return out
+
+
+def min_plus_110(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = min(int(a[i]), int(b[i]) % 101 + 50) + 110
+    return out
+
+
+def and_of_minus_one(a, b, out):
+    for i in range(a.shape[0]):
+        out[i] = int(a[i]) & (int(b[i]) % 5 - 1)      # [0, 255] & [-1, 3]: x & -1 is x
+    return out
+
+
+def over_a_remainder(a, b, out):
+    for i in range(a.shape[0]):
+        x = int(a[i])
+        out[i] = x / (x % (int(b[i]) % 4 - 3))      # x % y of y in [-3, 0] may be 0
+    return out
+
+
+@pytest.mark.parametrize("fn, a, b, dtype", [
+    (max_minus_100, [200, 190, 200, 0, 7], [0, 0, 9, 0, 0], np.uint8),
+    (max_plus_100, [10, 0, 150, 200, 7], [0, 9, 0, 0, 0], np.uint8),
+    (min_minus_10, [100, 20, 255, 5, 7], [0, 0, 9, 0, 0], np.uint8),
+    (min_plus_110, [20, 0, 140, 255, 7], [0, 9, 0, 100, 0], np.uint8),
+    (and_of_minus_one, [200, 100, 7, 200, 7], [1, 0, 3, 0, 0], np.int8),
+    (over_a_remainder, [7, 9, 5, 6, 7], [0, 1, 2, 0, 0], np.float64)],
+    ids=["max-100", "max+100", "min-10", "min+110", "and", "remainder"])
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_range_holds_the_value_that_fails(fn, a, b, dtype, level, resumes, kernels):
+    """min and max of two ranges (each end), x & y of a y that may be -1, x % y of a y that
+    may be negative and 0: the value at i = 3 leaves the array's dtype (OverflowError) or
+    divides by zero, so the check must stay."""
+    same(fn, np.array(a, np.uint8), np.array(b, np.uint8), np.zeros(5, dtype), level=level)
+    if level == "O1":
+        assert resumes
+
+
+def grows_after_a_max(n, k):
+    m = u = r = 0
+    for i in range(n):
+        m = max(m, u)       # u is assigned after it: its range grows later
+        u = i * k
+        p = m + 1
+        q = p + 1
+        r = q + 2**62       # 2**63 + 2 at i = 3
+    return r
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_max_of_a_variable_assigned_after_it(level, resumes, kernels):
+    """max(m, u) is computed again when u's range grows: else m stays [0, 0], the rounds of
+    narrowing mend m, p and q but not r, and r's add leaves int64 unchecked (wrapping to a
+    negative number instead of Python's exact 2**63 + 2)."""
+    same(grows_after_a_max, 4, 2**61, level=level)
+    if level == "O1":
+        assert resumes
+        assert "__builtin_add_overflow" in c_text(kernels[0])
 
 
 # -- divisions and comparisons -------------------------------------------------------------

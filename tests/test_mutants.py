@@ -52,3 +52,41 @@ def test_load_rejects_an_unknown_key(tmp_path, monkeypatch):
     monkeypatch.setattr(run, "HERE", tmp_path)
     with pytest.raises(SystemExit, match="unknown keys.*pythons"):
         run.load()
+
+
+_sweep_spec = importlib.util.spec_from_file_location("mutants_sweep",
+                                                     HERE / "mutants" / "sweep.py")
+sweep = importlib.util.module_from_spec(_sweep_spec)
+_sweep_spec.loader.exec_module(sweep)
+
+
+def _probe_module(tmp_path, monkeypatch):
+    """sweep.py's probe module as a probed worker runs it (its exit hook not registered)."""
+    import atexit
+    monkeypatch.setenv("PIJIT_SWEEP_WORK", str(tmp_path))
+    monkeypatch.setattr(atexit, "register", lambda f: f)
+    namespace = {}
+    exec(sweep.PROBE_MODULE, namespace)
+    return namespace
+
+
+def test_probe_worker_cut_off_mid_write_leaves_no_half_map(tmp_path, monkeypatch):
+    """A worker stopped while writing its hits must leave no hits-<pid>.json that parses
+    partly (last session's map lost one worker's tests so)."""
+    probe = _probe_module(tmp_path, monkeypatch)
+    probe["hits"]["tests/a.py::t"] = {1, 2}
+    probe["hits"]["tests/b.py::t"] = {object()}    # json.dump fails after writing a.py's
+    with pytest.raises(TypeError):
+        probe["_dump"]()
+    assert list(tmp_path.glob("hits-*.json")) == []
+    del probe["hits"]["tests/b.py::t"]
+    probe["_dump"]()
+    assert sweep.read_hits(tmp_path) == ({1: {"tests/a.py::t"}, 2: {"tests/a.py::t"}}, [])
+
+
+def test_probe_map_reports_an_unreadable_hits_file_and_keeps_the_others(tmp_path):
+    (tmp_path / "hits-1.json").write_text('{"tests/a.py::t": [3], "tests/b.py::u": [4]}')
+    (tmp_path / "hits-2.json").write_text('{"tests/c.py::v": [3, 5')
+    covered, unreadable = sweep.read_hits(tmp_path)
+    assert covered == {3: {"tests/a.py::t"}, 4: {"tests/b.py::u"}}
+    assert [pathlib.Path(f).name for f, _ in unreadable] == ["hits-2.json"]

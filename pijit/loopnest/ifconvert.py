@@ -12,11 +12,11 @@ Running a side the condition does not pick must change nothing and must never ha
 the ops that can fail (an overflow, a zero divisor, an index out of bounds, a non-finite
 NumPy float...) check before they compute, and a failed check in the merged block jumps to
 a copy of the original branch instead of handing over. Nothing is written before that
-jump (the sides write only their own variables, and a store both sides end with, to the
-same element, is sunk after every check), so the original branch then runs the side the
-condition picks from the same state, and hands over exactly where it did. Ops with other
-effects (stores before a side's end, range setups), and loops or branches inside a side,
-keep the branch as it is.
+jump (the sides write only their own variables, a store both sides end with, to the same
+element, is sunk after every other check, and the selects, which cannot fail, come last), so
+the original branch then runs the side the condition picks from the same state, and hands
+over exactly where it did. Ops with other effects (stores before a side's end, range
+setups), and loops or branches inside a side, keep the branch as it is.
 """
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def _sunk_store(t_ops: list, f_ops: list, types: dict):
         return t_ops, f_ops, None
     try:
         vtype = T.vt(*_type(types, st.args[-1]), *_type(types, sf.args[-1]))
-    except T.Unsupported:           # an int32 on one side, a float32 on the other...
+    except T.Unsupported:           # an np.int64 on one side, a float on the other...
         return t_ops, f_ops, None
     if len(vtype) > 1 and T.carrier(vtype) != T.dtype_of(vtype[0]):
         return t_ops, f_ops, None   # two families (a Python int, an int32): kept a branch
@@ -171,12 +171,19 @@ def _merge(by_id: dict, types: dict, head: Block, t_chain: list, f_chain: list,
     merged, fallback = base, base + 1
     t_ops, f_ops, store = _sunk_store([op for k in t_chain for op in by_id[k].ops],
                                       [op for k in f_chain for op in by_id[k].ops], types)
+    ops = []
+    if any(op.dst == cond for op in t_ops + f_ops):
+        # a side assigns the condition (`if flag: flag = False`): its select would change
+        # it before the selects after it (and its own tag's) read it; they pick by a copy
+        held = f"{cond}__s{merged}c"
+        types[held] = types[cond]
+        ops.append(Op("copy", held, (cond,), lineno=head.ops[-1].lineno if head.ops else None))
+        cond = held
     sides = _Renamer(types, f"s{merged}t"), _Renamer(types, f"s{merged}f")
-    ops = [sides[0].op(op) for op in t_ops] + [sides[1].op(op) for op in f_ops]
-    for x in sorted(set(sides[0].names) | set(sides[1].names)):
-        ops.append(Op("select", x, (cond, sides[0].arg(x), sides[1].arg(x)),
-                      lineno=head.ops[-1].lineno if head.ops else None))
+    ops += [sides[0].op(op) for op in t_ops] + [sides[1].op(op) for op in f_ops]
     if store is not None:
+        # before the selects: its check failing runs the branch again from the state it
+        # ran from (after them, `s = s + x; out[i] = s` added x twice)
         st, sf, vtype = store
         vt, vf = sides[0].arg(st.args[-1]), sides[1].arg(sf.args[-1])
         value = f"sv__s{merged}"
@@ -184,6 +191,9 @@ def _merge(by_id: dict, types: dict, head: Block, t_chain: list, f_chain: list,
         ops.append(Op("select", value, (cond, vt, vf), lineno=st.lineno))
         ops.append(replace(st, args=st.args[:-1] + (value,),
                            checked=st.checked or sf.checked))
+    for x in sorted(set(sides[0].names) | set(sides[1].names)):
+        ops.append(Op("select", x, (cond, sides[0].arg(x), sides[1].arg(x)),
+                      lineno=head.ops[-1].lineno if head.ops else None))
     by_id[merged] = Block(merged, ops, ("select", join, fallback))
     by_id[fallback] = Block(fallback, [], head.term)
     by_id[head.id] = Block(head.id, head.ops, ("jump", merged))

@@ -112,8 +112,10 @@ def _across(ms: tuple):
 
 
 def carrier(v: tuple) -> np.dtype:
-    """The dtype of a variable's C value: its members' (one family), or _across's."""
-    if len(v) > 1 and len({_FAMILY.get(m) for m in v}) != 1:
+    """The dtype of a variable's C value: its members' (one family), or _across's (as in
+    vt: two NumPy dtypes of no family, an int8 and a uint8, are two families)."""
+    families = {_FAMILY.get(m) for m in v}
+    if len(v) > 1 and (len(families) != 1 or None in families):
         return _across(v)
     return dtype_of(v[0])
 

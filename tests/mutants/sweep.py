@@ -5,11 +5,12 @@ tests that execute its statement run there.
 Which tests execute which statement: coverage's tracer cannot say (a traced thread runs jitted
 functions as plain Python, so pijit's capture would never run), so `probe` builds a copy of the
 tree where every statement inside a function of pijit/ first records itself for the current
-test, runs the whole suite there once (with `-n 2`: about as long as the suite) and keeps the
-map. A site whose statement no test executes survives the whole suite: `uncovered` lists them;
+test, runs the whole suite there once (`--workers` xdist workers, 2 by default: about as long
+as the suite; 1 on a shared machine; `--tests`: only some test files) and keeps the map. A
+site whose statement no test executes survives the whole suite: `uncovered` lists them;
 `sweep` runs the others against exactly their tests.
 
-    python tests/mutants/sweep.py probe [--work DIR]              # the map (once per tree)
+    python tests/mutants/sweep.py probe [--work DIR] [--workers N] [--tests T ...]  # the map
     python tests/mutants/sweep.py uncovered pijit/x.py ...        # sites no test reaches
     python tests/mutants/sweep.py sweep pijit/x.py --n 10 [--max-tests 15] [--seed 1]
     python tests/mutants/sweep.py list pijit/x.py [--only ID ...]
@@ -250,8 +251,11 @@ def hit(n):
         s = hits[current[0]] = set()
     s.add(n)
 def _dump():
-    with open(os.path.join(os.environ["PIJIT_SWEEP_WORK"], f"hits-{os.getpid()}.json"), "w") as f:
+    # a process killed mid-write must leave no half file behind: write aside, then rename
+    path = os.path.join(os.environ["PIJIT_SWEEP_WORK"], f"hits-{os.getpid()}.json")
+    with open(path + ".part", "w") as f:
         json.dump({k: sorted(v) for k, v in hits.items()}, f)
+    os.replace(path + ".part", path)
 atexit.register(_dump)
 '''
 
@@ -307,9 +311,27 @@ class Probe(ast.NodeTransformer):
 
 
 
-def probe(work: pathlib.Path):
-    """Build the probed tree in work/probe, run the whole suite there, write work/covered.json:
-    module -> [[first line, last line, [test ids]] per statement]."""
+def read_hits(work: pathlib.Path):
+    """({statement: {test ids}}, [(file, why)] for each hits file that does not parse): one
+    worker's loss must not cost the map of all the others."""
+    covered, unreadable = {}, []
+    for f in sorted(glob.glob(str(work / "hits-*.json"))):
+        try:
+            with open(f) as fh:
+                hits = json.load(fh)
+        except (OSError, ValueError) as e:
+            unreadable.append((f, str(e)[:120]))
+            continue
+        for test, ns in hits.items():
+            for n in ns:
+                covered.setdefault(n, set()).add(test)
+    return covered, unreadable
+
+
+def probe(work: pathlib.Path, workers=2, tests=("tests",)):
+    """Build the probed tree in work/probe, run the suite (or `tests`) there, write
+    work/covered.json: module -> [[first line, last line, [test ids]] per statement]. A map of
+    some test files counts the others' statements as unreached."""
     tree = work / "probe"
     copy_tree(tree)
     table = []
@@ -325,18 +347,17 @@ def probe(work: pathlib.Path):
         path.write_text(ast.unparse(ast.fix_missing_locations(module)))
     (tree / "pijit" / "_probe.py").write_text(PROBE_MODULE)
     (tree / "probeplugin.py").write_text(PROBE_PLUGIN)
-    for f in glob.glob(str(work / "hits-*.json")):
+    for f in glob.glob(str(work / "hits-*.json*")):
         os.remove(f)
     env = dict(os.environ, PYTHONPATH=str(tree), PIJIT_SWEEP_WORK=str(work),
                PIJIT_TEST_KERNEL_CACHE=str(work / "kernels"), PYTHONDONTWRITEBYTECODE="1")
     # (tests/test_mutants.py fails there: the probed files no longer hold the snippets)
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider",
-                    "-p", "probeplugin", "tests"], cwd=tree, env=env)
-    covered = {}
-    for f in glob.glob(str(work / "hits-*.json")):
-        for test, ns in json.load(open(f)).items():
-            for n in ns:
-                covered.setdefault(n, set()).add(test)
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", str(workers),
+                    "-p", "no:cacheprovider", "-p", "probeplugin", *tests], cwd=tree, env=env)
+    covered, unreadable = read_hits(work)
+    for f, why in unreadable:
+        print(f"unreadable, left out of the map (its tests' statements look unreached): "
+              f"{f}: {why}")
     result = {}
     for n, (module, lo, hi) in enumerate(table):
         result.setdefault(module, []).append([lo, hi, sorted(covered.get(n, ()))])
@@ -394,11 +415,14 @@ def main():
                    help="only sites whose statement at most this many tests execute")
     p.add_argument("--only", nargs="*", type=int, default=None, help="these site ids")
     p.add_argument("--timeout", type=float, default=240)
+    p.add_argument("--workers", type=int, default=2, help="probe: pytest-xdist workers")
+    p.add_argument("--tests", nargs="+", default=["tests"],
+                   help="probe: these pytest arguments instead of the whole suite")
     args = p.parse_intermixed_args()
     work = pathlib.Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     if args.command == "probe":
-        return probe(work)
+        return probe(work, args.workers, args.tests)
     cov = json.loads((work / "covered.json").read_text()) if args.command != "list" else {}
     tree = work / "tree"
     if args.command == "sweep":

@@ -173,6 +173,43 @@ def test_defaults_swapped(defaults):
     _swap_steps(user, user, [swap])
 
 
+def test_function_attribute_changed():
+    """A setting hung on a function is read guarded by value: a new value recompiles."""
+    def helper(x):
+        return x
+
+    helper.scale = 2.0
+
+    def user(x):
+        return x * helper.scale + helper.__name__.count("e")
+
+    swaps = []
+    for scale in (3.0, -0.0, 2.0):
+        def swap(scale=scale):
+            helper.scale = scale
+        swap.__doc__ = f"helper.scale = {scale}"
+        swaps.append(swap)
+    jitted = _swap_steps(user, user, swaps)
+    assert "helper.scale == 2.0" in pijit.explain(jitted, X).guards
+
+
+def test_function_attribute_counted_by_the_function():
+    """A function counting its calls in an attribute of its own (`count.calls += 1`, a store
+    that breaks the graph) and then reading it: every call sees the new count."""
+    def count(x):
+        count.calls = getattr(count, "calls", 0) + 1
+        return x * count.calls
+
+    want = [count(X) for _ in range(4)]
+    del count.calls
+    jitted = pijit.jit(count)
+    pijit.reset(jitted)
+    for call, w in enumerate(want):
+        assert np.array_equal(jitted(X), w), f"call {call + 1}: stale count"
+    report = pijit.explain(jitted, X)
+    assert report.graph_count == 1 and report.graph_break_count == 2, report
+
+
 def test_method_shadowed_by_an_instance_attribute():
     class Model:
         def __init__(self):

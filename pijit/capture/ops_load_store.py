@@ -406,6 +406,10 @@ def _const_attr(cap, obj, name):
     if isinstance(value, type) and value.__module__ not in ("builtins", "numpy") and \
             obj.source is not None:
         return _class_attr(cap, obj, name)
+    if isinstance(value, types.FunctionType) and obj.source is not None:
+        # a function is guarded by identity, but its attributes (`f.calls = ...`, a counter
+        # or a setting hung on a function) may change between calls: read them guarded
+        return _function_attr(cap, obj, name)
     if is_immutable(value) and type(value).__module__ in ("builtins", "numpy") or \
             isinstance(value, np.dtype):
         try:
@@ -417,6 +421,15 @@ def _const_attr(cap, obj, name):
         if is_immutable(attr):
             return ConstValue(attr)
     cap.unsupported(Reason.UNSUPPORTED_VALUE, f"attribute {name!r} of {type(value).__name__}")
+
+
+def _function_attr(cap, obj, name):
+    try:
+        attr = getattr(obj.value, name)
+    except AttributeError:
+        cap.unsupported(Reason.UNSUPPORTED_VALUE,
+                        f"function {obj.value.__qualname__} has no {name!r}")
+    return cap.builder.wrap(attr, AttrSource(obj.source, name))
 
 
 def _class_attr(cap, obj, name):

@@ -1,6 +1,8 @@
 """Code swapped in place (what IPython's %autoreload does to edited functions): an entry that
 inlined a callable must not run the callable's old body. Each step compares with plain Python."""
 import functools
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -208,6 +210,35 @@ def test_function_attribute_counted_by_the_function():
         assert np.array_equal(jitted(X), w), f"call {call + 1}: stale count"
     report = pijit.explain(jitted, X)
     assert report.graph_count == 1 and report.graph_break_count == 2, report
+
+
+@pytest.mark.parametrize("form", ["import", "from"])
+def test_setting_of_a_module_imported_inside(monkeypatch, form):
+    """A module imported inside the function (`import settings`, `from settings import
+    SCALE`) has its attributes read guarded, as through a global naming the module: a new
+    setting, or a helper replaced, recompiles."""
+    settings = types.ModuleType("pijit_test_settings")
+    settings.SCALE = 2.0
+    settings.shift = _plus_one
+    monkeypatch.setitem(sys.modules, settings.__name__, settings)
+
+    def by_import(x):
+        import pijit_test_settings
+        return pijit_test_settings.shift(x) * pijit_test_settings.SCALE
+
+    def by_from(x):
+        from pijit_test_settings import SCALE, shift
+        return shift(x) * SCALE
+
+    user = by_import if form == "import" else by_from
+    swaps = []
+    for scale, shift in ((3.0, _plus_one), (3.0, _minus_ten), (-0.0, _times_two_plus_one)):
+        def swap(scale=scale, shift=shift):
+            settings.SCALE, settings.shift = scale, shift
+        swap.__doc__ = f"settings.SCALE = {scale}, settings.shift = {shift.__name__}"
+        swaps.append(swap)
+    jitted = _swap_steps(user, user, swaps)
+    assert "pijit_test_settings.SCALE == -0.0" in pijit.explain(jitted, X).guards
 
 
 def test_method_shadowed_by_an_instance_attribute():

@@ -19,7 +19,7 @@ from pijit.capture.ops_stack import push_with_null
 from pijit.capture.inline import inline_call
 from pijit.capture.registry import handler
 from pijit.capture.side_effects import plain_instance_attribute, plain_store_check
-from pijit.capture.sources import AttrSource, GlobalSource, ItemSource
+from pijit.capture.sources import AttrSource, ConstSource, GlobalSource, ItemSource
 from pijit.capture.values import (NULL, BoundValue, CellRef, ConstValue, FunctionValue,
                                   GraphValue, MethodValue, NullValue, SuperValue, TupleValue,
                                   is_immutable, describe)
@@ -230,10 +230,11 @@ def IMPORT_NAME(cap, instr):
     if module is None or not isinstance(level, ConstValue) or level.value != 0 or \
             _builtins_dict(cap.func).get("__import__") is not _ORIGINAL_IMPORT:
         cap.unsupported(Reason.SIDE_EFFECT, f"import {name}")
-    if isinstance(fromlist, ConstValue) and fromlist.value:
-        cap.push(ConstValue(module))
-    else:                                   # `import a.b` binds the top package `a`
-        cap.push(ConstValue(sys.modules[name.partition(".")[0]]))
+    if not (isinstance(fromlist, ConstValue) and fromlist.value):
+        module = sys.modules[name.partition(".")[0]]    # `import a.b` binds the top package
+    # A source, so that the module's attributes are read guarded (a setting of the module
+    # may change between calls) as they are through a global naming the module.
+    cap.push(ConstValue(module, source=ConstSource(module, module.__name__)))
 
 
 @handler("IMPORT_FROM")

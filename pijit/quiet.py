@@ -37,5 +37,7 @@ def warning_scope(module_globals: dict | None) -> dict:
     which the "default" action records the lines that warned once."""
     if module_globals is None:
         return {}
-    return {"__name__": module_globals.get("__name__"),
-            "__warningregistry__": module_globals.setdefault("__warningregistry__", {})}
+    scope = {"__warningregistry__": module_globals.setdefault("__warningregistry__", {})}
+    if "__name__" in module_globals:    # absent: "<string>" (None would silence them all)
+        scope["__name__"] = module_globals["__name__"]
+    return scope

@@ -59,10 +59,11 @@ def compile_frame(func, args, config, dynamic_dims, extra_guards, resume_code_fo
         """The transformed function with the graph compiled at `level` (the entry's first
         build, and its promotion)."""
         compiled = (numpy_backend.compile_graph(graph, name, code.co_filename,
-                                                code.co_firstlineno)
+                                                code.co_firstlineno, module=func.__globals__)
                     if level == "O0" else
                     cfused.compile_graph(graph, name, code.co_filename, code.co_firstlineno,
-                                         level=level, threads=config.threads))
+                                         level=level, threads=config.threads,
+                                         module=func.__globals__))
         graph_fn = compiled.fn
         if restart:
             graph_fn = opaque.restartable(graph_fn, f"{code.co_filename}:{code.co_name}",

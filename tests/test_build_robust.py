@@ -19,6 +19,7 @@ import sys
 import textwrap
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -634,3 +635,16 @@ def test_generated_c_that_does_not_compile_is_an_internal_error(monkeypatch, cap
         assert np.array_equal(jitted(a), g(a))
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.records
     assert any("kernel build failed" in r.getMessage() for r in caplog.records)
+
+
+def test_starting_a_compiler_leaves_the_warnings_shown_once_alone(monkeypatch, tmp_path):
+    """Popen's search of PATH enters warnings.catch_warnings, which makes every module
+    forget the warnings the "default" action showed once, so a user's warning would show
+    again after each kernel build: the build starts the compiler by its full path."""
+    from pijit.backends.cfused import build
+    mutated = []
+    original = warnings._filters_mutated
+    monkeypatch.setattr(warnings, "_filters_mutated", lambda: (mutated.append(1), original()))
+    build._toolchain_id.__wrapped__(("gcc",))
+    assert build._run([["true"]], time.monotonic() + 60, str(tmp_path)) is None
+    assert mutated == []

@@ -182,6 +182,40 @@ def test_method_self_attributes():
     assert "self.act == True" in report.guards
 
 
+class _Doubled:
+    """A validating field (a data descriptor) storing its value under its own name in the
+    instance dict, and reading it back transformed."""
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        return obj.__dict__[self.name] * 2.0
+
+    def __set__(self, obj, value):
+        if value < 0:
+            raise ValueError(f"{self.name} must be >= 0")
+        obj.__dict__[self.name] = value
+
+
+class _Gained:
+    gain = _Doubled()
+
+    def __init__(self, gain):
+        self.gain = gain
+
+
+def _apply_gain(model, x):
+    return x * model.gain + 1.0
+
+
+def test_a_data_descriptor_wins_over_the_instance_dict():
+    """obj.name where the class holds a data descriptor of that name reads the descriptor
+    (as Python does), not the instance dict entry it stores under the same name."""
+    report = assert_same(_apply_gain, _Gained(3.0), X, breaks=None)
+    assert not any(g.startswith("model.gain ==") for g in report.guards), report.guards
+
+
 def test_jitted_method_decorator():
     class Model:
         def __init__(self):

@@ -342,6 +342,31 @@ def test_a_helper_calling_a_helper(level, resumes, built):
     compiled(nested, rng.random(9), rng.random(9), level=level, resumes=resumes, built=built)
 
 
+square_plus_one = lambda x: x * x + 1.0      # noqa: E731 - the lambda is the point
+
+
+def _renamed(x):
+    return x - 0.5
+
+
+_renamed.__name__ = "scaled value"      # a name that is no identifier, as a decorator may set
+
+
+def calls_lambdas(a):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = square_plus_one(a[i]) + _renamed(a[i])
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_helpers_named_by_no_identifier(level, resumes, built):
+    """A lambda (named `<lambda>`) or a function whose __name__ is no identifier is inlined
+    under a name the nest's Python and C forms can spell."""
+    compiled(calls_lambdas, np.linspace(-2.0, 3.0, 11), level=level, resumes=resumes,
+             built=built)
+
+
 def swapped(x):
     return x + 1.0
 

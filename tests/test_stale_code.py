@@ -1,6 +1,8 @@
 """Code swapped in place (what IPython's %autoreload does to edited functions): an entry that
 inlined a callable must not run the callable's old body. Each step compares with plain Python."""
 import functools
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -171,6 +173,72 @@ def test_defaults_swapped(defaults):
         helper.__defaults__ = defaults
 
     _swap_steps(user, user, [swap])
+
+
+def test_function_attribute_changed():
+    """A setting hung on a function is read guarded by value: a new value recompiles."""
+    def helper(x):
+        return x
+
+    helper.scale = 2.0
+
+    def user(x):
+        return x * helper.scale + helper.__name__.count("e")
+
+    swaps = []
+    for scale in (3.0, -0.0, 2.0):
+        def swap(scale=scale):
+            helper.scale = scale
+        swap.__doc__ = f"helper.scale = {scale}"
+        swaps.append(swap)
+    jitted = _swap_steps(user, user, swaps)
+    assert "helper.scale == 2.0" in pijit.explain(jitted, X).guards
+
+
+def test_function_attribute_counted_by_the_function():
+    """A function counting its calls in an attribute of its own (`count.calls += 1`, a store
+    that breaks the graph) and then reading it: every call sees the new count."""
+    def count(x):
+        count.calls = getattr(count, "calls", 0) + 1
+        return x * count.calls
+
+    want = [count(X) for _ in range(4)]
+    del count.calls
+    jitted = pijit.jit(count)
+    pijit.reset(jitted)
+    for call, w in enumerate(want):
+        assert np.array_equal(jitted(X), w), f"call {call + 1}: stale count"
+    report = pijit.explain(jitted, X)
+    assert report.graph_count == 1 and report.graph_break_count == 2, report
+
+
+@pytest.mark.parametrize("form", ["import", "from"])
+def test_setting_of_a_module_imported_inside(monkeypatch, form):
+    """A module imported inside the function (`import settings`, `from settings import
+    SCALE`) has its attributes read guarded, as through a global naming the module: a new
+    setting, or a helper replaced, recompiles."""
+    settings = types.ModuleType("pijit_test_settings")
+    settings.SCALE = 2.0
+    settings.shift = _plus_one
+    monkeypatch.setitem(sys.modules, settings.__name__, settings)
+
+    def by_import(x):
+        import pijit_test_settings
+        return pijit_test_settings.shift(x) * pijit_test_settings.SCALE
+
+    def by_from(x):
+        from pijit_test_settings import SCALE, shift
+        return shift(x) * SCALE
+
+    user = by_import if form == "import" else by_from
+    swaps = []
+    for scale, shift in ((3.0, _plus_one), (3.0, _minus_ten), (-0.0, _times_two_plus_one)):
+        def swap(scale=scale, shift=shift):
+            settings.SCALE, settings.shift = scale, shift
+        swap.__doc__ = f"settings.SCALE = {scale}, settings.shift = {shift.__name__}"
+        swaps.append(swap)
+    jitted = _swap_steps(user, user, swaps)
+    assert "pijit_test_settings.SCALE == -0.0" in pijit.explain(jitted, X).guards
 
 
 def test_method_shadowed_by_an_instance_attribute():

@@ -5,9 +5,12 @@ the random-program fuzzers found. NumPy's scalar math warns when it overflows an
 op a constant decides (x & False) is NumPy's, or C would drop what its operand computes."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
+import pijit
 from differential import assert_same
 
 LEVELS = ("O0", "O1", "O2")
@@ -167,3 +170,58 @@ def test_unused_integer_array_division_by_a_scalar_warns(level):
 
 def test_warnings_keep_their_order_across_an_op_numpy_runs():
     assert_same(_floor_divide_then_log, np.array(False), np.zeros((3, 4), np.float32))
+
+
+def _divides(a, b):
+    q = a / b
+    s = 0.0
+    for i in range(a.shape[0]):
+        s += a[i] / b[i]
+    return q, s
+
+
+def _shown(calls) -> list:
+    """(message, line) of each warning the "default" action shows over `calls`, in order."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        for call in calls:
+            call()
+    return [(str(w.message), w.lineno) for w in caught]
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_a_line_warns_once_under_the_default_action(level):
+    """The "default" action shows a warning once per line: jitted calls, their compiles (a
+    new size compiles again) and plain calls share the module's record of the lines shown,
+    so a jitted program prints what the plain one prints (compiling used to reset every
+    module's record, and generated code kept records of its own)."""
+    jitted = pijit.jit(_divides, jit_config={"jit_level": level})
+    pijit.reset(jitted)
+    args = [(np.array([1.0, 2.0] * n), np.array([0.0, 1.0] * n)) for n in (150, 151)]
+    want = _shown([lambda: _divides(*args[0])])
+    assert len(want) == 2
+    got = _shown([lambda: jitted(*args[0]), lambda: jitted(*args[0]),
+                  lambda: jitted(*args[1]), lambda: _divides(*args[1])])
+    assert got == want
+    report = pijit.explain(jitted, *args[0])
+    assert report.graph_count == 1 and "loop_nest" in report.ops_per_graph[0], report
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+@pytest.mark.parametrize("action", ["ignore", "error"])
+def test_a_filter_by_module_matches_jitted_warnings(level, action):
+    """warnings.filterwarnings(action, module=...) of the user's module applies to what its
+    jitted functions warn, as to its plain ones."""
+    jitted = pijit.jit(_divides, jit_config={"jit_level": level})
+    pijit.reset(jitted)
+    a, b = np.array([1.0, 2.0] * 150), np.array([0.0, 1.0] * 150)
+    for fn in (_divides, jitted, jitted):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            warnings.filterwarnings(action, module=__name__)
+            if action == "error":
+                with pytest.raises(RuntimeWarning, match="divide by zero"):
+                    fn(a, b)
+            else:
+                fn(a, b)
+        assert caught == [], [str(w.message) for w in caught]

@@ -24,6 +24,7 @@ from pijit.backends import creation
 from pijit.graph.ir import Graph, Ref, arg_refs, node_refs
 from pijit.graph.opaque import OpaqueCall
 from pijit.graph.purity import is_loop, mutates
+from pijit.quiet import warning_scope
 
 # Constants written as literals in the generated source; everything else is bound by name.
 _LITERAL_TYPES = (bool, int, str, type(None))
@@ -129,12 +130,14 @@ def plan_inlining(graph: Graph, keep=frozenset()) -> set:
 
 
 def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
-                  compile_body: Callable | None = None) -> CompiledGraph:
-    """Graph -> CompiledGraph. compile_body(graph, name, filename, firstlineno) compiles the
-    bodies of loop nodes (default: this function, so bodies run on this backend); another
-    backend that hands its graph to this one passes its own, so bodies run on it too."""
+                  compile_body: Callable | None = None,
+                  module: dict | None = None) -> CompiledGraph:
+    """Graph -> CompiledGraph. compile_body(graph, name, filename, firstlineno, module=)
+    compiles the bodies of loop nodes (default: this function, so bodies run on this
+    backend); another backend that hands its graph to this one passes its own, so bodies run
+    on it too. module: the globals of the user's function (quiet.warning_scope)."""
     compile_body = compile_body or compile_graph
-    env: dict = {}
+    env: dict = warning_scope(module)
     inlined = plan_inlining(graph)
     by_out = {node.out: node for node in graph.nodes}
 
@@ -210,7 +213,8 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
         """`for` over the node's range calling its compiled body; carried values live in
         locals l<out>_<k> between iterations; the node's value is their final tuple."""
         op = node.fn
-        compiled = compile_body(op.body, f"{name}_loop{node.out}", filename, firstlineno)
+        compiled = compile_body(op.body, f"{name}_loop{node.out}", filename, firstlineno,
+                                    module=module)
         bodies.append(f"# body of loop node %{node.out}\n{compiled.source}")
         env[f"f{node.out}"] = compiled.fn
         bounds, init, invariant = op.split_args(node.args)

@@ -23,7 +23,6 @@ import inspect
 import operator
 import sys
 import types
-import warnings
 
 from bytecode import FreeVar, Instr, Label
 
@@ -39,6 +38,7 @@ from pijit.capture.sources import (AttrSource, ConstSource, DictItemSource, Glob
 from pijit.capture.values import ConstValue, GraphValue, NullValue, TupleValue, Value
 from pijit.graph.ir import Graph, LoopOp, Node, Ref, arg_refs, node_refs
 from pijit.graph.purity import mutates
+from pijit.quiet import warnings_as
 
 
 # Running out of memory or stack: running the graph again would only need more of it.
@@ -86,8 +86,7 @@ class Replay:
             # The run that failed gave the warnings plain Python gives up to the error: the
             # replay, which redoes that work, must not give them twice. (catch_warnings is
             # process-wide: another thread's warning during a replay is not shown.)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with warnings_as("ignore"):
                 fn(*args)
         except Exception as replayed:   # what plain Python raises there
             if type(replayed) is not type(exc):

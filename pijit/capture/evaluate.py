@@ -9,13 +9,13 @@ not advance the user's generators.
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
 from pijit.capture.sources import SourceMissing
 from pijit.graph.ir import LoopOp, Ref, map_refs
 from pijit.graph.opaque import OpaqueCall, draws, get_state, set_state
+from pijit.quiet import warnings_as
 
 
 class NotKnown(Exception):
@@ -96,8 +96,7 @@ def capture_values(cap) -> CaptureValues:
 
 def quietly(fn, args, kwargs):
     """fn(*args, **kwargs) with warnings and floating-point error reports silenced."""
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
+    with warnings_as("ignore"), np.errstate(all="ignore"):
         try:
             return fn(*args, **kwargs)
         except Exception as e:

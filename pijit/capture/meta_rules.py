@@ -8,11 +8,11 @@ out here, with None for dynamic dims. A rule that cannot be exact raises `Unsupp
 from __future__ import annotations
 
 import operator
-import warnings
 
 import numpy as np
 
 from pijit.graph.ir import PY_SCALARS, Meta
+from pijit.quiet import warnings_as
 
 
 class Unsupported(Exception):
@@ -86,8 +86,7 @@ def probe(fn, args, kwargs, replace=stand_in):
             raise Unsupported(f"values of dtype {m.dtype} are not captured")
     args = substitute(args, replace)
     kwargs = substitute(kwargs, replace)
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
+    with warnings_as("ignore"), np.errstate(all="ignore"):
         return fn(*args, **kwargs)
 
 

@@ -19,7 +19,7 @@ from pijit.capture.ops_stack import push_with_null
 from pijit.capture.inline import inline_call
 from pijit.capture.registry import handler
 from pijit.capture.side_effects import plain_instance_attribute, plain_store_check
-from pijit.capture.sources import AttrSource, GlobalSource, ItemSource
+from pijit.capture.sources import AttrSource, ConstSource, GlobalSource, ItemSource
 from pijit.capture.values import (NULL, BoundValue, CellRef, ConstValue, FunctionValue,
                                   GraphValue, MethodValue, NullValue, SuperValue, TupleValue,
                                   is_immutable, describe)
@@ -230,10 +230,11 @@ def IMPORT_NAME(cap, instr):
     if module is None or not isinstance(level, ConstValue) or level.value != 0 or \
             _builtins_dict(cap.func).get("__import__") is not _ORIGINAL_IMPORT:
         cap.unsupported(Reason.SIDE_EFFECT, f"import {name}")
-    if isinstance(fromlist, ConstValue) and fromlist.value:
-        cap.push(ConstValue(module))
-    else:                                   # `import a.b` binds the top package `a`
-        cap.push(ConstValue(sys.modules[name.partition(".")[0]]))
+    if not (isinstance(fromlist, ConstValue) and fromlist.value):
+        module = sys.modules[name.partition(".")[0]]    # `import a.b` binds the top package
+    # A source, so that the module's attributes are read guarded (a setting of the module
+    # may change between calls) as they are through a global naming the module.
+    cap.push(ConstValue(module, source=ConstSource(module, module.__name__)))
 
 
 @handler("IMPORT_FROM")
@@ -406,6 +407,10 @@ def _const_attr(cap, obj, name):
     if isinstance(value, type) and value.__module__ not in ("builtins", "numpy") and \
             obj.source is not None:
         return _class_attr(cap, obj, name)
+    if isinstance(value, types.FunctionType) and obj.source is not None:
+        # a function is guarded by identity, but its attributes (`f.calls = ...`, a counter
+        # or a setting hung on a function) may change between calls: read them guarded
+        return _function_attr(cap, obj, name)
     if is_immutable(value) and type(value).__module__ in ("builtins", "numpy") or \
             isinstance(value, np.dtype):
         try:
@@ -417,6 +422,15 @@ def _const_attr(cap, obj, name):
         if is_immutable(attr):
             return ConstValue(attr)
     cap.unsupported(Reason.UNSUPPORTED_VALUE, f"attribute {name!r} of {type(value).__name__}")
+
+
+def _function_attr(cap, obj, name):
+    try:
+        attr = getattr(obj.value, name)
+    except AttributeError:
+        cap.unsupported(Reason.UNSUPPORTED_VALUE,
+                        f"function {obj.value.__qualname__} has no {name!r}")
+    return cap.builder.wrap(attr, AttrSource(obj.source, name))
 
 
 def _class_attr(cap, obj, name):

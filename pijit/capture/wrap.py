@@ -188,10 +188,14 @@ class ValueBuilder:
         access that residual code performs."""
         obj = obj_value.obj
         inst = getattr(obj, "__dict__", None)
-        if isinstance(inst, dict) and name in inst and type(obj).__getattribute__ is object.__getattribute__:
+        cls_attr = class_attribute(type(obj), name)
+        # a data descriptor of the class (a slot, a validating field) wins over the instance
+        # dict, even one holding the same name
+        data = hasattr(type(cls_attr), "__set__") or hasattr(type(cls_attr), "__delete__")
+        if isinstance(inst, dict) and name in inst and not data and \
+                type(obj).__getattribute__ is object.__getattribute__:
             value = inst[name]
         else:
-            cls_attr = class_attribute(type(obj), name)
             if cls_attr is MISSING or hasattr(type(cls_attr), "__get__") or \
                     type(obj).__getattribute__ is not object.__getattribute__:
                 return MethodValue(obj_value, name)

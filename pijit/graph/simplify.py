@@ -17,13 +17,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
-import warnings
 
 import numpy as np
 
 from pijit.graph.dce import replace_nodes
 from pijit.graph.ir import Graph, Ref, map_refs, node_refs
 from pijit.graph.purity import is_pure
+from pijit.quiet import warnings_as
 
 _MUL = frozenset(id(f) for f in (operator.mul, np.multiply))
 _DIV = frozenset(id(f) for f in (operator.truediv, np.divide))
@@ -75,8 +75,7 @@ def _fold(node):
     if node.meta.is_array:
         return None
     try:
-        with np.errstate(all="raise"), warnings.catch_warnings():
-            warnings.simplefilter("error")
+        with np.errstate(all="raise"), warnings_as("error"):
             value = node.fn(*node.args, **dict(node.kwargs))
     except Exception:       # raises or warns: leave it to run time
         return None

@@ -250,7 +250,7 @@ def _capture(cap, loop):
             raise Unsupported(f"{name} is not what it seemed")
     nest.lineno = cap.lineno
     name = f"{cap.code.co_name}_nest{loop.start}"
-    op = NestOp(nest, cap.code, name)
+    op = NestOp(nest, cap.code, name, cap.func.__globals__)
     args = [node_arg(values[a[2:]]) for a in nest.arrays]
     if bounds is not None:
         args += [node_arg(b) for b in bounds]

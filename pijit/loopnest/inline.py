@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import re
 from dataclasses import dataclass, field
 
 from pijit._compat import GENERATOR_LIKE
@@ -104,8 +105,9 @@ def _check(fn, chain):
 
 
 def _register(walk, fn) -> str:
-    """The name the Python form calls fn by (`_f_u_<name>`), unique in the nest."""
-    base = f"u_{fn.__name__}"
+    """The name the Python form calls fn by (`_f_u_<name>`), unique in the nest: an
+    identifier whatever fn's __name__ (`<lambda>`, or any string a decorator set)."""
+    base = "u_" + re.sub(r"[^0-9A-Za-z_]", "_", fn.__name__)
     fname, k = base, 1
     while walk.funcs.get(fname, fn) is not fn:
         k += 1

@@ -18,6 +18,7 @@ import struct
 from pijit.bytecode_gen.reconstruct import INTERNAL_PREFIX
 from pijit.loopnest import raises, slices
 from pijit.loopnest.ir import Const, Nest, successors
+from pijit.quiet import warning_scope
 
 _BINOP = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
           "pow": "**", "lshift": "<<", "rshift": ">>", "and": "&", "or": "|", "xor": "^"}
@@ -147,7 +148,7 @@ def _term_lines(nest: Nest, t) -> list:
     return [f"return ({''.join(o + ', ' for o in nest.outputs)})"]
 
 
-def compile_run(nest: Nest, name: str, filename: str):
+def compile_run(nest: Nest, name: str, filename: str, module: dict | None = None):
     """(the run function, its source). Each op's statement carries the user's line number
     (set in the AST), so a traceback through the nest's Python form points at the user's
     line; the scaffolding around ops carries the loop's first line."""
@@ -160,7 +161,8 @@ def compile_run(nest: Nest, name: str, filename: str):
             node.lineno = node.end_lineno = line
             node.col_offset, node.end_col_offset = 0, 0
     _UserNames(nest).visit(tree)
-    namespace = {f"_f_{k}": v for k, v in nest.funcs.items()}
+    namespace = warning_scope(module)
+    namespace.update({f"_f_{k}": v for k, v in nest.funcs.items()})
     namespace["_f_range"] = range
     namespace["_f_bool"] = bool
     namespace["_f_float_bits"] = _float_bits

@@ -18,12 +18,13 @@ class NestOp:
 
     repeats = True              # graph/work.py: its work is unbounded, like a loop node
 
-    def __init__(self, nest: Nest, origin, name: str):
-        """origin: the code object of the user's function the loop is in."""
+    def __init__(self, nest: Nest, origin, name: str, module: dict | None = None):
+        """origin: the code object of the user's function the loop is in; module: that
+        function's globals (quiet.warning_scope)."""
         self.nest = nest
         self.name = name
         self.writes_arrays = bool(nest.written)     # graph/purity.py: an effect in order
-        self.run, self.python_source = compile_run(nest, name, origin.co_filename)
+        self.run, self.python_source = compile_run(nest, name, origin.co_filename, module)
         # An error the Python form raises reads as the user's: its frame is named as the
         # user's function and continues that function's frame (pijit.tracebacks collapses
         # the two into one entry at the line of the loop's statement that failed).

@@ -55,14 +55,15 @@ def _target(dest):
 
 
 def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
-                  level: str = "O1", threads: int = 1, cache_dir: str | None = None):
+                  level: str = "O1", threads: int = 1, cache_dir: str | None = None,
+                  module: dict | None = None):
     # loop bodies (graphs of their own) are fused the same way
     body = functools.partial(compile_graph, level=level, threads=threads, cache_dir=cache_dir)
 
     def on_numpy(g):
         g, nest_c = nest_kernels(g, cache_dir)
         compiled = numpy_backend.compile_graph(g, name, filename, firstlineno,
-                                               compile_body=body)
+                                               compile_body=body, module=module)
         return dataclasses.replace(compiled, kernels=compiled.kernels + nest_c)
 
     try:
@@ -107,7 +108,8 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
         log.warning("NumPy loops unavailable for %s (%s); using the NumPy backend", name, e)
         return on_numpy(graph)
     for grp in groups:
-        kernels.set_fallback(grp.id, group_fallback(optimized, grp, filename, firstlineno))
+        kernels.set_fallback(grp.id, group_fallback(optimized, grp, filename, firstlineno,
+                                                          module=module))
     in_c = {}
     for k, (node, _) in enumerate(loop_nodes):
         kernels.set_fallback(len(groups) + k, node.fn)     # the loop's reference semantics
@@ -207,7 +209,8 @@ def lower(graph: Graph, groups: list, kernels) -> Graph:
                                _metas={k: v for k, v in metas.items() if k in live})
 
 
-def group_fallback(graph: Graph, grp: FusionGroup, filename: str, firstlineno: int):
+def group_fallback(graph: Graph, grp: FusionGroup, filename: str, firstlineno: int,
+                   module: dict | None = None):
     """The group as a NumPy function of its inputs (for inputs its kernel does not take)."""
     sub = Graph()
     sub.inputs = list(grp.inputs)
@@ -217,7 +220,8 @@ def group_fallback(graph: Graph, grp: FusionGroup, filename: str, firstlineno: i
     sub.outputs = list(grp.outputs)
     sub._metas = {r.index: graph.meta(r) for r in grp.inputs}
     sub._metas.update({n.out: n.meta for n in sub.nodes})
-    fn = numpy_backend.compile_graph(sub, f"__pijit_group{grp.id}", filename, firstlineno).fn
+    fn = numpy_backend.compile_graph(sub, f"__pijit_group{grp.id}", filename, firstlineno,
+                                     module=module).fn
     if grp.into:
         return functools.partial(_write_fallback, fn, len(grp.inputs), len(grp.outputs) == 1,
                                  grp.inputs.index(next(iter(grp.into.values()))))

@@ -148,6 +148,14 @@ def _stop_builds():
         build.thread.join(timeout=LOCK_MARGIN)
 
 
+def _executable(name: str, env) -> str | None:
+    """The path of the program `name` on env's PATH (None: Popen's own search fails). Popen
+    searches PATH through os.get_exec_path, which enters warnings.catch_warnings: that resets
+    every module's record of the warnings shown once (pijit/quiet.py), so a user's warning
+    shown before a compile would be shown again after it."""
+    return shutil.which(name, path=env.get("PATH", os.defpath))
+
+
 @functools.lru_cache(maxsize=None)
 def _toolchain_id(cc: tuple) -> str:
     """What the cache key knows of the compiler and the machine: the command, where it
@@ -156,7 +164,8 @@ def _toolchain_id(cc: tuple) -> str:
     version = "unknown"
     try:
         p = subprocess.Popen([*cc, "--version"], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True, process_group=0)
+                             stderr=subprocess.DEVNULL, text=True, process_group=0,
+                             executable=_executable(cc[0], os.environ))
     except OSError:
         pass
     else:
@@ -339,7 +348,8 @@ def _run(cmds: list, deadline: float, folder: str) -> str | None:
             if _stopping:
                 raise BuildError("the interpreter is exiting")
             procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                          text=True, process_group=0, env=env))
+                                          text=True, process_group=0, env=env,
+                                          executable=_executable(cmd[0], env)))
             _running.add(procs[-1])
         errors = []
         for p in procs:

@@ -1,0 +1,43 @@
+"""Warnings ignored (or made errors) while pijit runs code of its own: probes of NumPy on
+stand-in values, constant folding, the replay of a failed graph.
+
+Not `warnings.catch_warnings()` + `simplefilter()`: both bump the filters' version, which
+empties every module's `__warningregistry__` at its next warning, so a warning that the
+"default" action shows once per line (a RuntimeWarning of the user's `a / b`) is shown
+again after each compile, and plain Python shows it once. An entry put in front of the
+filter list, and taken out again, is what the interpreter reads at each warning, without
+touching the version; "ignore" and "error" record nothing in any registry.
+"""
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+
+@contextlib.contextmanager
+def warnings_as(action: str):
+    """Every warning inside gets `action` ("ignore" or "error")."""
+    entry = (action, None, Warning, None, 0)
+    filters = warnings.filters
+    filters.insert(0, entry)
+    try:
+        yield
+    finally:
+        for i, f in enumerate(filters):
+            if f is entry:
+                del filters[i]
+                break
+
+
+def warning_scope(module_globals: dict | None) -> dict:
+    """What code pijit generates for a function of the module whose globals these are needs
+    in its own globals, so that a warning raised in it (NumPy's RuntimeWarnings name the
+    frame running) is the module's: `__name__`, which filters match (`filterwarnings(
+    "ignore", module="mypkg")`), and the module's `__warningregistry__` (the same dict), in
+    which the "default" action records the lines that warned once."""
+    if module_globals is None:
+        return {}
+    scope = {"__warningregistry__": module_globals.setdefault("__warningregistry__", {})}
+    if "__name__" in module_globals:    # absent: "<string>" (None would silence them all)
+        scope["__name__"] = module_globals["__name__"]
+    return scope

@@ -36,13 +36,15 @@ _CMP = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">="}
 
 HELPERS = r"""
 #define PJ_BAIL(k) goto bail_##k
-/* A new reference, out of line: a hand-over block takes one to None for each variable not
- * live there, and 3.12's inlined Py_INCREF (its test for an immortal object) in each of
- * those thousands made gcc's PRE pass take 10 of the 17.5 s a nest of 58 stores compiled
- * in (1.6 s with this call; 3.11's Py_INCREF has no branch). */
-static __attribute__((noinline, cold)) PyObject *pj_ref(PyObject *o)
+/* None into the slots of a hand-over's vector whose variables are not live there, out of
+ * line and by a table: a line per slot was half of cholesky_loops' C (41 of its 76 KB), and
+ * 3.12's inlined Py_INCREF (its test for an immortal object) in each of those thousands made
+ * gcc's PRE pass take 10 of the 17.5 s a nest of 58 stores compiled in. */
+static __attribute__((noinline, cold)) void pj_nones(PyObject **vec, const int *slots, int n)
 {
-    return Py_NewRef(o);
+    int k;
+    for (k = 0; k < n; k++)
+        vec[slots[k]] = Py_NewRef(Py_None);
 }
 #define PJ_I53(x) ((x) > 9007199254740992LL || (x) < -9007199254740992LL)
 #define PJ_I24(x) ((x) > 16777216LL || (x) < -16777216LL)
@@ -911,11 +913,15 @@ class NestKernel:
             if not any(op.bails for op in b.ops) and b.term[0] != "foriter":
                 continue
             L += [f"bail_{b.id}: __attribute__((cold));", f"    blk = {b.id};"]
+            dead = []
             for k, var in enumerate(nest.variables(), start=1 + len(nest.arrays)):
                 if var in live[b.id]:
                     L += ["    " + s for s in self.box(var, f"vec[{k}]")]
                 else:
-                    L.append(f"    vec[{k}] = pj_ref(Py_None);")
+                    dead.append(str(k))
+            if dead:
+                L += ["    {", f"        static const int dead[] = {{{', '.join(dead)}}};",
+                      f"        pj_nones(vec, dead, {len(dead)});", "    }"]
             L.append("    goto bail;")
         L += ["bail: __attribute__((cold));", "    {", "        vec[0] = PyLong_FromLong(blk);"]
         for k in range(len(nest.arrays)):

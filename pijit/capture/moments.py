@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from pijit.capture import numpy_rules
+from pijit.capture.meta_rules import Unsupported, normalize_axes
 from pijit.capture.values import ConstValue, GraphValue
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -36,8 +37,11 @@ def var_or_std(cap, name: str, args: list, kwargs: dict):
     meta = x.meta
     if not meta.is_array or meta.dtype not in _FLOATS or meta.ndim == 0:
         return None
-    axes = _axes(axis, meta.ndim)
-    if axes is None or any(meta.shape[a] is None for a in axes):
+    try:
+        axes = normalize_axes(axis, meta.ndim)
+    except (Unsupported, TypeError, ValueError):
+        return None                 # NumPy raises: the opaque call does too
+    if any(meta.shape[a] is None for a in axes):
         return None
     count = math.prod(meta.shape[a] for a in axes)
     if count == 0 or ddof >= count or (ddof and meta.dtype == np.float32):
@@ -76,15 +80,8 @@ def _bind(args: list, kwargs: dict):
     keepdims = given["keepdims"].value if "keepdims" in given else False
     if type(ddof) is not int or type(keepdims) is not bool:
         return None
+    if not (axis is None or type(axis) is int or
+            type(axis) is tuple and all(type(a) is int for a in axis)):
+        return None                 # (a list is no axis to NumPy's _var: it raises)
     return x, axis, ddof, keepdims
 
-
-def _axes(axis, ndim: int):
-    """The reduced axes (sorted, distinct, in range), or None for anything else."""
-    if axis is None:
-        return tuple(range(ndim))
-    items = axis if type(axis) is tuple else (axis,)
-    if not all(type(a) is int and -ndim <= a < ndim for a in items):
-        return None
-    axes = tuple(sorted({a % ndim for a in items}))
-    return axes if len(axes) == len(items) else None

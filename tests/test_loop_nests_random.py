@@ -115,3 +115,176 @@ def test_random_loop_nests_O0(source):
 @given(programs())
 def test_random_loop_nests_O1(source):
     _run(source, "O1")
+
+
+# -- narrow and mixed dtypes -----------------------------------------------------------------
+# The shapes the first generator never makes, where miscompiles were found: a branch whose side
+# assigns its own condition (`if flag: flag = False`, in both sides, a nested `if`, a walrus);
+# both sides of an `if` ending with one store whose check can fail after a side updated a
+# variable; a variable of two NumPy dtypes of no common family (`x = u8[i] or s8[i]`, an int32
+# or a float32); stores and augmented stores into int8, uint8, int16 and float32 that overflow
+# or wrap; NumPy int8 and float32 accumulators beside Python int and float ones; break and
+# continue inside those branches. The inputs hold each dtype's edges (255, -128, 2**24 + 1,
+# 3e38, nan), so checks fail, warnings fire and errors raise mid-loop.
+
+U8 = [0, 1, 127, 128, 200, 255]
+S8 = [-128, -100, -1, 0, 1, 100, 127]
+I32 = [0, 7, -5, 2**24 + 1, 2**31 - 1, -2**31]
+F32 = [0.5, -2.5, 0.0, -0.0, 1e-45, 16777217.0, 3e38, -3e38, float("nan")]
+# what each output array is stored: a float into an integer array is refused (plain Python)
+TARGETS = {"o8": "int", "ou8": "int", "o16": "int", "of32": "float", "out": "float"}
+
+
+def typed_bool(draw):
+    return draw(st.sampled_from([
+        f"a[i] > {draw(st.sampled_from([0.2, 0.5, 0.8]))}", "b[i] < 0.0", "flag", "not flag",
+        "k % 3 == 0", "c < 0", "t > 2.0", "s > 1.0",
+        "u8[i] > s8[i]", "f32[i] < i32[i]"]))
+
+
+def typed_value(draw, kind):
+    """An expression of a Python int ("int"), a NumPy integer of 8 to 16 bits ("narrow") or a
+    float of either kind, NumPy's mixed promotions among them ("float"). x and y (two dtypes
+    of no family) are only copied and stored: an operation on them is refused (its C domain
+    would depend on the run-time type), which would leave the loop plain."""
+    pool = {
+        "int": ["i", "k", "k * 1000 + i", str(draw(st.sampled_from([-129, -1, 3, 127, 300]))),
+                "int(a[i] * 300.0)", "(k - i) // 3"],
+        "narrow": ["s8[i]", "u8[i]", "c", "c + s8[i]", "u8[i] + s8[i]", "c * 3",
+                   "s8[i] - u8[i]", "-c", "c + 100", "u8[i] * 2"],
+        "float": ["s", "t", "a[i] * 300.0", "f32[i] * 2.0", "i32[i] + f32[i]", "t + s",
+                  "f32[i] / t", "s8[i] / u8[i]", "t * 1e30", "f32[i] + s8[i]", "a[i] - 0.5"],
+    }[kind]
+    return draw(st.sampled_from(pool))
+
+
+def typed_assignment(draw, pad, kind):
+    """One assignment of a variable: the condition variable flag, the Python int k and float
+    s, the NumPy int8 c and float32 t, x (a uint8 or an int8), y (an int32 or a float32)."""
+    return pad + draw(st.sampled_from({
+        "flag": [f"flag = {typed_bool(draw)}", "flag = not flag", "flag = False",
+                 "flag = True"],
+        "k": ["k = k + 1", "k += i", "k = k * 1000 + i", f"k = {typed_value(draw, 'int')}",
+              "k -= 200"],
+        "s": [f"s = s + {typed_value(draw, 'float')}", "s += a[i]", "s = s * 0.5",
+              f"s = float({typed_value(draw, 'narrow')})"],
+        "c": ["c = c + s8[i]", "c = c + 100", "c = c - k", "c = c * 2", "c += 1", "c = -c",
+              "c = s8[i]"],
+        "t": ["t = t + f32[i]", "t = t * 1e20", "t = t + s", "t += 1.5", "t = f32[i]",
+              "t = t - k"],
+        "x": ["x = u8[i]", "x = s8[i]", "x = u8[i] or s8[i]", "x = s8[i] and u8[i]",
+              "x = s8[i] if flag else u8[i]"],
+        "y": ["y = i32[i]", "y = f32[i]", "y = i32[i] if a[i] > 0.5 else f32[i]",
+              "y = f32[i] or i32[i]"],
+    }[kind]))
+
+
+VARIABLES = ["flag", "k", "s", "c", "t", "x", "y"]
+
+
+@st.composite
+def typed_statements(draw, indent, depth=0, first=None):
+    """1 to 3 statements, the first of kind `first` if given."""
+    out, pad = [], " " * indent
+    kinds = VARIABLES + ["store", "store", "jump"]
+    if depth < 2:
+        kinds += ["if", "if", "select", "select"]
+    for n in range(draw(st.integers(1, 3))):
+        kind = first if n == 0 and first else draw(st.sampled_from(kinds))
+        if kind in VARIABLES:
+            out.append(typed_assignment(draw, pad, kind))
+        elif kind == "store":
+            target = draw(st.sampled_from(sorted(TARGETS)))
+            value = draw(st.sampled_from([typed_value(draw, "int"), typed_value(
+                draw, "narrow"), "x"] + [typed_value(draw, "float"), "y"] * (
+                TARGETS[target] == "float")))
+            op = draw(st.sampled_from(["=", "=", "+=", "-=", "*="]))
+            out.append(f"{pad}{target}[i % {M}] {op} {value}")
+        elif kind == "jump":
+            out.append(f"{pad}if {typed_bool(draw)}:")
+            out.append(f"{pad}    {draw(st.sampled_from(['break', 'continue']))}")
+        else:
+            cond = typed_bool(draw)
+            cond = draw(st.sampled_from([cond, "flag", "flag", "flag", "not flag",
+                                         f"(flag := {cond})", f"flag and {cond}"]))
+            out.append(f"{pad}if {cond}:")
+            if kind == "if":        # any statements: stores, jumps, inner branches
+                sides = [draw(typed_statements(indent + 4, depth + 1))]
+                if draw(st.booleans()):
+                    sides.append(draw(typed_statements(indent + 4, depth + 1)))
+            else:                   # assignments alone (ifconvert.py's selects), often of flag
+                sides = [[typed_assignment(draw, pad + "    ", draw(st.sampled_from(
+                    ["flag"] * (3 - n) + VARIABLES))) for n in range(draw(st.integers(1, 3)))]
+                    for _ in range(draw(st.integers(1, 2)))]
+                if len(sides) == 2 and draw(st.booleans()):     # both end with one store
+                    target = draw(st.sampled_from(sorted(TARGETS)))
+                    value = draw(st.sampled_from(["k", "c", "x"] + ["s", "t", "y"] * (
+                        TARGETS[target] == "float")))
+                    for side in sides:
+                        side.append(f"{pad}    {target}[i % {M}] = {value}")
+            out += sides[0]
+            if len(sides) == 2:
+                out.append(f"{pad}else:")
+                out += sides[1]
+    return out
+
+
+@st.composite
+def typed_programs(draw):
+    head = draw(st.sampled_from(["for i in range(n):", "for i in range(1, n):",
+                                 "for i, v in enumerate(a):", "for v, i in zip(a, range(n)):"]))
+    lines = ["def f(a, b, u8, s8, i32, f32, o8, ou8, o16, of32, out, n):",
+             "    s = 0.0", "    k = 0", f"    flag = {draw(st.booleans())}", "    c = s8[0]",
+             "    t = f32[0]", "    x = u8[0]", "    y = i32[0]", f"    {head}",
+             *draw(typed_statements(8)),    # then at least one branch of each kind
+             *draw(typed_statements(8, first="select")), *draw(typed_statements(8, first="if")),
+             "    return s, k, flag, c, t, x, y"]
+    return "\n".join(lines) + "\n"
+
+
+@st.composite
+def typed_inputs(draw):
+    """Arrays of the program's dtypes, their elements drawn from each dtype's edges."""
+    def pick(pool, dtype):
+        return np.array(draw(st.lists(st.sampled_from(pool), min_size=M, max_size=M)), dtype)
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    return (rng.random(M), rng.random(M) - 0.5, pick(U8, np.uint8), pick(S8, np.int8),
+            pick(I32, np.int32), pick(F32, np.float32))
+
+
+def _run_typed(source, inputs, level) -> bool:
+    """Plain == jitted on each input; whether the loop ran as a loop_nest on some input
+    (the recogniser refuses some, and they run as unrolled graphs or plain Python)."""
+    note(source)
+    namespace = {"np": np}
+    exec(compile(source, "<loop nest program>", "exec"), namespace)
+    nests = []
+    for arrays in inputs:
+        note(repr(arrays))
+        outs = (np.zeros(M, np.int8), np.zeros(M, np.uint8), np.zeros(M, np.int16),
+                np.zeros(M, np.float32), np.zeros(M))
+        report = assert_same(namespace["f"], *arrays, *outs, M, graphs=None, breaks=None,
+                             jit_kwargs={"jit_config": {"jit_level": level}})
+        nests.append(any("loop_nest" in ops for ops in report.ops_per_graph))
+    return any(nests)
+
+
+def _run_typed_examples(level, examples):
+    """`examples` programs, each on two inputs; most must run as a loop_nest, so that a
+    refusal growing silently (every program plain) fails the test."""
+    nests = []
+
+    @settings(max_examples=examples, **SETTINGS)
+    @given(typed_programs(), st.lists(typed_inputs(), min_size=2, max_size=2))
+    def run(source, inputs):
+        nests.append(_run_typed(source, inputs, level))
+    run()
+    assert sum(nests) >= 0.6 * len(nests), f"{nests.count(False)} of {len(nests)} plain"
+
+
+def test_random_typed_loop_nests_O0():
+    _run_typed_examples("O0", 60)
+
+
+def test_random_typed_loop_nests_O1():
+    _run_typed_examples("O1", 25)

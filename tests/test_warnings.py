@@ -225,3 +225,19 @@ def test_a_filter_by_module_matches_jitted_warnings(level, action):
             else:
                 fn(a, b)
         assert caught == [], [str(w.message) for w in caught]
+
+
+def negated_beside_float_stores(s8, ou8, n):
+    c = s8[0]
+    for i in range(n):
+        c = -c                  # int8 -(-128): NumPy warns at each negation
+        ou8[i] = 0.0            # a Python float stored into a uint8 array
+    return c
+
+
+@pytest.mark.xfail(strict=True, reason="found by test_loop_nests_random's typed generator "
+                   "(session 39): the loop unrolled into one O1 graph warns 'overflow "
+                   "encountered in scalar negative' 4 times, NumPy 7 (without the float "
+                   "stores: 7); not yet diagnosed")
+def test_negations_beside_float_stores_warn_each_time():
+    assert_same(negated_beside_float_stores, np.full(7, -128, np.int8), np.zeros(7, np.uint8), 7)

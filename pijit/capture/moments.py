@@ -84,4 +84,3 @@ def _bind(args: list, kwargs: dict):
             type(axis) is tuple and all(type(a) is int for a in axis)):
         return None                 # (a list is no axis to NumPy's _var: it raises)
     return x, axis, ddof, keepdims
-

@@ -891,7 +891,7 @@ class NestKernel:
                           f"            PJ_BAIL({resume});"]
                 L += [f"        v_{t[2]} = {it}_cur; {it}_cur = nx;",
                       f"        goto b{t[3]};",
-                      f"    }}",
+                      "    }",
                       f"    goto b{t[4]};"]
             else:
                 L.append("    goto done;")

@@ -651,7 +651,7 @@ def _lower_c(k, op, bail: str) -> list:
             n = loop.length(x)
             loop.strides(x, n)
             L = ["{"] + _scratch(loop, x, n, ctype(x.dtype))
-            L += [f"char *va_p = (char *)sb;", f"npy_intp va_n = {n}, va_s = sizeof(*sb);"]
+            L += ["char *va_p = (char *)sb;", f"npy_intp va_n = {n}, va_s = sizeof(*sb);"]
             free = ["if (sb != sb_stack) free(sb);"]
         else:
             L = ["{"] + _view_c(k, x.view, args, "va", bail)

@@ -306,7 +306,7 @@ class ArgMaxMin(MaxMin):
         o, cmp = self.o, ">" if self.op == "max" else "<"
         nan = f"bz{o}" if self.dtype in FLOAT else "0"
         return [f"if (!z{o} && ({nan} || bm{o} {cmp} m{o})) {{",
-                f"    for (npy_intp k = 0; k < j1 - j0; k++) {{",
+                "    for (npy_intp k = 0; k < j1 - j0; k++) {",
                 f"        if ({nan} ? ab{o}[k] != ab{o}[k] : ab{o}[k] == bm{o}) {{",
                 f"            i{o} = ibase + j0 + k;",
                 "            break;",

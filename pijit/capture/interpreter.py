@@ -11,14 +11,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bytecode import Instr, Label, SetLineno, TryBegin, TryEnd
+from bytecode import Instr, TryBegin
 
 from pijit.capture import numpy_rules
 from pijit.capture.graph_break import (STATIC_REASONS, TO_END_REASONS, CaptureAbandoned,
                                       GraphBreak, Reason)
 from pijit.capture.index_facts import IndexFacts
 from pijit.capture.instructions import instructions_and_flow
-from pijit.loopnest.capture import at as loopnest_at
+from pijit.loopnest import capture as loopnest
 from pijit.capture.loop_node import LoopPlan, RetryCapture
 from pijit.capture.ops_load_store import DELETED
 from pijit.capture.sources import (AttrSource, CellSource, DictItemSource, GlobalSource,
@@ -232,6 +232,10 @@ class FrameCapture:
         a break inside a loop body never resumes there."""
         instrs, labels = self.instrs, self.flow.label_pos
         budget = self.pure_budget
+        # Only the top frame's states are read (break_point): a break inside an inlined
+        # call breaks the top frame at the call.
+        snapshots = until is None and self.parent is None
+        nests = loopnest.starts(self) if until is None else {}
         steps = 0
         while self.ret is None:
             if pc == until:
@@ -247,12 +251,12 @@ class FrameCapture:
                 raise self._at(GraphBreak(Reason.CONTROL_FLOW,
                                           "leaves the loop body (break)"), pc)
             item = instrs[pc]
-            if until is None:
+            if snapshots:
                 self.snapshots[pc] = (list(self.stack), dict(self.locals),
                                       len(self.graph.nodes), self.lineno,
                                       self.effects.snapshot())
                 self.binding_marks[pc] = len(self.bindings)
-            if until is None and (after := loopnest_at(self, pc)) is not None:
+            if pc in nests and (after := loopnest.at(self, pc)) is not None:
                 pc = after                    # the loop became one loop-nest node
                 continue
             if pc in self.stop_at:
@@ -260,14 +264,15 @@ class FrameCapture:
                 e = GraphBreak(first.reason, first.detail, first.lineno)
                 e.callee = first.callee
                 raise self._at(e, pc)
-            if isinstance(item, TryBegin) and self.flow.user_try(item):
-                raise self._at(GraphBreak(Reason.EXCEPTION_HANDLING,
-                                          "try/except/finally or with block"), pc)
-            if isinstance(item, (Label, SetLineno, TryBegin, TryEnd)):
+            if not isinstance(item, Instr):     # a Label, SetLineno, TryBegin or TryEnd
+                if isinstance(item, TryBegin) and self.flow.user_try(item):
+                    raise self._at(GraphBreak(Reason.EXCEPTION_HANDLING,
+                                              "try/except/finally or with block"), pc)
                 pc += 1
                 continue
-            if item.location is not None and item.location.lineno is not None:
-                self.lineno = item.location.lineno
+            location = item.location
+            if location is not None and location.lineno is not None:
+                self.lineno = location.lineno
             handler = HANDLERS.get(item.name)
             try:
                 if handler is None:

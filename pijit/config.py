@@ -170,10 +170,12 @@ OPTIONS = (
            "plain side) runs outside the hook, as if no jitted call were in progress: its own "
            "calls are inlined by CPython and unjitted code it calls is not seen by the hook "
            "(jitted functions it calls enter it again through their wrappers). Capture itself "
-           "gives up on a call with no array among its arguments once it has walked 3 ms without "
-           "finding array work: that signature runs as plain Python (an entry guarded by the "
-           "argument types), since capturing pure Python to the end (every unrolled iteration and "
-           "inlined call) cost up to seconds for nothing to fuse. False: every signature compiles "
+           "gives up on a call with no array among its arguments once it has walked 1000 "
+           "instructions and reads (counted, so the decision does not depend on the machine's "
+           "load) without finding array work: that signature runs as plain Python (an entry "
+           "guarded by the argument types), since capturing pure Python to the end (every "
+           "unrolled iteration and inlined call) cost up to seconds for nothing to fuse. "
+           "False: every signature compiles "
            "at its first call at jit_level, synchronously, and always runs compiled (what explain "
            "and the tests use)."),
     Option("compile_after_ms", int, 100,

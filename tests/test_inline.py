@@ -117,6 +117,25 @@ def test_3_11_calls_skip_a_functions_own_vectorcall():
     assert isinstance(jitted_init, ef.Wrapper) == skipped
 
 
+def test_every_construction_reaches_a_jitted_init():
+    """What 3.13's Wrapper for __init__ protects: a class calls its jitted __init__ through
+    pijit at every construction, so the entry compiled at the first one runs at the next 49
+    (a function object would be pushed as a frame by CALL_ALLOC_AND_ENTER_INIT from the
+    second construction on, as plain Python)."""
+    class Holder:
+        def __init__(self, a):
+            self.b = a * 2.0 + 1.0
+
+    Holder.__init__ = pijit.jit(fresh(Holder.__init__),
+                                jit_config={"compile_after_ms": 0, "perf_statistics": False})
+    a = np.arange(4.0)
+    made = [Holder(a) for _ in range(50)]
+    np.testing.assert_array_equal(made[-1].b, a * 2.0 + 1.0)
+    stats = pijit.stats(Holder.__init__)
+    assert (stats["call_count"], stats["compile_count"], stats["cache_hits"]) == (50, 1, 49)
+    assert stats["entries"][0]["ops"]
+
+
 def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
 

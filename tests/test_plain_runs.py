@@ -168,13 +168,13 @@ def builds_arrays(n):
 
 
 @pytest.fixture
-def no_capture_time(monkeypatch):
-    """Capture of pure Python gives up at its first check (PURE_CAPTURE_S = 0)."""
+def small_capture_budget(monkeypatch):
+    """Capture of pure Python gives up past 32 steps and reads (PURE_CAPTURE_COST)."""
     from pijit.capture import interpreter
-    monkeypatch.setattr(interpreter, "PURE_CAPTURE_S", 0.0)
+    monkeypatch.setattr(interpreter, "PURE_CAPTURE_COST", 32)
 
 
-def test_capture_of_pure_python_past_its_time_runs_plain(no_capture_time):
+def test_capture_of_pure_python_past_its_budget_runs_plain(small_capture_budget):
     jitted = pijit.jit(fresh(pure_loop), jit_config={"compile_after_ms": 0,
                                                      "loop_nests": False})
     for n in (50, 60):                          # unrolled: hundreds of steps of capture
@@ -182,16 +182,82 @@ def test_capture_of_pure_python_past_its_time_runs_plain(no_capture_time):
     stats = pijit.stats(jitted)
     assert stats["compile_count"] == 1
     assert stats["entries"][0]["fallback"].startswith("no array work: runs as plain Python "
-                                                      "(no array work in 0 ms of capture)")
+                                                      "(no array work in 32 steps and reads "
+                                                      "of capture)")
     assert stats["bypassed"] == 1               # the second call: types remembered
 
 
-def test_capture_that_found_array_work_goes_on_past_the_time(no_capture_time):
+def test_capture_that_found_array_work_goes_on_past_the_budget(small_capture_budget):
     jitted = pijit.jit(fresh(builds_arrays), jit_config={"compile_after_ms": 0,
                                                          "perf_statistics": False})
     assert_equal_values(jitted(30), builds_arrays(30))
     entry = pijit.stats(jitted)["entries"][0]
     assert entry["fallback"] is None and "mul" in " ".join(entry["ops"] or ())
+
+
+def pure_then_arrays(n):
+    total = 0
+    for i in range(n):
+        total += (i * 7) % 5
+    return np.arange(4.0) * total
+
+
+def pure_nested(n):
+    total = 0
+    for i in range(n):
+        for j in range(n):
+            total += i * j % 7
+    return total
+
+
+def copy_rows(rows):
+    out = []
+    for row in rows:
+        out.append(row[:])
+    return out
+
+
+class JumpingClock:
+    """time.perf_counter of a machine so loaded that a second passes between two readings."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        self.now += 1.0
+        return self.now
+
+
+@pytest.mark.parametrize("clock", ["real", "jumping"])
+def test_what_capture_gives_up_on_does_not_depend_on_the_clock(monkeypatch, clock):
+    """The budget is counted (steps walked, values read), not timed: under a clock that
+    jumps a second at every reading, a capture whose array work follows 40 unrolled
+    iterations of pure Python still finds it (a deadline in seconds gave it up at its first
+    check), and pure Python (1600 unrolled iterations) is given up at the same count."""
+    import time
+    from pijit.capture.interpreter import PURE_CAPTURE_COST
+    if clock == "jumping":
+        monkeypatch.setattr(time, "perf_counter", JumpingClock())
+    config = {"compile_after_ms": 0, "perf_statistics": False, "loop_nests": False}
+    late = pijit.jit(fresh(pure_then_arrays), jit_config=config)
+    assert_equal_values(late(40), pure_then_arrays(40))
+    entry = pijit.stats(late)["entries"][0]
+    assert entry["fallback"] is None and "mul" in entry["ops"]
+    pure = pijit.jit(fresh(pure_nested), jit_config=config)
+    assert pure(40) == pure_nested(40)
+    assert pijit.stats(pure)["entries"][0]["fallback"].startswith(
+        f"no array work: runs as plain Python (no array work in {PURE_CAPTURE_COST} steps "
+        "and reads of capture)")
+
+
+def test_values_read_count_toward_the_budget():
+    """Copying 40 rows of 40 floats walks about 400 steps but reads 1,640 values (each row's
+    items are wrapped and guarded, most of such a capture's time): given up as pure Python."""
+    rows = [[float(i * 40 + j) for j in range(40)] for i in range(40)]
+    jitted = pijit.jit(fresh(copy_rows), jit_config={"compile_after_ms": 0,
+                                                     "loop_nests": False})
+    assert jitted(rows) == copy_rows(rows)
+    assert "steps and reads of capture" in pijit.stats(jitted)["entries"][0]["fallback"]
 
 
 TABLE = np.arange(8.0)
@@ -206,7 +272,7 @@ def element_then_arrays(n):
     return a + total
 
 
-def test_array_work_after_a_node_without_work_keeps_capture_going(no_capture_time):
+def test_array_work_after_a_node_without_work_keeps_capture_going(small_capture_budget):
     """The pure-Python check looks past a first node that touches no array (work.has_work
     stops at the first node with work, not at the first node)."""
     jitted = pijit.jit(fresh(element_then_arrays),
@@ -218,7 +284,7 @@ def test_array_work_after_a_node_without_work_keeps_capture_going(no_capture_tim
     assert entry["ops"][:2] == ["getitem", "mul"]
 
 
-def test_strict_capture_never_gives_up(no_capture_time):
+def test_strict_capture_never_gives_up(small_capture_budget):
     """fullgraph must capture all or raise: it is never abandoned (the plan may still run
     a graph without array work plain)."""
     jitted = pijit.jit(fresh(pure_loop), jit_config={"compile_after_ms": 0, "fullgraph": True,

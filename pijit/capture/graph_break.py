@@ -44,7 +44,7 @@ class GraphBreak(Exception):
 
 
 class CaptureAbandoned(Exception):
-    """Capture gave up on a call that shows no array work after PURE_CAPTURE_S of walking
-    (csrc's budget lets plain runs take compile_after_ms before capture; capture of pure
+    """Capture gave up on a call that shows no array work after PURE_CAPTURE_COST steps and
+    reads (csrc's budget lets plain runs take compile_after_ms before capture; capture of pure
     Python, which walks every unrolled iteration and inlined call, took up to 1.7 s for a
     result known in advance: nothing to fuse). The call's signature runs as plain Python."""

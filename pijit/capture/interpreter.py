@@ -7,19 +7,18 @@ named after the opcodes; an instruction no handler accepts raises GraphBreak.
 from __future__ import annotations
 
 import operator
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from bytecode import Instr, Label, SetLineno, TryBegin, TryEnd
+from bytecode import Instr, TryBegin
 
 from pijit.capture import numpy_rules
 from pijit.capture.graph_break import (STATIC_REASONS, TO_END_REASONS, CaptureAbandoned,
                                       GraphBreak, Reason)
 from pijit.capture.index_facts import IndexFacts
 from pijit.capture.instructions import instructions_and_flow
-from pijit.loopnest.capture import at as loopnest_at
+from pijit.loopnest import capture as loopnest
 from pijit.capture.loop_node import LoopPlan, RetryCapture
 from pijit.capture.ops_load_store import DELETED
 from pijit.capture.sources import (AttrSource, CellSource, DictItemSource, GlobalSource,
@@ -98,11 +97,11 @@ class FrameCapture:
 
     def __init__(self, func, args, config, dynamic_dims, instrs, flow, stop_at, *,
                  parent=None, fn_source=None, bound=None, closure=None, plan=None,
-                 eager=frozenset(), pure_deadline=None):
+                 eager=frozenset(), pure_budget=None):
         self.func = func
-        # perf_counter() past which a capture that found no array work gives up (None: the
-        # call has array arguments, never); shared by the frames of one capture.
-        self.pure_deadline = pure_deadline if parent is None else parent.pure_deadline
+        # What this capture spent, against PURE_CAPTURE_COST (None: the call has array
+        # arguments, capture never gives up); shared by the frames and retries of a capture.
+        self.pure_budget = pure_budget if parent is None else parent.pure_budget
         self.instrs = instrs
         self.flow = flow
         self.stop_at = stop_at          # loop heads where capture breaks instead of unrolling
@@ -125,7 +124,8 @@ class FrameCapture:
         self.graph = Graph() if parent is None else parent.graph
         self.effects = SideEffects(eager) if parent is None else parent.effects
         self.builder = parent.builder if parent is not None else \
-            ValueBuilder(self.graph, config, func, args, dynamic_dims or {}, self.effects)
+            ValueBuilder(self.graph, config, func, args, dynamic_dims or {}, self.effects,
+                         self.pure_budget)
         self.stack: list[Value] = []
         self.locals: dict[str, Value] = dict(bound or {})
         self.kw_names: tuple = ()
@@ -211,8 +211,12 @@ class FrameCapture:
         return GraphValue(item, meta)
 
     def _give_up_if_pure(self):
-        if time.perf_counter() > self.pure_deadline and not has_work(self.graph):
-            raise CaptureAbandoned(f"no array work in {PURE_CAPTURE_S * 1e3:.0f} ms of capture")
+        """Past the budget: give up unless the graph has array work, else ask again 32
+        later (a retry starts a new graph)."""
+        if not has_work(self.graph):
+            raise CaptureAbandoned(f"no array work in {PURE_CAPTURE_COST} steps and reads "
+                                   "of capture")
+        self.pure_budget.check_at = self.pure_budget.spent + 32
 
     # -- the walk ----------------------------------------------------------------------
     def run(self) -> CaptureResult:
@@ -227,25 +231,32 @@ class FrameCapture:
         leaving positions `span` (lo, hi) stops capture. Body passes record no snapshots:
         a break inside a loop body never resumes there."""
         instrs, labels = self.instrs, self.flow.label_pos
+        budget = self.pure_budget
+        # Only the top frame's states are read (break_point): a break inside an inlined
+        # call breaks the top frame at the call.
+        snapshots = until is None and self.parent is None
+        nests = loopnest.starts(self) if until is None else {}
         steps = 0
         while self.ret is None:
             if pc == until:
                 return
             steps += 1
-            if steps % 32 == 0 and self.pure_deadline is not None:
-                self._give_up_if_pure()
+            if budget is not None:
+                budget.spent += 1
+                if budget.spent > budget.check_at:
+                    self._give_up_if_pure()
             if steps > MAX_STEPS or pc >= len(instrs):
                 raise self._at(GraphBreak(Reason.CONTROL_FLOW, "walked off the end of the code"), pc)
             if span is not None and not span[0] <= pc <= span[1]:
                 raise self._at(GraphBreak(Reason.CONTROL_FLOW,
                                           "leaves the loop body (break)"), pc)
             item = instrs[pc]
-            if until is None:
+            if snapshots:
                 self.snapshots[pc] = (list(self.stack), dict(self.locals),
                                       len(self.graph.nodes), self.lineno,
                                       self.effects.snapshot())
                 self.binding_marks[pc] = len(self.bindings)
-            if until is None and (after := loopnest_at(self, pc)) is not None:
+            if pc in nests and (after := loopnest.at(self, pc)) is not None:
                 pc = after                    # the loop became one loop-nest node
                 continue
             if pc in self.stop_at:
@@ -253,14 +264,15 @@ class FrameCapture:
                 e = GraphBreak(first.reason, first.detail, first.lineno)
                 e.callee = first.callee
                 raise self._at(e, pc)
-            if isinstance(item, TryBegin) and self.flow.user_try(item):
-                raise self._at(GraphBreak(Reason.EXCEPTION_HANDLING,
-                                          "try/except/finally or with block"), pc)
-            if isinstance(item, (Label, SetLineno, TryBegin, TryEnd)):
+            if not isinstance(item, Instr):     # a Label, SetLineno, TryBegin or TryEnd
+                if isinstance(item, TryBegin) and self.flow.user_try(item):
+                    raise self._at(GraphBreak(Reason.EXCEPTION_HANDLING,
+                                              "try/except/finally or with block"), pc)
                 pc += 1
                 continue
-            if item.location is not None and item.location.lineno is not None:
-                self.lineno = item.location.lineno
+            location = item.location
+            if location is not None and location.lineno is not None:
+                self.lineno = location.lineno
             handler = HANDLERS.get(item.name)
             try:
                 if handler is None:
@@ -368,14 +380,14 @@ def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:
     before capture stopped.
     """
     instrs, flow = instructions_and_flow(func.__code__)
-    deadline = None if not config.is_adaptive or config.strict or \
-        any(_holds_ndarray(a) for a in args) else time.perf_counter() + PURE_CAPTURE_S
+    budget = None if not config.is_adaptive or config.strict or \
+        any(_holds_ndarray(a) for a in args) else PureBudget()
     stop_at = {}          # loop head position -> the break found inside that loop
     plan = LoopPlan()
     eager = set()         # stores that must run where they stand (see side_effects.py)
     while True:
         capture = FrameCapture(func, args, config, dynamic_dims, instrs, flow, stop_at,
-                               plan=plan, eager=eager, pure_deadline=deadline)
+                               plan=plan, eager=eager, pure_budget=budget)
         try:
             result = capture.run()
             result.instructions = instrs
@@ -407,13 +419,27 @@ def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:
             return result
 
 
-# Seconds of capture (retries included) after which a call whose arguments hold no array
-# and whose graph so far has no array work is left to plain Python (CaptureAbandoned).
-# A signature is captured once its plain calls took compile_after_ms (20 ms): a pure-Python
-# program of a few such functions paid 10 ms of capture each for nothing (mandelbrot_python:
-# two of them, 0.5x plain over five runs), while code with array work shows it within the
-# first hundreds of instructions it walks.
-PURE_CAPTURE_S = 0.003
+# What a capture of a call whose arguments hold no array may spend (instructions walked and
+# values read, by every frame and retry of the capture) before it is left to plain Python
+# (CaptureAbandoned) if its graph has no array work by then. A signature is captured once
+# its plain calls took compile_after_ms: a pure-Python program of a few such functions paid
+# 10 ms of capture each for nothing (mandelbrot_python: two of them, 0.5x plain over five
+# runs), while code with array work shows it early: every capture of the program corpus
+# and of library mode (numpy.polynomial, statistics) that found array work had found it
+# within 150 steps and reads. 1000 is about the 3 ms the budget was in seconds (220-370 a
+# CPU millisecond on the shared machine). Counted, not timed, so that what is captured does
+# not depend on the machine's load. A read counts like a step: reading a list's items
+# (gauss_lists: 19,894 of them in 2,663 steps) is most of such a capture's time.
+PURE_CAPTURE_COST = 1000
+
+
+class PureBudget:
+    """What one capture of a call without array arguments spent, in steps and reads."""
+    __slots__ = ("spent", "check_at")
+
+    def __init__(self):
+        self.spent = 0
+        self.check_at = PURE_CAPTURE_COST
 
 
 def _holds_ndarray(obj, depth=2) -> bool:

@@ -68,7 +68,7 @@ class LazyListValue(ListValue):
 class ValueBuilder:
     """Wraps objects read during capture; one graph input per source, guards deduplicated."""
 
-    def __init__(self, graph, config, func, args, dynamic_dims, effects):
+    def __init__(self, graph, config, func, args, dynamic_dims, effects, budget=None):
         self.graph = graph          # not the FrameCapture: no reference cycle keeps args alive
         self.effects = effects      # the capture's stores: containers read after one
         self.config = config
@@ -79,6 +79,7 @@ class ValueBuilder:
         self._guard_keys = set()
         self.input_sources: list[Source] = []
         self._by_source: dict[Source, Value] = {}
+        self.budget = budget        # interpreter.PureBudget: a read counts like a step
 
     def guard(self, source: Source, kind: str, *params):
         g = Guard(source, kind, params)
@@ -91,6 +92,8 @@ class ValueBuilder:
         """The abstract value of `obj`, read from `source` (cached: a source wraps once)."""
         cached = self._by_source.get(source)
         if cached is None:
+            if self.budget is not None:
+                self.budget.spent += 1
             cached = self._wrap(obj, source)
             self._by_source[source] = cached
         return cached

@@ -1,5 +1,6 @@
-"""The capture hook: FrameCapture.walk calls `at(cap, pc)` at every position; at the first
-instruction of an outermost loop it tries to make the whole nest one graph node.
+"""The capture hook: FrameCapture.walk calls `at(cap, pc)` at the positions `starts(cap)`
+names; at the first instruction of an outermost loop it tries to make the whole nest one
+graph node.
 
 A loop the compiler cannot handle (types.Unsupported) is captured as before: unrolled, a
 loop node, or residual bytecode (logged on pijit.graph_breaks at INFO).
@@ -34,12 +35,19 @@ _LOADS = ("LOAD_FAST", "LOAD_FAST_CHECK", "STORE_FAST")
 ITERATED = INTERNAL_PREFIX + "iterated"
 
 
+def starts(cap) -> dict:
+    """The positions where `at` may make a loop nest in cap's frame (walked to its end), to
+    their loops: the walk asks `at` only there, since the call at every step was 5% of a
+    capture's instructions."""
+    if not cap.config.loop_nests or cap.bodies:
+        return {}
+    return _outermost_starts(cap.flow)
+
+
 def at(cap, pc: int):
     """The position capture continues at when the loop starting at `pc` became a loop-nest
     node; None otherwise (capture goes on as without loop nests)."""
-    if not cap.config.loop_nests or cap.bodies:
-        return None
-    loop = _outermost_starts(cap.flow).get(pc)
+    loop = starts(cap).get(pc)
     if loop is None:
         return None
     first = cap.instrs[pc]

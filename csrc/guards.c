@@ -406,6 +406,33 @@ fetch_global(Source *s, PyObject *globals, PyObject *builtins)
     return v;
 }
 
+/* An attribute: new reference, or NULL (maybe with an exception).  The attributes of a
+ * module (np.sin, math.sqrt: an identity guard each, capture's TRUSTED_MODULES) are the items
+ * of its dict: what the last lookup found is kept while the dict keeps its version, as for a
+ * global.  Kept only when the lookup returned the dict's own item (not a module __getattr__'s
+ * value, nor a descriptor of the module type): an exact module's type is fixed. */
+static PyObject *
+fetch_attr(Source *s, PyObject *parent)
+{
+    PyObject *d = PyModule_CheckExact(parent) ? PyModule_GetDict(parent) : NULL;
+    int exact = d != NULL && PyDict_CheckExact(d);
+    uint64_t dv = exact ? pj_dict_version(d) : 0;
+    if (exact && s->found != NULL && dv == s->versions[0])
+        return Py_NewRef(s->found);
+    s->found = NULL;
+    PyObject *v = PyObject_GetAttr(parent, s->name);
+    if (v != NULL && exact && pj_dict_version(d) == dv) {
+        PyObject *item = PyDict_GetItemWithError(d, s->name);   /* borrowed */
+        if (item == NULL && PyErr_Occurred())
+            PyErr_Clear();      /* only a cache probe: the value stands */
+        if (item == v && pj_dict_version(d) == dv) {
+            s->found = v;
+            s->versions[0] = dv;
+        }
+    }
+    return v;
+}
+
 /* Fetch source i: new reference, or NULL on failure (with an exception set only when it
  * must propagate: see guard_error). */
 static PyObject *
@@ -441,7 +468,7 @@ fetch_uncached(Entry *e, Source *s, _PyInterpreterFrame *frame, Values *vs)
         parent = fetch_source(e, s->arg, frame, vs);
         if (parent == NULL)
             return NULL;
-        v = PyObject_GetAttr(parent, s->name);
+        v = fetch_attr(s, parent);
         break;
     case SRC_DICTITEM:
         parent = fetch_source(e, s->arg, frame, vs);

@@ -44,8 +44,8 @@ typedef struct {
     Py_ssize_t index;  /* SRC_ITEM: item index */
     PyObject *name;    /* SRC_GLOBAL, SRC_ATTR: str; SRC_CONST: the object; SRC_DICTITEM: key (strong) */
     /* SRC_GLOBAL: the value the last lookup found, or NULL, and the versions of the globals
-     * and builtins dicts it looked in then (guards.c fetch_global); borrowed: a dict whose
-     * version is still that one holds it. */
+     * and builtins dicts it looked in then (guards.c fetch_global); SRC_ATTR: of a module's
+     * dict (fetch_attr); borrowed: a dict whose version is still that one holds it. */
     PyObject *found;
     uint64_t versions[2];
 } Source;

@@ -286,8 +286,40 @@ static PyMemberDef wrapper_members[] = {
     {NULL},
 };
 
+/* A function attribute the Wrapper has as its function has it (3.11: what pijit.jit returns
+ * is a Wrapper, and code that reads or sets `jitted.__defaults__` or `.__code__` must find
+ * the function's, as from 3.12 on the jitted function object; an assignment stored in the
+ * Wrapper's __dict__ would change nothing its calls run). */
+static PyObject *
+wrapper_get_fn_attr(Wrapper *w, void *name)
+{
+    if (w->fn == NULL) {
+        PyErr_Format(PyExc_AttributeError, "Wrapper has no function, so no %s", (char *)name);
+        return NULL;
+    }
+    return PyObject_GetAttrString(w->fn, (const char *)name);
+}
+
+static int
+wrapper_set_fn_attr(Wrapper *w, PyObject *value, void *name)
+{
+    if (w->fn == NULL) {
+        PyErr_Format(PyExc_AttributeError, "Wrapper has no function, so no %s", (char *)name);
+        return -1;
+    }
+    return value == NULL ? PyObject_DelAttrString(w->fn, (const char *)name)
+                         : PyObject_SetAttrString(w->fn, (const char *)name, value);
+}
+
 static PyGetSetDef wrapper_getset[] = {
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
+    {"__code__", (getter)wrapper_get_fn_attr, (setter)wrapper_set_fn_attr, NULL, "__code__"},
+    {"__defaults__", (getter)wrapper_get_fn_attr, (setter)wrapper_set_fn_attr, NULL,
+     "__defaults__"},
+    {"__kwdefaults__", (getter)wrapper_get_fn_attr, (setter)wrapper_set_fn_attr, NULL,
+     "__kwdefaults__"},
+    {"__globals__", (getter)wrapper_get_fn_attr, NULL, NULL, "__globals__"},
+    {"__closure__", (getter)wrapper_get_fn_attr, NULL, NULL, "__closure__"},
     {"code_state", (getter)wrapper_get_state, NULL,
      "the CodeState of the wrapped function's code (None before a function is wrapped)", NULL},
     {NULL},

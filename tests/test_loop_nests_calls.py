@@ -576,6 +576,48 @@ def test_a_global_constant_is_guarded_by_value_without_specialize_scalar():
         SCALE = 2.5
 
 
+def module_attributes(a):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = np.sqrt(a[i]) + math.sqrt(a[i]) * math.pi
+    return out
+
+
+def _helper_reading_math(x):
+    return math.exp(x) - np.e
+
+
+def callee_module_attributes(a):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = _helper_reading_math(a[i])
+    return out
+
+
+@pytest.mark.parametrize("fn, patches", [
+    (module_attributes, [(np, "sqrt", np.negative), (math, "sqrt", math.exp),
+                         (math, "pi", 100.0)]),
+    (callee_module_attributes, [(math, "exp", math.sin), (np, "e", 3.0)])])
+def test_a_module_attribute_monkeypatched(monkeypatch, fn, patches):
+    """The module attributes a nest (or a function it inlines) reads, math.sqrt, np.sqrt,
+    math.pi, are guarded by identity: each one monkeypatched between calls (a test's
+    setup) runs the new one, and the old ones again once the patches are undone."""
+    a = np.arange(1.0, 4.0)
+    jitted = pijit.jit(fn)
+    pijit.reset(jitted)
+    for step in range(len(patches) + 2):
+        if 0 < step <= len(patches):
+            monkeypatch.setattr(*patches[step - 1])
+        elif step:
+            monkeypatch.undo()
+        with plain_python():
+            want = fn(a)
+        assert jitted(a).tobytes() == want.tobytes(), f"step {step}: an old attribute ran"
+        report = pijit.explain(jitted, a)
+        assert report.graph_count == 1 and report.ops_per_graph[0].count("loop_nest") == 1, \
+            report
+
+
 def infinite_constant(a):
     s = 0.0
     for i in range(a.shape[0]):

@@ -241,6 +241,37 @@ def test_setting_of_a_module_imported_inside(monkeypatch, form):
     assert "pijit_test_settings.SCALE == -0.0" in pijit.explain(jitted, X).guards
 
 
+def _sines(x):
+    return np.sin(x) * 2.0 + 1.0
+
+
+def _as_short(x):
+    return x.astype(np.int16) * np.int16(3)
+
+
+@pytest.mark.parametrize("user, name, patched, guard", [
+    (_sines, "sin", np.cos, "np.sin is <ufunc sin>"),
+    (_as_short, "int16", np.int64, "np.int16 is <type int16>")])
+def test_numpy_attribute_monkeypatched(monkeypatch, user, name, patched, guard):
+    """np.sin is a constant of the graph, guarded by identity: a test that monkeypatches
+    it (or a scalar type) between calls runs the new one, and the old one again once the
+    patch is undone. (pijit's own code reads np.float32: a patch of that one makes a C
+    renderer fail, and the function runs plain.)"""
+    jitted = pijit.jit(user)
+    pijit.reset(jitted)
+    for step in ("first", "patched", "undone"):
+        if step == "patched":
+            monkeypatch.setattr(np, name, patched)
+        elif step == "undone":
+            monkeypatch.undo()
+        for _ in range(2):
+            got, want = jitted(X), user(X)
+            assert (got.dtype, got.tobytes()) == (want.dtype, want.tobytes()), step
+    report = pijit.explain(jitted, X)
+    assert report.graph_count == 1 and report.fallback is None, report
+    assert guard in report.guards
+
+
 def test_method_shadowed_by_an_instance_attribute():
     class Model:
         def __init__(self):

@@ -235,9 +235,24 @@ def negated_beside_float_stores(s8, ou8, n):
     return c
 
 
-@pytest.mark.xfail(strict=True, reason="found by test_loop_nests_random's typed generator "
-                   "(session 39): the loop unrolled into one O1 graph warns 'overflow "
-                   "encountered in scalar negative' 4 times, NumPy 7 (without the float "
-                   "stores: 7); not yet diagnosed")
 def test_negations_beside_float_stores_warn_each_time():
+    """Found by test_loop_nests_random's typed generator (session 39): the loop unrolled
+    into one graph, simplify took -(-c) for c and dropped two negations of each three,
+    each of which warns 'overflow encountered in scalar negative' on np.int8(-128)."""
     assert_same(negated_beside_float_stores, np.full(7, -128, np.int8), np.zeros(7, np.uint8), 7)
+
+
+def scalar_overflow(a):
+    return a * 2.0, np.int8(100) + 100        # NEP 50: int8 + int8, overflows
+
+
+def cast_overflow(a):
+    return a + np.float32(1e300)              # overflow encountered in cast
+
+
+@pytest.mark.parametrize("fn", [scalar_overflow, cast_overflow])
+def test_constants_that_warn_are_not_folded(fn):
+    """Arithmetic on constants (fold) and a library call on constants (_fold_call) run at
+    capture: one that warns warned at the first call only, and later calls, running the
+    folded constant, did not. It is left to run time (a break), and warns at every call."""
+    assert_same(fn, np.arange(3.0), breaks=1, calls=3)

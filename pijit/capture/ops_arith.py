@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
 from bytecode import BinaryOp, Compare
 
 from pijit.capture import numpy_rules, writes
@@ -19,6 +20,7 @@ from pijit.capture.values import (ConstValue, GraphValue, ListValue, TupleValue,
                                   is_immutable, node_arg)
 from pijit.graph.ir import Meta
 from pijit.capture.wrap import ObjectValue
+from pijit.quiet import warnings_as
 
 # BinaryOp member -> (op table name, Python operator)
 BINARY = {
@@ -153,9 +155,13 @@ def _sequence_op(cap, name, operands):
 
 
 def fold(cap, fn, args):
-    """Evaluate fn on constants at capture time; the result must be immutable or a fresh list."""
+    """Evaluate fn on constants at capture time; the result must be immutable or a fresh list.
+    Under np.errstate(all="raise") with warnings as errors, as graph folding (simplify.py): a
+    fold that warns (np.int8(100) + 100 overflows) would warn at capture only, not at every
+    call, so it is left to run time."""
     try:
-        result = fn(*args)
+        with np.errstate(all="raise"), warnings_as("error"):
+            result = fn(*args)
     except Exception as e:
         cap.unsupported(Reason.UNSUPPORTED_OP, f"{getattr(fn, '__name__', fn)} raises "
                                                f"{type(e).__name__}: {e}")

@@ -32,6 +32,7 @@ from pijit.capture.values import (NULL, BoundValue, ConstValue, DictValue, Funct
 from pijit.capture.wrap import LazyListValue, ObjectValue, class_attribute
 from pijit.capture.writes import ufunc_at
 from pijit.graph.ir import Meta
+from pijit.quiet import warnings_as
 
 # Builtins that are pure functions of their (constant) arguments.
 PURE_BUILTINS = frozenset({abs, min, max, len, int, float, bool, complex, round, divmod, pow,
@@ -352,11 +353,13 @@ def _class_function(cls, name):
 
 
 def _fold_call(cap, target, name, args, kwargs):
-    """Call a pure function on constants now; a fresh array result becomes a creation node."""
+    """Call a pure function on constants now; a fresh array result becomes a creation node.
+    One that warns (np.float32(1e300) overflows) is left to run time, as fold does."""
     try:
         const_args = [_const(cap, v) for v in args]
         const_kwargs = {k: _const(cap, v) for k, v in kwargs.items()}
-        result = target(*const_args, **const_kwargs)
+        with np.errstate(all="raise"), warnings_as("error"):
+            result = target(*const_args, **const_kwargs)
     except _NotConstant:
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"{name} of a value pijit cannot pass")
     except Exception as e:

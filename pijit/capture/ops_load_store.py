@@ -27,8 +27,10 @@ from pijit.capture.wrap import MISSING, ObjectValue, class_attribute
 from pijit.graph.ir import Meta
 from pijit.graph.purity import is_inplace
 
-# Library modules whose attributes are taken as constants without a guard per attribute
-# (the module itself is guarded by identity where it is loaded).
+# Library modules whose attributes are constants of the graph (a ufunc, np.float32, math.pi),
+# each guarded by identity where the module has a source: a test that monkeypatches np.sin
+# or math.sqrt between calls must not run the old one (the C guard reads it from the
+# module's dict, cached while the dict keeps its version).
 TRUSTED_MODULES = ("numpy", "math", "builtins", "operator")
 
 # Attributes of an array that are known from its Meta.
@@ -400,6 +402,8 @@ def _const_attr(cap, obj, name):
             cap.unsupported(Reason.UNSUPPORTED_VALUE, f"module {value.__name__} has no {name!r}")
         if value.__name__.split(".")[0] in TRUSTED_MODULES or obj.source is None:
             if isinstance(attr, types.ModuleType) or is_immutable(attr) or callable(attr):
+                if obj.source is not None:
+                    cap.builder.guard(AttrSource(obj.source, name), "id", attr)
                 return ConstValue(attr)
         if obj.source is None:
             cap.unsupported(Reason.UNSUPPORTED_VALUE, f"{value.__name__}.{name}")

@@ -32,9 +32,9 @@ from pijit.loopnest.types import Unsupported
 DOMAINS = ("ufunc", "cast", "inline")
 # np.<name> scalar types a nest may call as casts
 CASTS = {dt.type: dt for dt in T.DTYPES}
-# module constants a nest may read (their modules are guarded by identity, as for math.sqrt)
-CONSTANTS = {(m, name): getattr(m, name) for m in (math, np)
-             for name in ("pi", "e", "tau", "inf", "nan") if hasattr(m, name)}
+# module constants a nest may read (their modules are guarded by identity, and the value
+# read by identity: Nest.module_attrs)
+CONSTANTS = ("pi", "e", "tau", "inf", "nan")
 # float ufuncs whose loop is one IEEE operation, exact and flag-free on finite operands with
 # a finite result: C instead of a call of NumPy's loop ({f}: the libm function's suffix)
 DIRECT = {"sqrt": "sqrt{f}(u0)", "absolute": "fabs{f}(u0)", "fabs": "fabs{f}(u0)",
@@ -126,8 +126,9 @@ static inline int pj_exit_flags(void)
 
 def module_constant(obj, attr):
     """The Const `obj.attr` is when obj is math or numpy and attr a float constant (pi...)."""
-    if (obj is math or obj is np) and (obj, attr) in CONSTANTS:
-        return Const(float(CONSTANTS[obj, attr]), T.FLOAT)
+    value = getattr(obj, attr, None) if obj is math or obj is np else None
+    if attr in CONSTANTS and type(value) is float:
+        return Const(value, T.FLOAT)
     return None
 
 

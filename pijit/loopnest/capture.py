@@ -251,6 +251,7 @@ def _capture(cap, loop):
         obj = cap.func.__globals__.get(gname)
         if calls.global_constant(obj) is not None:      # by value, whatever specialize_scalar
             cap.builder.guard(cap.global_source(gname), "eq", obj)
+    inline.guard_module_attrs(cap, nest.module_attrs)
     inline.guard(cap, nest)                     # and of the functions it inlined
     for name in unread:
         values[name] = load_local(cap, name)

@@ -46,6 +46,7 @@ class Callee:
     params: list
     defaults: list
     reads: list = field(default_factory=list)
+    module_attrs: dict = field(default_factory=dict)    # as Nest.module_attrs
 
     def __str__(self):
         return self.func.__qualname__
@@ -157,13 +158,20 @@ def build(fn, arg_types: list, defaults: list, chain: tuple) -> Callee:
         raise Unsupported(f"{fn.__qualname__} never returns")
     check_ints_in_doubles(walk.blocks, types)
     callee = Callee(fn, walk.blocks, dict(types), ["l_" + p for p in params], defaults,
-                    list({r[0]: r for r in reads}.values()))
+                    list({r[0]: r for r in reads}.values()), walk.module_attrs)
     nest = Nest(callee.blocks, callee.types, {}, callee.params, [RETURN], set(), {})
     # (a local: temporaries are set before they are read, a loop's index by its FOR_ITER)
     unbound = {v for v in nest.live_in()[0] if v.startswith("l_")} - set(callee.params)
     if unbound:
         raise Unsupported(f"{fn.__qualname__}: {', '.join(sorted(unbound))} may be unbound")
     return callee
+
+
+def guard_module_attrs(cap, module_attrs: dict):
+    """Each module attribute a nest or a callee read is the object it took (a test may
+    monkeypatch math.sqrt between calls); the modules are guarded where they are read."""
+    for (module, name), obj in module_attrs.items():
+        cap.builder.guard(AttrSource(ConstSource(module, module.__name__), name), "id", obj)
 
 
 def callees(blocks) -> list:
@@ -206,6 +214,7 @@ def guard(cap, nest):
             first = len(fn.__defaults__) - len(callee.defaults)
             for i, c in enumerate(callee.defaults, start=first):
                 cap.builder.guard(ItemSource(defaults, i), "eq", c.value)
+        guard_module_attrs(cap, callee.module_attrs)
         globs = AttrSource(source, "__globals__")
         for name, obj, found in callee.reads:
             if found and calls.global_constant(obj) is not None:

@@ -177,6 +177,9 @@ class Nest:
     # Python-int inputs copied into a variable whose C value is a double: the C kernel takes
     # them within 2**53 only (recognise.check_ints_in_doubles)
     exact_ints: frozenset = frozenset()
+    # (module, name) -> the object read as module.name (math.sqrt, np.float32, math.pi):
+    # guarded by identity (capture.py), as a graph guards a module's attributes
+    module_attrs: dict = field(default_factory=dict)
 
     def variables(self) -> list:
         return sorted(self.types)

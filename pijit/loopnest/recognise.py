@@ -126,7 +126,8 @@ def _recognise(instrs, start, end, entries, range_args, resolve, live_after, ite
     exact_ints = check_ints_in_doubles(walk.blocks, types, inputs)
     nest = Nest(walk.blocks, {v: t for v, t in types.items()}, arrays, inputs, outputs,
                 walk.written, walk.funcs, returns=returns,
-                narrow=float32_carried(walk.blocks, types), exact_ints=exact_ints)
+                narrow=float32_carried(walk.blocks, types), exact_ints=exact_ints,
+                module_attrs=walk.module_attrs)
     return nest, exit_pos
 
 
@@ -291,6 +292,7 @@ class _Walk:
         self.funcs = {}
         self.lineno = None
         self.aliases = {}           # local -> ("row", array, index variable) it is bound to
+        self.module_attrs = {}      # (module, name) -> the object the nest took it for
         self.assigned = None        # the locals the region stores (flags.py)
 
     # -- types -------------------------------------------------------------------------
@@ -481,14 +483,17 @@ class _Walk:
                 stack.append(("shape", obj[1]))
                 return None
             if obj[0] == "obj" and obj[1] is math and attr in MATH1 + ROUNDING:
-                self.push_callable(stack, ("obj", getattr(math, attr)), method)
+                fn = self.module_attrs[math, attr] = getattr(math, attr)
+                self.push_callable(stack, ("obj", fn), method)
                 return None
             fn = calls.module_callable(obj[1], attr) if obj[0] == "obj" else None
             if fn is not None:
+                self.module_attrs[obj[1], attr] = fn
                 self.push_callable(stack, ("obj", fn), method)
                 return None
             const = calls.module_constant(obj[1], attr) if obj[0] == "obj" else None
             if const is not None and not method:
+                self.module_attrs[obj[1], attr] = getattr(obj[1], attr)
                 stack.append(("v", const))
                 return None
             raise Unsupported(f"attribute {attr}")

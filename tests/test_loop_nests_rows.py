@@ -17,11 +17,15 @@ from tests.test_loop_nests_checks import kernels  # noqa: F401 - a fixture
 LEVELS = ["O0", "O1"]
 
 
+def index_text(base, c) -> str:
+    return (base[1] if base[0] == "var" else "") + (f"{c:+d}" if c else "")
+
+
 def hoisted(kernel) -> list:
-    """(array, leading index operands as text) of each row pointer the kernel sets."""
+    """(array, leading indices as text: `l_i-1`) of each row pointer the kernel sets."""
     kernel.function()
-    return sorted({(arr, tuple(map(str, lead))) for rows in kernel.rows.pointers.values()
-                   for _, arr, lead in rows})
+    return sorted({(arr, tuple(index_text(*f) for f in lead))
+                   for rows in kernel.rows.pointers.values() for _, arr, lead in rows})
 
 
 def spd(n, order="C"):
@@ -53,12 +57,13 @@ def test_lu_rows(level, resumes, kernels):
 
 
 def diagonals(A, B):
-    """Leading indices the innermost loop assigns: each access addresses its own row."""
+    """Leading indices the innermost loop assigns: each access addresses its own row; so does
+    A[r - 1, k] (rows.py hoists a variable's row, not one at a constant from it)."""
     n = A.shape[0]
     s = A[0, 0] * 0
-    for r in range(2):
+    for r in range(1, 3):
         for k in range(n):
-            s += A[k, k] * A[r, k]
+            s += A[k, k] * A[r, k] + A[r - 1, k]
             B[n - 1 - k, k] = s + A[k, n - 1 - k]
     return s
 

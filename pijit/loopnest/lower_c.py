@@ -293,7 +293,7 @@ class NestKernel:
         # block_ops lowers that op
         in_lanes = {x for ln in self.lanes.values() for x in ln.order}
         self.rows = rows.Rows(self.blocks, _threaded(self.blocks, self.vectors), nest.arrays,
-                              in_lanes | set(self.vectors))
+                              self.vtypes, in_lanes | set(self.vectors))
         self.at = None
 
     # -- values --------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Row pointers of the C kernel's innermost loops: an unchecked element access `A[i, k]` whose
-leading indices the loop never assigns addresses its row from a pointer computed once before
-the loop, then made opaque to gcc by an empty asm.
+leading indices are each a variable the loop never assigns (or a constant, as
+bounds.Loop.affine reads them) addresses its row from a pointer computed once before the loop,
+then made opaque to gcc by an empty asm.
 
 Why opaque: in cholesky_loops' `t -= L[i, k] * L[j, k]` gcc's induction-variable pass saw
 both rows derived from one base and addressed L[j, k] as L[i, k]'s pointer minus
@@ -17,21 +18,23 @@ vectorize.py's loops, lowered their own way).
 from __future__ import annotations
 
 from pijit.loopnest import bounds
-from pijit.loopnest.ir import Const, predecessors
+from pijit.loopnest.ir import Block, predecessors
 
 
 class Rows:
-    """pointers: preheader block id -> [(name, array, leading index operands)]; at:
+    """pointers: preheader block id -> [(name, array, leading indices as bounds.Loop.affine
+    forms (base, c))]; at:
     (block id, op index) -> the name of the row pointer that access addresses from."""
 
-    def __init__(self, blocks: list, target: dict, arrays: dict, skip: set):
+    def __init__(self, blocks: list, target: dict, arrays: dict, types: dict, skip: set):
         self.pointers, self.at = {}, {}
         to = lambda k: target.get(k, k)                                 # noqa: E731
-        by_id = {b.id: b for b in blocks if b.id not in target}
-        graph = {k: _Term(k, b.term, to) for k, b in by_id.items()}
-        dom = bounds.dominators(graph, to(0))
-        loops = bounds.natural_loops(graph, dom)
-        preds = predecessors(graph)
+        by_id = {b.id: Block(b.id, b.ops, (b.term[0],) + tuple(
+            to(x) if isinstance(x, int) else x for x in b.term[1:]))
+            for b in blocks if b.id not in target}
+        dom = bounds.dominators(by_id, to(0))
+        loops = bounds.natural_loops(by_id, dom)
+        preds = predecessors(by_id)
         for head, body in sorted(loops.items()):
             if body & skip or any(h != head and h in body for h in loops):
                 continue
@@ -41,35 +44,29 @@ class Rows:
             if len(outside) != 1 or outside[0] in skip or \
                     by_id[outside[0]].term[0] not in ("jump", "version", "branch"):
                 continue
-            assigned = {op.dst for k in body for op in by_id[k].ops if op.dst} | \
-                {by_id[k].term[2] for k in body if by_id[k].term[0] == "foriter"}
+            loop = bounds.Loop(by_id, head, body, dom, types)
             names = {}
             for k in sorted(body):
                 for j, op in enumerate(by_id[k].ops):
                     if op.kind not in ("load", "store") or op.checked or op.array is not None:
                         continue
                     ndim = arrays[op.args[0]][1]
-                    lead = op.args[1:ndim]
-                    if ndim < 2 or any(not isinstance(x, Const) and x in assigned
-                                       for x in lead):
+                    # each leading index a variable the loop never assigns (or a copy of
+                    # one): its value before the loop. Not one plus a constant: dtw_distance's
+                    # D[i - 1, j] from a pointer of its own took 5% more instructions
+                    lead = [loop.affine(x, (k, j)) for x in op.args[1:ndim]]
+                    if ndim < 2 or any(f is None or f[0][0] not in ("var", "const") or f[1]
+                                       for f in lead):
                         continue
-                    key = (op.args[0], tuple(str(x) for x in lead))
+                    key = (op.args[0], tuple(lead))
                     if key not in names:
                         names[key] = f"pj_row{head}_{len(names)}"
                         self.pointers.setdefault(outside[0], []).append(
-                            (names[key], op.args[0], lead))
+                            (names[key], op.args[0], tuple(lead)))
                     self.at[(k, j)] = names[key]
 
     def names(self) -> list:
         return [name for rows in self.pointers.values() for name, _, _ in rows]
-
-
-class _Term:
-    """A block seen through lower_c's threading of jump-only blocks."""
-
-    def __init__(self, k, term, to):
-        self.id = k
-        self.term = (term[0],) + tuple(to(x) if isinstance(x, int) else x for x in term[1:])
 
 
 def lower(kernel, rows: list) -> list:
@@ -77,7 +74,10 @@ def lower(kernel, rows: list) -> list:
     terminator), opaque to gcc."""
     out = []
     for name, arr, lead in rows:
-        offs = [f"(int64_t){kernel.val(x)} * s_{arr}_{j}" for j, x in enumerate(lead)]
-        out += [f"    {name} = d_{arr} + {' + '.join(offs)};",
+        # in unsigned arithmetic: before a loop of no trips the indices may be anything
+        offs = [f"({'0' if base[0] == 'const' else f'(uint64_t)v_{base[1]}'} + "
+                f"(uint64_t)INT64_C({c})) * (uint64_t)s_{arr}_{j}"
+                for j, (base, c) in enumerate(lead)]
+        out += [f"    {name} = (char *)((uintptr_t)d_{arr} + {' + '.join(offs)});",
                 f"    __asm__(\"\" : \"+r\"({name}));"]
     return out

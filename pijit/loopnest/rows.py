@@ -74,10 +74,12 @@ def lower(kernel, rows: list) -> list:
     terminator), opaque to gcc."""
     out = []
     for name, arr, lead in rows:
-        # in unsigned arithmetic: before a loop of no trips the indices may be anything
-        offs = [f"({'0' if base[0] == 'const' else f'(uint64_t)v_{base[1]}'} + "
-                f"(uint64_t)INT64_C({c})) * (uint64_t)s_{arr}_{j}"
-                for j, (base, c) in enumerate(lead)]
-        out += [f"    {name} = (char *)((uintptr_t)d_{arr} + {' + '.join(offs)});",
+        # an index out of its axis (any value, before a loop of no trips or one whose gate
+        # fails) counts as 0: no product overflows, and one in range is the very product
+        # the accesses compute (gcc shares it; unsigned arithmetic cost dtw_distance 5%)
+        offs = [f"(pj_in_bounds((int64_t)v_{base[1]}, 0, n_{arr}_{j}) ? "
+                f"(int64_t)v_{base[1]} : 0) * s_{arr}_{j}"
+                for j, (base, _) in enumerate(lead) if base[0] == "var"]
+        out += [f"    {name} = d_{arr}{''.join(' + ' + o for o in offs)};",
                 f"    __asm__(\"\" : \"+r\"({name}));"]
     return out

@@ -880,17 +880,22 @@ class NestKernel:
             if b.id in self.vectors:
                 L += vectorize.lower(self, self.vectors[b.id], target)
                 continue
-            L += rows.lower(self, self.rows.pointers.get(b.id, ()))
             resume = self.origin.get(b.id, b.id)
             t = tuple(target.get(x, x) if j > 0 and isinstance(x, int) else x
                       for j, x in enumerate(b.term))
+            # the jump to each successor, with the row pointers of a loop it enters
+            head, setup = self.rows.heads.get(b.id), rows.lower(self, self.rows.pointers.get(
+                b.id, ()))
+            go = {x: f"goto b{x};" if x != head else
+                  "{ " + " ".join(s.strip() for s in setup) + f" goto b{x}; }}"
+                  for x in t[1:] if isinstance(x, int)}
             if t[0] in ("jump", "select"):
-                L.append(f"    goto b{t[1]};")
+                L.append(f"    {go[t[1]]}")
             elif t[0] == "branch":
-                L.append(f"    if (v_{t[1]}) goto b{t[2]}; else goto b{t[3]};")
+                L.append(f"    if (v_{t[1]}) {go[t[2]]} else {go[t[3]]}")
             elif t[0] == "version":
                 cond = " && ".join(self.bound_check(*c) for c in t[1])
-                L.append(f"    if ({cond}) goto b{t[2]}; else goto b{t[3]};")
+                L.append(f"    if ({cond}) {go[t[2]]} else {go[t[3]]}")
             elif t[0] == "foriter":
                 it = "v_" + t[1]
                 # an advance ranges.py proves within int64 is unchecked (that once laid

@@ -23,11 +23,12 @@ from pijit.loopnest.ir import Block, predecessors
 
 class Rows:
     """pointers: preheader block id -> [(name, array, leading indices as bounds.Loop.affine
-    forms (base, c))]; at:
-    (block id, op index) -> the name of the row pointer that access addresses from."""
+    forms (base, c))]; heads: preheader -> the loop's head (the pointers are set on the
+    edge to it); at: (block id, op index) -> the name of the row pointer that access
+    addresses from."""
 
     def __init__(self, blocks: list, target: dict, arrays: dict, types: dict, skip: set):
-        self.pointers, self.at = {}, {}
+        self.pointers, self.at, self.heads = {}, {}, {}
         to = lambda k: target.get(k, k)                                 # noqa: E731
         by_id = {b.id: Block(b.id, b.ops, (b.term[0],) + tuple(
             to(x) if isinstance(x, int) else x for x in b.term[1:]))
@@ -61,6 +62,7 @@ class Rows:
                     key = (op.args[0], tuple(lead))
                     if key not in names:
                         names[key] = f"pj_row{head}_{len(names)}"
+                        self.heads[outside[0]] = head
                         self.pointers.setdefault(outside[0], []).append(
                             (names[key], op.args[0], tuple(lead)))
                     self.at[(k, j)] = names[key]
@@ -70,15 +72,14 @@ class Rows:
 
 
 def lower(kernel, rows: list) -> list:
-    """C: the row pointers a preheader sets (each block's last ops run before its
-    terminator), opaque to gcc."""
+    """C: the row pointers set on a preheader's edge into its loop, opaque to gcc."""
     out = []
     for name, arr, lead in rows:
-        # an index out of its axis (any value, before a loop of no trips or one whose gate
-        # fails) counts as 0: no product overflows, and one in range is the very product
-        # the accesses compute (gcc shares it; unsigned arithmetic cost dtw_distance 5%)
-        offs = [f"(pj_in_bounds((int64_t)v_{base[1]}, 0, n_{arr}_{j}) ? "
-                f"(int64_t)v_{base[1]} : 0) * s_{arr}_{j}"
+        # set on the edge into the loop only, where its gate (or an enclosing loop's, which
+        # bounds.py's copy relies on) proved every such index in range: the product is one
+        # the accesses would compute, no overflow (a select of 0 for an index out of range
+        # cost cholesky_loops 10%)
+        offs = [f"(int64_t)v_{base[1]} * s_{arr}_{j}"
                 for j, (base, _) in enumerate(lead) if base[0] == "var"]
         out += [f"    {name} = d_{arr}{''.join(' + ' + o for o in offs)};",
                 f"    __asm__(\"\" : \"+r\"({name}));"]

@@ -255,7 +255,7 @@ def test_an_offset_index_stays_checked(level, rows):
     same(shifted_rows, A, np.zeros(rows), level=level)
 
 
-# -- an inner range whose ends the outer loop's entry bounds ---------------------------------------
+# -- an inner range whose ends the outer loop's entry bounds --------------------------------------
 def _ranges(kernel) -> dict:
     """Iterator -> the number of arguments of the range op making it."""
     return {op.dst: len(op.args) for b in kernel.blocks for op in b.ops if op.kind == "range"}

@@ -25,7 +25,8 @@ def hoisted(kernel) -> list:
     """(array, leading indices as text: `l_i-1`) of each row pointer the kernel sets."""
     kernel.function()
     return sorted({(arr, tuple(index_text(*f) for f in lead))
-                   for rows in kernel.rows.pointers.values() for _, arr, lead in rows})
+                   for heads in kernel.rows.pointers.values() for rows in heads.values()
+                   for _, arr, lead in rows})
 
 
 def spd(n, order="C"):

@@ -884,11 +884,10 @@ class NestKernel:
             t = tuple(target.get(x, x) if j > 0 and isinstance(x, int) else x
                       for j, x in enumerate(b.term))
             # the jump to each successor, with the row pointers of a loop it enters
-            head, setup = self.rows.heads.get(b.id), rows.lower(self, self.rows.pointers.get(
-                b.id, ()))
-            go = {x: f"goto b{x};" if x != head else
-                  "{ " + " ".join(s.strip() for s in setup) + f" goto b{x}; }}"
-                  for x in t[1:] if isinstance(x, int)}
+            heads = self.rows.pointers.get(b.id, {})
+            go = {x: f"goto b{x};" if x not in heads else
+                  "{ " + " ".join(s.strip() for s in rows.lower(self, heads[x])) +
+                  f" goto b{x}; }}" for x in t[1:] if isinstance(x, int)}
             if t[0] in ("jump", "select"):
                 L.append(f"    {go[t[1]]}")
             elif t[0] == "branch":

@@ -22,13 +22,14 @@ from pijit.loopnest.ir import Block, predecessors
 
 
 class Rows:
-    """pointers: preheader block id -> [(name, array, leading indices as bounds.Loop.affine
-    forms (base, c))]; heads: preheader -> the loop's head (the pointers are set on the
-    edge to it); at: (block id, op index) -> the name of the row pointer that access
+    """pointers: preheader block id -> loop head -> [(name, array, leading indices as
+    bounds.Loop.affine forms (base, c))], set on the preheader's edge to that head (a gate
+    may enter two loops: its unit-stride copy and, when its other checks were all dropped,
+    the strided one); at: (block id, op index) -> the name of the row pointer that access
     addresses from."""
 
     def __init__(self, blocks: list, target: dict, arrays: dict, types: dict, skip: set):
-        self.pointers, self.at, self.heads = {}, {}, {}
+        self.pointers, self.at = {}, {}
         to = lambda k: target.get(k, k)                                 # noqa: E731
         by_id = {b.id: Block(b.id, b.ops, (b.term[0],) + tuple(
             to(x) if isinstance(x, int) else x for x in b.term[1:]))
@@ -62,13 +63,13 @@ class Rows:
                     key = (op.args[0], tuple(lead))
                     if key not in names:
                         names[key] = f"pj_row{head}_{len(names)}"
-                        self.heads[outside[0]] = head
-                        self.pointers.setdefault(outside[0], []).append(
+                        self.pointers.setdefault(outside[0], {}).setdefault(head, []).append(
                             (names[key], op.args[0], tuple(lead)))
                     self.at[(k, j)] = names[key]
 
     def names(self) -> list:
-        return [name for rows in self.pointers.values() for name, _, _ in rows]
+        return [name for heads in self.pointers.values() for rows in heads.values()
+                for name, _, _ in rows]
 
 
 def lower(kernel, rows: list) -> list:

@@ -15,7 +15,9 @@ Arrays that do overlap (the same array twice, views shifted by an element) run t
 
 An outer loop's unchecked copy holds its inner loops' gates; there they leave out the checks
 of indices the outer loop's entry already proved for every iteration (an index the outer loop
-never assigns, or its element plus a constant, on the same array and axis).
+never assigns, or its element plus a constant, on the same array and axis), and of an inner
+range of step 1 whose start and last element those proved indices bound (`for k in range(j)`
+under `L[j, j]`: 0 <= k < j < n).
 
 A failed check changes nothing: the checked loop hands over to Python at the access that
 goes out of bounds (an IndexError there, or a negative index Python wraps), with the writes

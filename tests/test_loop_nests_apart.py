@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from benchmarks.workloads import cholesky_loops, forward_subst, iir_filter
+from pijit.loopnest.ir import successors
 from tests.test_loop_nests import compiled, resumes, same  # noqa: F401 - resumes: a fixture
 from tests.test_loop_nests_checks import kernels  # noqa: F401 - a fixture
 
@@ -252,3 +253,107 @@ def test_an_offset_index_stays_checked(level, rows):
     A = np.arange(56.0).reshape(7, 8)
     # 7 rows out: A[7, k] at the last one raises IndexError after six rows written
     same(shifted_rows, A, np.zeros(rows), level=level)
+
+
+# -- an inner range whose ends the outer loop's entry bounds --------------------------------------
+def _ranges(kernel) -> dict:
+    """Iterator -> the number of arguments of the range op making it."""
+    return {op.dst: len(op.args) for b in kernel.blocks for op in b.ops if op.kind == "range"}
+
+
+def _unchecked_copy(kernel) -> set:
+    """The blocks the outermost loop's unchecked copy runs (from its gate's first target)."""
+    by_id = {b.id: b for b in kernel.blocks}
+    gate = next(b for b in kernel.blocks if b.term[0] == "version"
+                and all(c[0][0] == "iter" and c[0][1] in {op.dst for op in by_id[0].ops}
+                        for c in b.term[1]))
+    seen, todo = set(), [gate.term[2]]
+    while todo:
+        k = todo.pop()
+        if k not in seen:
+            seen.add(k)
+            todo.extend(successors(by_id[k].term))
+    return seen
+
+
+def range_checks(kernel, blocks=None) -> list:
+    """The iterators of one-argument ranges (`range(j)`) the gates of `blocks` check."""
+    nargs = _ranges(kernel)
+    return [c[0][1] for b in kernel.blocks if b.term[0] == "version"
+            and (blocks is None or b.id in blocks) for c in b.term[1]
+            if c[0][0] == "iter" and nargs[c[0][1]] == 1]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_cholesky_inner_ranges_checked_by_the_outer_loop(level, resumes, kernels):
+    compiled(cholesky_loops, _spd(20, np.random.default_rng(4)), resumes=resumes, level=level)
+    if level == "O1":
+        (k,) = kernels
+        # `for k in range(j)` under L[j, j]: j < n proves every k, where j's loop checked it
+        assert range_checks(k) and not range_checks(k, _unchecked_copy(k))
+
+
+def rows_within(L):
+    """k from j to j: in bounds where j is (L[j, j])."""
+    out = np.zeros(L.shape[0])
+    for j in range(L.shape[0]):
+        s = L[j, j]
+        for k in range(j, j + 1):
+            s += L[j, k] * 0.5
+        out[j] = s
+    return out
+
+
+def rows_below(L):
+    """k = j - 1 first: -1 at j = 0, which Python wraps to the row's last element."""
+    out = np.zeros(L.shape[0])
+    for j in range(L.shape[0]):
+        s = L[j, j]
+        for k in range(j - 1, j + 1):
+            s += L[j, k] * 0.5
+        out[j] = s
+    return out
+
+
+def rows_past(L):
+    """k = j + 1 last: out of the last row, an IndexError after the rows before written."""
+    out = np.zeros(L.shape[0])
+    for j in range(L.shape[0]):
+        s = L[j, j]
+        for k in range(j, j + 2):
+            s += L[j, k] * 0.5
+        out[j] = s
+    return out
+
+
+def rows_from(L, step):
+    out = np.zeros(L.shape[0])
+    for j in range(L.shape[0]):
+        s = L[j, j]
+        for k in range(j + 1, j - 2, step):
+            s += L[j, k]
+        out[j] = s
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_an_inner_range_within_its_proven_ends_is_not_checked(level, resumes, kernels):
+    compiled(rows_within, np.arange(49.0).reshape(7, 7) * 1.5 + 1.0, resumes=resumes,
+             level=level)
+    if level == "O1":
+        (k,) = kernels
+        assert not [c for b in k.blocks if b.term[0] == "version" and b.id
+                    in _unchecked_copy(k) for c in b.term[1] if c[0][0] != "unit"]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("fn", [rows_below, rows_past])
+def test_an_inner_range_past_its_proven_ends_stays_checked(level, fn):
+    same(fn, np.arange(49.0).reshape(7, 7) * 1.5 + 1.0, level=level)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("step", [-1, 1])
+def test_an_inner_range_of_another_step_stays_checked(level, step):
+    # step -1: k = j + 1 first, out of the last row (IndexError after six rows)
+    same(rows_from, np.arange(49.0).reshape(7, 7) + 1.0, step, level=level)

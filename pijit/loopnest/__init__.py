@@ -43,6 +43,8 @@ Stages, in the order data flows:
     vectorize.py  innermost loops whose iterations touch disjoint elements (checked by address
                   at their entry): invariant loads read once before them, the body run over
                   chunks as a SIMD pass ORing its checks and a SIMD pass storing
+    rows.py       innermost loops' unchecked `A[i, k]` (i never assigned there): the row from
+                  a pointer set before the loop, opaque to gcc
     lower_c.py    Nest -> C (gotos), built by backends/cfused's build and disk cache
     node.py       NestOp: the graph node's function
     capture.py    the capture hook: at an outermost loop's first instruction, try the nest

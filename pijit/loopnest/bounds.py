@@ -15,7 +15,9 @@ Arrays that do overlap (the same array twice, views shifted by an element) run t
 
 An outer loop's unchecked copy holds its inner loops' gates; there they leave out the checks
 of indices the outer loop's entry already proved for every iteration (an index the outer loop
-never assigns, or its element plus a constant, on the same array and axis).
+never assigns, or its element plus a constant, on the same array and axis), and of an inner
+range of step 1 whose start and last element those proved indices bound (`for k in range(j)`
+under `L[j, j]`: 0 <= k < j < n).
 
 A failed check changes nothing: the checked loop hands over to Python at the access that
 goes out of bounds (an IndexError there, or a negative index Python wraps), with the writes
@@ -184,11 +186,54 @@ def _disjoint(apart: dict) -> tuple:
     return tuple((("disjoint", a, b), 0, None, None) for a, b in sorted(pairs))
 
 
+def _range_op(loop: Loop, k: int, it: str):
+    """(block, op index) of the range op creating iterator `it` just before gate block k: the
+    last op of the block that the chain of gates ending at k starts from; None when the gate
+    is not entered that way (the iterator could then have moved)."""
+    p = k
+    while True:
+        preds = loop.preds[p]
+        if len(preds) != 1:
+            return None
+        p = preds[0]
+        b = loop.blocks[p]
+        if b.ops or b.term[0] != "version":
+            break
+    if b.term[0] != "jump" or not b.ops or b.ops[-1].kind != "range" or b.ops[-1].dst != it:
+        return None
+    return p, len(b.ops) - 1
+
+
+def _range_implied(loop: Loop, k: int, it: str, c: int, arr: str, axis: int, made: set) -> bool:
+    """Every element of the fresh range iterator `it`, plus c, is in [0, n) of arr's axis by
+    the checks `loop`'s entry made: a step of 1 whose start + c is at or above an index that
+    entry proved (or a constant >= 0) and whose stop - 1 + c at or below one (cholesky_loops'
+    `for k in range(j)` under `L[j, j]`, lu_nopivot's `range(k + 1, n)`...). A range of no
+    elements accesses nothing; else start <= last keeps both ends in [0, n)."""
+    at = _range_op(loop, k, it)
+    if at is None:
+        return False
+    args = loop.blocks[at[0]].ops[at[1]].args
+    if len(args) == 3 and not (isinstance(args[2], Const) and args[2].type is T.INT
+                               and args[2].value == 1 and not isinstance(args[2].value, bool)):
+        return False
+    start = loop.affine(args[0], at) if len(args) > 1 else (("const",), 0)
+    stop = loop.affine(args[1] if len(args) > 1 else args[0], at)
+    if start is None or stop is None:
+        return False
+    low = start[1] + c >= 0 if start[0] == ("const",) else \
+        any(m[0] == start[0] and m[1] <= start[1] + c and m[2:] == (arr, axis) for m in made)
+    high = any(m[0] == stop[0] and m[1] >= stop[1] - 1 + c and m[2:] == (arr, axis)
+               for m in made)
+    return low and high
+
+
 def _implied_dropped(loop: Loop, k: int, term: tuple, checks: tuple) -> tuple:
     """The terminator of an inner loop's gate (block k) in the unchecked copy of `loop`, less
     the checks `loop`'s entry made: an index the outer loop does not change, or its iterator's
     element, checked again at every entry of the inner loop (cholesky_loops' L[i, k] checked
-    i at each (i, j)); no check left, a jump to the unchecked copy."""
+    i at each (i, j)), and an inner range whose ends those checks bound (_range_implied); no
+    check left, a jump to the unchecked copy."""
     made = set(checks)
     kept = []
     for check in term[1]:
@@ -198,6 +243,8 @@ def _implied_dropped(loop: Loop, k: int, term: tuple, checks: tuple) -> tuple:
             if form is not None and (form[0], form[1] + c, arr, axis) in made:
                 continue
         elif base[0] == "const" and check in made:
+            continue
+        elif base[0] == "iter" and _range_implied(loop, k, base[1], c, arr, axis, made):
             continue
         kept.append(check)
     return ("version", tuple(kept)) + term[2:] if kept else ("jump", term[2])

@@ -20,7 +20,7 @@ import numpy as np
 
 from pijit.backends.cfused import render
 from pijit.loopnest import (bounds, calls, cse, exit_checks, float_checks, forward,
-                            ifconvert, lanes, ranges, slices, vectorize)
+                            ifconvert, lanes, ranges, rows, slices, vectorize)
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Block, Const, Nest, reverse_postorder
 
@@ -289,6 +289,12 @@ class NestKernel:
         self.lanes = lanes.plan(self.blocks, self.restarts, self.origin, nest.live_in())
         self.blocks_by_id = {b.id: b for b in self.blocks}
         self.lane = None
+        # innermost loops' row pointers (rows.py); `at` is (block, op index) while
+        # block_ops lowers that op
+        in_lanes = {x for ln in self.lanes.values() for x in ln.order}
+        self.rows = rows.Rows(self.blocks, _threaded(self.blocks, self.vectors), nest.arrays,
+                              self.vtypes, in_lanes | set(self.vectors))
+        self.at = None
 
     # -- values --------------------------------------------------------------------------
     def val(self, x) -> str:
@@ -384,7 +390,10 @@ class NestKernel:
             idx = op.args[1:1 + ndim]
             out = ["{"]
             offs = []
+            row = self.rows.at.get(self.at)
             for j, x in enumerate(idx):
+                if row is not None and j < ndim - 1:
+                    continue
                 out.append(f"    int64_t i{j} = (int64_t){self.val(x)};")
                 if op.checked:
                     out += [f"    if (i{j} < 0) i{j} += n_{arr}_{j};",
@@ -395,7 +404,8 @@ class NestKernel:
                     offs.append(f"i{j} * (npy_intp)sizeof({ctype(dtype)})")
                 else:
                     offs.append(f"i{j} * s_{arr}_{j}")
-            ptr = f"(({ctype(dtype)} *)(d_{arr} + {' + '.join(offs) or '0'}))"
+            base = row or f"d_{arr}"
+            ptr = f"(({ctype(dtype)} *)({base} + {' + '.join(offs) or '0'}))"
             fw = op.reuse if op.reuse and op.reuse[0] == "fw" else None
             if k == "load":
                 out.append(f"    {d} = *{ptr};")
@@ -433,7 +443,9 @@ class NestKernel:
         self.flags_at_exit = b.id in self.restarts and self.restarts[b.id].op == "flags"
         out = []
         for k, op in enumerate(b.ops):
+            self.at = (b.id, k)
             text = self.op(op, resume if op.resume is None else op.resume, spec)
+            self.at = None
             if any("PJ_BAIL" in s for s in text) and (k or not op.bails):
                 # a hand-over resumes at the block's start: only its first op may bail
                 raise AssertionError(f"op {op} bails in the middle of block {b.id}")
@@ -813,6 +825,8 @@ class NestKernel:
             L.append(f"    {ctype(carrier)} v_{var} = 0;")
             if len(self.vtypes[var]) > 1:
                 L.append(f"    unsigned char g_{var} = 0;")
+        for name in self.rows.names():
+            L.append(f"    char *{name} = NULL;")
         for kept in sorted({op.kept for b in blocks for op in b.ops if op.kept}):
             L.append(f"    char *kp_{kept} = NULL; npy_intp ks_{kept} = 0;")
         for head, ln in self.lanes.items():
@@ -869,13 +883,18 @@ class NestKernel:
             resume = self.origin.get(b.id, b.id)
             t = tuple(target.get(x, x) if j > 0 and isinstance(x, int) else x
                       for j, x in enumerate(b.term))
+            # the jump to each successor, with the row pointers of a loop it enters
+            heads = self.rows.pointers.get(b.id, {})
+            go = {x: f"goto b{x};" if x not in heads else
+                  "{ " + " ".join(s.strip() for s in rows.lower(self, heads[x])) +
+                  f" goto b{x}; }}" for x in t[1:] if isinstance(x, int)}
             if t[0] in ("jump", "select"):
-                L.append(f"    goto b{t[1]};")
+                L.append(f"    {go[t[1]]}")
             elif t[0] == "branch":
-                L.append(f"    if (v_{t[1]}) goto b{t[2]}; else goto b{t[3]};")
+                L.append(f"    if (v_{t[1]}) {go[t[2]]} else {go[t[3]]}")
             elif t[0] == "version":
                 cond = " && ".join(self.bound_check(*c) for c in t[1])
-                L.append(f"    if ({cond}) goto b{t[2]}; else goto b{t[3]};")
+                L.append(f"    if ({cond}) {go[t[2]]} else {go[t[3]]}")
             elif t[0] == "foriter":
                 it = "v_" + t[1]
                 # an advance ranges.py proves within int64 is unchecked (that once laid

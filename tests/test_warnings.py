@@ -172,6 +172,22 @@ def test_warnings_keep_their_order_across_an_op_numpy_runs():
     assert_same(_floor_divide_then_log, np.array(False), np.zeros((3, 4), np.float32))
 
 
+def _max_then_mean(x):
+    y = x * 1.5
+    return y.sum(), y.max(), y.mean()
+
+
+def test_an_empty_max_raises_before_a_later_mean_warns():
+    """Over a dynamic dim, y.max() runs in NumPy (a fused max needs static reduced axes)
+    and raises ValueError on an empty y: y.mean(), after it, must not join y's group
+    across it and warn "Mean of empty slice" first."""
+    spec = pijit.ArraySpec(shape=(None, 4), dtype="float64")
+    kw = {"input_signature": (spec,)}
+    assert_same(_max_then_mean, np.zeros((0, 4)), ops=["mul", "sum", "max", "mean"],
+                jit_kwargs=kw)
+    assert_same(_max_then_mean, np.arange(12.0).reshape(3, 4), jit_kwargs=kw)
+
+
 def _divides(a, b):
     q = a / b
     s = 0.0

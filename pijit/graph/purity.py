@@ -143,6 +143,15 @@ _NO_IDENTITY = frozenset(id(f) for f in (
     np.max, np.min, np.amax, np.amin, np.ndarray.max, np.ndarray.min, np.argmax, np.argmin,
     np.ndarray.argmax, np.ndarray.argmin))
 
+
+
+def may_raise_on_empty(graph, node) -> bool:
+    """A reduction without an identity whose operand may be empty at run time (a dynamic
+    dim; capture refuses a static empty one): NumPy raises ValueError there."""
+    return id(node.fn) in _NO_IDENTITY and any(
+        None in graph.meta(r).shape for r in node_refs(node)[:1])
+
+
 _DIVISIONS = frozenset(id(f) for f in (
     operator.truediv, operator.floordiv, operator.mod, operator.pow, operator.itruediv,
     operator.ifloordiv, operator.imod, operator.ipow, np.power, np.float_power))

@@ -145,9 +145,13 @@ _NO_IDENTITY = frozenset(id(f) for f in (
 
 
 
-def may_raise_on_empty(graph, node) -> bool:
-    """A reduction without an identity whose operand may be empty at run time (a dynamic
-    dim; capture refuses a static empty one): NumPy raises ValueError there."""
+def may_raise_on_data(graph, node) -> bool:
+    """A node that writes nothing and warns of nothing yet may raise on what only the run
+    time knows: a reduction without an identity whose operand may be empty (a dynamic dim;
+    capture refuses a static empty one: ValueError), an index taken from graph data
+    (IndexError)."""
+    if node.fn is operator.getitem:
+        return any(r for a in node.args[1:] for r in arg_refs(a))
     return id(node.fn) in _NO_IDENTITY and any(
         None in graph.meta(r).shape for r in node_refs(node)[:1])
 

@@ -28,6 +28,10 @@ def scaled_sum(x, y):
     return x * 2.0 + y
 
 
+def doubled(x):
+    return x * 2.0
+
+
 def sum_of_broadcast(a, b):
     return (a + b).sum(axis=-1)
 
@@ -76,6 +80,14 @@ def _disagreeing():
         pytest.param(product_sum_kept, (_order((3, 4, 1), (1, 0, 2), rng),
                                         rng.random((1, 1, 5))), ["mul", "sum"],
                      id="kept-reduction-operands-swapped"),
+        # the only full input is broadcast along an axis (a zero stride): NumPy's iterator
+        # takes no order from that axis (C order for a broadcast row; a middle axis goes
+        # outermost), where sorting the strides would put it innermost
+        pytest.param(doubled, (np.broadcast_to(rng.random((1, 7)), (3, 7)),), ["mul"],
+                     id="full-input-broadcast-row"),
+        pytest.param(doubled, (np.broadcast_to(_order((3, 1, 5), (2, 1, 0), rng),
+                                               (3, 4, 5)),), ["mul"],
+                     id="full-input-broadcast-middle-axis"),
     ]
 
 

@@ -40,6 +40,10 @@ def standardise(x):
     return (x - x.mean(axis=1, keepdims=True)) / x.std(axis=1, keepdims=True)
 
 
+def negative_ddof(x):
+    return np.var(x, axis=0), np.std(x, ddof=-1), np.var(x, axis=-1, ddof=-2)
+
+
 def _values(shape, dtype, seed=0):
     rng = np.random.default_rng(seed)
     return (rng.standard_normal(shape) * 3.0 + 1e3).astype(dtype)
@@ -52,13 +56,14 @@ def _layouts(x):
 
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-@pytest.mark.parametrize("fn", [whole, rows, columns, both_axes, standardise])
+@pytest.mark.parametrize("fn", [whole, rows, columns, both_axes, standardise, negative_ddof])
 def test_var_and_std_give_numpys_bits(fn, dtype, level):
     """Every axis form (the whole and row forms in every layout), at float32 too: the mean, deviations, squares, sum and
-    quotient NumPy's own `_var` computes (float32 with a ddof stays the opaque call)."""
+    quotient NumPy's own `_var` computes (float32 with a ddof stays the opaque call; a
+    negative ddof divides by the count plus its magnitude, not by the count as a mean)."""
     x = _values((6, 300), dtype)
     for x in (_layouts(x) if fn in (whole, rows) else [x]):
-        opaque = dtype == np.float32 and fn in (columns, both_axes)
+        opaque = dtype == np.float32 and fn in (columns, both_axes, negative_ddof)
         report = assert_same(fn, x, jit_kwargs={"jit_config": {"jit_level": level}},
                              ops=DECOMPOSED)
         flat = [op for ops in report.ops_per_graph for op in ops]
@@ -100,6 +105,14 @@ def _var_dtype(x):
     return np.var(x, dtype=np.float64)
 
 
+def _var_positional_dtype(x):
+    return np.var(x, 0, np.float32)
+
+
+def _var_axis_twice(x):
+    return np.var(x, 0, axis=1)
+
+
 @pytest.mark.parametrize("case", [
     pytest.param((_var_ddof, np.ones(3), 3), id="ddof-equal-to-the-count"),
     pytest.param((_var_ddof, np.ones(3), 5), id="ddof-past-the-count"),
@@ -107,6 +120,11 @@ def _var_dtype(x):
     pytest.param((_var_ddof, np.ones(4, np.float32), 1), id="float32-with-a-ddof"),
     pytest.param((_var_ddof, np.arange(6), 0), id="int"),
     pytest.param((_var_dtype, np.ones(5, np.float32)), id="dtype-given"),
+    # float16: _var sums in float16, where np.mean sums float16 in float32 (these differ)
+    pytest.param((_var_ddof, _values(40, np.float16, seed=4), 0),
+                 id="float16"),
+    pytest.param((_var_ddof, _values(7, np.float64), 0.5), id="float-ddof"),
+    pytest.param((_var_positional_dtype, _values((3, 5), np.float64)), id="positional-dtype"),
 ])
 def test_what_is_not_var_s_calls_stays_the_opaque_call(case):
     """No decomposition where `_var` would warn of its count (Degrees of freedom <= 0, Mean
@@ -116,6 +134,12 @@ def test_what_is_not_var_s_calls_stays_the_opaque_call(case):
     report = assert_same(fn, *args, ops=["var"])
     flat = [op for ops in report.ops_per_graph for op in ops]
     assert "subtract" not in flat, flat
+
+
+def test_a_call_numpy_rejects_is_not_decomposed():
+    """np.var(x, 0, axis=1) raises TypeError in NumPy (axis given twice): no graph computes
+    a value for it (the call breaks the graph and NumPy raises)."""
+    assert_same(_var_axis_twice, _values((3, 5), np.float64), graphs=0, breaks=1)
 
 
 def test_a_dynamic_dimension_stays_the_opaque_call():

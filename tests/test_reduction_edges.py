@@ -69,6 +69,24 @@ def test_a_nan_deep_in_a_later_block_is_found():
             assert_same(REDUCTIONS[op], x, ops=[op])
 
 
+def _int_max_min(x):
+    return (x * 1).max(), (x * 1).min(), (x * 1).max(axis=-1), (x * 1).min(axis=-1)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64])
+def test_integer_max_and_min_start_from_the_dtype_s_bounds(dtype, monkeypatch):
+    """An integer max (min) starts from the dtype's smallest (largest) value, not from 0:
+    rows of only negative values, and of values near the top of the dtype, in a kernel."""
+    handed = count_handbacks(monkeypatch)
+    info = np.iinfo(dtype)
+    for n in (1, 7, 300):
+        low = (info.min + np.arange(2 * n) % 50).astype(dtype).reshape(2, n)
+        high = (info.max - np.arange(2 * n) % 50).astype(dtype).reshape(2, n)
+        assert_same(_int_max_min, -np.abs(low + 1) - 1, ops=["max", "min"])
+        assert_same(_int_max_min, high, ops=["max", "min"])
+    assert not handed, "integer max/min run in the kernel"
+
+
 def _at_axis_minus_ndim(x):
     return x.sum(axis=-2), np.cumsum(x, axis=-2), x.max(axis=-x.ndim, keepdims=True)
 

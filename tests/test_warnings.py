@@ -172,6 +172,31 @@ def test_warnings_keep_their_order_across_an_op_numpy_runs():
     assert_same(_floor_divide_then_log, np.array(False), np.zeros((3, 4), np.float32))
 
 
+def _max_then_mean(x):
+    y = x * 1.5
+    return y.sum(), y.max(), y.mean()
+
+
+def _log_after_an_index(x, i):
+    y = x * 1.5
+    return y[i], np.log(y)
+
+
+def test_an_error_numpy_raises_comes_before_a_later_member_s_warning():
+    """A node NumPy runs that raises on run-time data closes the groups, so no later member
+    warns first: over a dynamic dim, y.max() (a fused max needs static reduced axes) raises
+    ValueError on an empty y before y.mean() warns "Mean of empty slice"; y[i] with i from
+    the data raises IndexError before np.log(y) warns of its invalid values."""
+    spec = pijit.ArraySpec(shape=(None, 4), dtype="float64")
+    kw = {"input_signature": (spec,)}
+    assert_same(_max_then_mean, np.zeros((0, 4)), ops=["mul", "sum", "max", "mean"],
+                jit_kwargs=kw)
+    assert_same(_max_then_mean, np.arange(12.0).reshape(3, 4), jit_kwargs=kw)
+    assert_same(_log_after_an_index, -np.ones(5), np.array(100), ops=["mul", "getitem", "log"])
+    assert_same(_log_after_an_index, np.ones(5), np.array(3))
+    assert_same(_max_then_mean, np.arange(12.0).reshape(3, 4), jit_kwargs=kw)
+
+
 def _divides(a, b):
     q = a / b
     s = 0.0

@@ -35,7 +35,7 @@ import numpy as np
 
 from pijit.graph.ir import Graph, Meta, Ref
 from pijit.graph.ir import node_refs
-from pijit.graph.purity import may_warn, writes_nothing
+from pijit.graph.purity import may_raise_on_data, may_warn, writes_nothing
 from pijit.graph.stores import StoreInto
 
 FLOAT = (np.dtype(np.float32), np.dtype(np.float64))
@@ -634,10 +634,13 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
         return cands
 
     def left_to_numpy(node, refs):
-        """The node runs in NumPy, outside every group: close them all when it may write, or
-        when it may warn (Python's own scalar math gives no NumPy warning)."""
-        if not writes_nothing(node) or may_warn(graph, node) and (
-                isinstance(node.fn, np.ufunc) or any(not graph.meta(r).is_pyscalar for r in refs)):
+        """The node runs in NumPy, outside every group: close them all when it may write,
+        when it may warn (Python's own scalar math gives no NumPy warning), or when it may
+        raise on run-time data (a later member's warning, `y.mean()` after `y.max()` of an
+        empty y, `np.log(y)` after `y[i]` out of bounds, would come before NumPy's error)."""
+        if not writes_nothing(node) or may_raise_on_data(graph, node) or \
+                may_warn(graph, node) and (isinstance(node.fn, np.ufunc) or any(
+                    not graph.meta(r).is_pyscalar for r in refs)):
             closed.update(find(g) for g in groups)
         deps[node.out] = deps_of(refs)
 

@@ -143,6 +143,19 @@ _NO_IDENTITY = frozenset(id(f) for f in (
     np.max, np.min, np.amax, np.amin, np.ndarray.max, np.ndarray.min, np.argmax, np.argmin,
     np.ndarray.argmax, np.ndarray.argmin))
 
+
+
+def may_raise_on_data(graph, node) -> bool:
+    """A node that writes nothing and warns of nothing yet may raise on what only the run
+    time knows: a reduction without an identity whose operand may be empty (a dynamic dim;
+    capture refuses a static empty one: ValueError), an index taken from graph data
+    (IndexError)."""
+    if node.fn is operator.getitem:
+        return any(r for a in node.args[1:] for r in arg_refs(a))
+    return id(node.fn) in _NO_IDENTITY and any(
+        None in graph.meta(r).shape for r in node_refs(node)[:1])
+
+
 _DIVISIONS = frozenset(id(f) for f in (
     operator.truediv, operator.floordiv, operator.mod, operator.pow, operator.itruediv,
     operator.ifloordiv, operator.imod, operator.ipow, np.power, np.float_power))

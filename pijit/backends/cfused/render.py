@@ -1440,9 +1440,15 @@ class GroupKernel:
         outputs get their layout (a transposed input gives a transposed result, and an
         order-dependent op after the kernel sees what it would see in NumPy). Inputs with
         different orders, or a per-row input that varies along the new inner axis, go to
-        NumPy."""
+        NumPy. So does a prototype broadcast along an axis (`np.broadcast_to(row, (m, n))`):
+        its zero stride sorts innermost in pj_perm and in PyArray_NewLikeArray, while
+        NumPy's iterator takes no order from it (the result of `row * 2.0` is C order).
+        (An empty array's strides are all 0 in NumPy 2: its layout does not matter.)"""
         nd, p = self.nd, self.proto
-        L = [f"    int perm[{nd}];",
+        L = [f"    for (int d = 0; d < {nd} && PyArray_SIZE(a{p}) > 0; d++)",
+             f"        if (shape[d] > 1 && st{p}[d] == 0)",
+             "            return pj_fallback(gk, args, nargs);",
+             f"    int perm[{nd}];",
              f"    pj_perm(a{p}, perm, {nd});"]
         for i in self.arrays:
             if self.kinds[i] == "full" and i != p:

@@ -1,6 +1,7 @@
 """Tracers and debuggers see the user's code: while a line tracer is active (sys.settrace:
 coverage, pdb/bdb, IDEs) or, on 3.12+, a sys.monitoring tool watches the function's code (any
-event but a profiler's), a jitted function runs its original bytecode. Profilers are not tracers: under cProfile the function stays jitted."""
+event but a profiler's), a jitted function runs its original bytecode. Profilers are not
+tracers: under cProfile the function stays jitted."""
 import bdb
 import json
 import os

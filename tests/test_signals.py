@@ -90,7 +90,8 @@ NEST = """
 
 
 # an innermost while loop (polls every so many passes), an outer for loop (every pass)
-LOOPS = {"while": "i = 0\n        while i < limit:\n            progress[0] = i\n            i += 1",
+LOOPS = {"while": "i = 0\n        while i < limit:\n            progress[0] = i"
+                  "\n            i += 1",
          "for": "n = limit // 1000\n        for i in range(1000):\n            for j in range(n):"
                 "\n                progress[0] = i * n + j"}
 

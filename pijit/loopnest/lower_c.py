@@ -44,8 +44,11 @@ HELPERS = r"""
  * the main thread, where alone Python runs signal handlers, and clears the flag, which
  * PyErr_SetInterrupt sets again. */
 #define PJ_POLL_EVERY 65536
+#define PJ_POLL_OUTER_EVERY 64
 #define PJ_POLL() (__builtin_expect(--pj_poll == 0, 0) \
                    && (pj_poll = PJ_POLL_EVERY, pj_interrupted()))
+#define PJ_POLL_OUTER() (__builtin_expect(--pj_poll_outer == 0, 0) \
+                         && (pj_poll_outer = PJ_POLL_OUTER_EVERY, pj_interrupted()))
 static __attribute__((noinline)) int pj_interrupted(void)
 {
     if (!PyOS_InterruptOccurred())
@@ -242,7 +245,7 @@ def _layout(blocks: list, keep=()) -> list:
 
 def _innermost_heads(blocks: list, where: dict, target: dict) -> set:
     """Heads of the loops with no loop inside: no back edge (an edge to a block no later in
-    `where`, a reverse postorder) but their own leaves a block of the loop's body."""
+    `where`, a reverse postorder) but their own goes to a block of the loop's body."""
     to = lambda k: target.get(k, k)                                 # noqa: E731
     preds = {}
     for b in blocks:
@@ -258,7 +261,7 @@ def _innermost_heads(blocks: list, where: dict, target: dict) -> set:
             if k not in body:
                 body.add(k)
                 todo += preds.get(k, [])
-        if not any(p in body and h != head for p, h in back):
+        if not any(h in body and h != head for _, h in back):
             heads.add(head)
     return heads
 
@@ -840,7 +843,8 @@ class NestKernel:
         L = ["static PyObject *__attribute__((optimize(\"no-tree-vectorize\", "
              "\"unroll-loops\")))",
              "pj_body(int gk, PyObject *const *args, Py_ssize_t nargs)", "{",
-             "    int blk = -1, pj_poll = PJ_POLL_EVERY;", "    Py_ssize_t k;",
+             "    int blk = -1, pj_poll = PJ_POLL_EVERY, pj_poll_outer = PJ_POLL_OUTER_EVERY;",
+             "    Py_ssize_t k;",
              "    PyObject *res = NULL;",
              f"    PyObject *vec[{1 + len(nest.arrays) + len(nest.variables())}];",
              "    PJ_K_INIT;"]
@@ -906,16 +910,17 @@ class NestKernel:
 
         def goto(frm, to) -> str:
             """A jump; a loop's back edge (to a block no later in reverse postorder) polls
-            for Ctrl-C and hands over at its target: every pass when loops run inside it,
-            every PJ_POLL_EVERY passes in an innermost while loop, never in an innermost
-            for loop (its range bounds it, the loop around it polls; there a counted poll
-            cost 30-90% of a short body's time: running_max, iir_filter)."""
+            for Ctrl-C and hands over at its target: every PJ_POLL_OUTER_EVERY passes when
+            loops run inside it (a poll every pass cost csr_matvec 9%), every PJ_POLL_EVERY
+            passes in an innermost while loop, never in an innermost for loop (its range
+            bounds it, the loop around it polls; there a counted poll cost 30-90% of a short
+            body's time: running_max, iir_filter)."""
             resume = self.origin.get(to, to)
             if where[to] > where[frm] or resume not in nest_ids or \
                     to in innermost and kinds[to] == "foriter":
                 return f"goto b{to};"
             polled.add(resume)
-            poll = "PJ_POLL()" if to in innermost else "__builtin_expect(pj_interrupted(), 0)"
+            poll = "PJ_POLL()" if to in innermost else "PJ_POLL_OUTER()"
             return f"{{ if ({poll}) PJ_BAIL({resume}); goto b{to}; }}"
         for b in blocks:
             if b.id in in_lanes:
@@ -953,9 +958,9 @@ class NestKernel:
                           f"        if (__builtin_add_overflow({it}_cur, {it}_step, &nx))",
                           f"            PJ_BAIL({resume});"]
                 L += [f"        v_{t[2]} = {it}_cur; {it}_cur = nx;",
-                      f"        goto b{t[3]};",
+                      f"        {goto(b.id, t[3])}",
                       f"    }}",
-                      f"    goto b{t[4]};"]
+                      f"    {goto(b.id, t[4])}"]
             else:
                 L.append("    goto done;")
         L += ["done:", f"    res = PyTuple_New({len(nest.outputs)});",

@@ -242,32 +242,39 @@ pj_c_recursion_left(PyThreadState *ts)
 #endif
 }
 
-/* Is a line tracer or debugger watching `code`?  sys.settrace sets c_tracefunc on every
- * version; from 3.12 sys.monitoring can ask for line, instruction, jump and branch
- * events globally or for one code (coverage's sysmon core, debuggers).  Such a tool may
- * ask for PY_START alone globally and turn line events on for a code when it first sees
- * it start, which a frame the hook answers never does: a tool other than a profiler
- * watching PY_START is a tracer too.  Profilers (sys.setprofile, cProfile, the
- * PROFILER_ID tool) ask only for call and return events and are not tracers. */
+/* Is a tracer, debugger or monitoring tool watching `code`?  sys.settrace sets
+ * c_tracefunc on every version.  From 3.12 sys.monitoring tools ask for events globally or
+ * for one code; a frame the hook answers runs none of the code's instructions, so it gives
+ * none of its events (PY_START, LINE, CALL, RAISE, PY_RETURN ...), and a tool may turn local
+ * events on for a code only when it first sees it start (coverage's sysmon core).  So any
+ * event a tool asks for on this code, and any global event of a tool other than a
+ * profiler, makes the frame run its original bytecode.  Profilers (sys.setprofile,
+ * cProfile, the PROFILER_ID tool) are not tracers: they time the jitted code. */
 static inline int
 pj_traced(PyThreadState *ts, PyCodeObject *code)
 {
     if (ts->c_tracefunc != NULL)
         return 1;
 #if PJ_PY312
-    static const int events[] = {PY_MONITORING_EVENT_LINE, PY_MONITORING_EVENT_INSTRUCTION,
-                                 PY_MONITORING_EVENT_JUMP, PY_MONITORING_EVENT_BRANCH};
+    /* The events a profiler asks for (PY_START, CALL, PY_RETURN, PY_UNWIND ...). */
+    static const uint32_t timing = (1 << PY_MONITORING_EVENT_PY_START) |
+        (1 << PY_MONITORING_EVENT_PY_RESUME) | (1 << PY_MONITORING_EVENT_PY_RETURN) |
+        (1 << PY_MONITORING_EVENT_PY_YIELD) | (1 << PY_MONITORING_EVENT_CALL) |
+        (1 << PY_MONITORING_EVENT_PY_UNWIND) | (1 << PY_MONITORING_EVENT_PY_THROW);
+    const uint8_t profilers = (1 << PY_MONITORING_PROFILER_ID) |
+                              (1 << PY_MONITORING_SYS_PROFILE_ID);
     const _Py_GlobalMonitors *g = &ts->interp->monitors;
-    const _PyCoMonitoringData *local = code->_co_monitoring;
-    for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
-        if (g->tools[events[i]])
-            return 1;
-        if (local != NULL && local->local_monitors.tools[events[i]])
+    for (int i = 0; i < _PY_MONITORING_UNGROUPED_EVENTS; i++) {
+        if (g->tools[i] & (((timing >> i) & 1) ? (uint8_t)~profilers : 0xff))
             return 1;
     }
-    if (g->tools[PY_MONITORING_EVENT_PY_START] & ~((1 << PY_MONITORING_PROFILER_ID) |
-                                                   (1 << PY_MONITORING_SYS_PROFILE_ID)))
-        return 1;
+    const _PyCoMonitoringData *local = code->_co_monitoring;
+    if (local != NULL) {
+        for (int i = 0; i < _PY_MONITORING_LOCAL_EVENTS; i++) {
+            if (local->local_monitors.tools[i])
+                return 1;
+        }
+    }
 #else
     (void)code;
 #endif

@@ -8,8 +8,8 @@
  * the frame's result (the frame itself is released unevaluated: compat.h says by whom).
  * A miss calls the Python callback that compiles a new entry.  A call pijit decides to run
  * as plain Python runs outside the hook (eval_outside), at plain Python's speed.  A frame
- * being traced (sys.settrace, sys.monitoring's line events: coverage, debuggers) runs its
- * original bytecode, so tracers see the user's code.
+ * being traced (sys.settrace; a sys.monitoring tool other than a profiler: coverage,
+ * debuggers) runs its original bytecode, so tracers see the user's code.
  *
  * C stack.  While any hook is installed the interpreter stops inlining Python-to-Python
  * calls, so every Python call recurses in C.  A recursion that plain Python runs inline

@@ -1,6 +1,7 @@
 """Tracers and debuggers see the user's code: while a line tracer is active (sys.settrace:
-coverage, pdb/bdb, IDEs; sys.monitoring's line events on 3.12+), a jitted function runs its
-original bytecode. Profilers are not tracers: under cProfile the function stays jitted."""
+coverage, pdb/bdb, IDEs) or, on 3.12+, a sys.monitoring tool watches the function's code (any
+event but a profiler's), a jitted function runs its original bytecode. Profilers are not
+tracers: under cProfile the function stays jitted."""
 import bdb
 import json
 import os
@@ -151,3 +152,88 @@ def test_sys_monitoring_line_events_see_the_users_lines():
         mon.register_callback(tool, mon.events.LINE, None)
         mon.free_tool_id(tool)
     assert lines == [1, 2, 3, 4]
+
+
+def helper(v):
+    return v * 2
+
+
+def monitored(x):
+    m = x.max()
+    e = np.exp(x - m)
+    try:
+        s = helper(e[100])
+    except IndexError:
+        s = e.sum()
+    for k in range(2):
+        s = s + k
+    return e / s
+
+
+def monitoring_events(fn, tool, events, local):
+    """[(event, offset)] sys.monitoring gives `tool` for `monitored`'s code during fn(x)."""
+    mon = sys.monitoring
+    code, seen = monitored.__code__, []
+    names = [n for n in dir(mon.events) if n.isupper() and n != "NO_EVENTS"]
+    mon.use_tool_id(tool, "pijit-test")
+    try:
+        for name in names:
+            mon.register_callback(tool, getattr(mon.events, name),
+                                  lambda c, off, *_, name=name: seen.append((name, off))
+                                  if c is code else None)
+        if local:
+            mon.set_local_events(tool, code, events)
+        else:
+            mon.set_events(tool, events)
+        result = fn(np.linspace(-1, 1, 7))
+    finally:
+        mon.set_events(tool, 0)
+        mon.set_local_events(tool, code, 0)
+        for name in names:
+            mon.register_callback(tool, getattr(mon.events, name), None)
+        mon.free_tool_id(tool)
+    return seen, result
+
+
+MONITORED = [("PY_START", True), ("PY_RETURN", False), ("PY_RETURN", True), ("CALL", False),
+             ("CALL", True), ("RAISE", False), ("EXCEPTION_HANDLED", False),
+             ("BRANCH", True), ("JUMP", False), ("INSTRUCTION", True)]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring is new in 3.12")
+@pytest.mark.parametrize("event,local", MONITORED)
+def test_sys_monitoring_tools_see_every_event_of_the_users_code(event, local):
+    """A frame the hook answers runs none of its code's instructions: a tool watching
+    PY_RETURN, CALL or RAISE globally, or PY_START for that one code, saw nothing of it."""
+    x = np.linspace(-1, 1, 7)
+    jitted = pijit.jit(monitored)
+    jitted(x)
+    events = getattr(sys.monitoring.events, event)
+    plain, plain_result = monitoring_events(monitored, 3, events, local)
+    hits = pijit.stats(jitted)["cache_hits"]
+    seen, result = monitoring_events(jitted, 3, events, local)
+    assert seen == plain and plain and np.array_equal(result, plain_result)
+    assert pijit.stats(jitted)["cache_hits"] == hits          # ran its bytecode
+    jitted(x)                                   # jitted again once the tool is gone
+    assert pijit.stats(jitted)["cache_hits"] == hits + 1
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring is new in 3.12")
+@pytest.mark.parametrize("tool", ["PROFILER_ID", "DEBUGGER_ID"])
+def test_a_profiler_tool_stays_jitted_unless_it_asks_for_lines(tool):
+    """Profilers time the jitted code (their call events are not asked for per line); a
+    profiler's tool id asking for line events is a tracer like any other."""
+    mon = sys.monitoring
+    x = np.linspace(-1, 1, 7)
+    jitted = pijit.jit(monitored)
+    jitted(x)
+    tool = getattr(mon, tool)
+    calls = mon.events.PY_START | mon.events.PY_RETURN | mon.events.CALL
+    hits = pijit.stats(jitted)["cache_hits"]
+    monitoring_events(jitted, tool, calls, False)
+    jitted_under_calls = pijit.stats(jitted)["cache_hits"] - hits
+    plain, _ = monitoring_events(monitored, tool, mon.events.LINE, False)
+    seen, _ = monitoring_events(jitted, tool, mon.events.LINE, False)
+    assert seen == plain and len(plain) == 12
+    assert pijit.stats(jitted)["cache_hits"] - hits == jitted_under_calls
+    assert jitted_under_calls == (tool == mon.PROFILER_ID)

@@ -22,7 +22,7 @@ from pijit.backends.cfused import render
 from pijit.loopnest import (bounds, calls, cse, exit_checks, float_checks, forward,
                             ifconvert, lanes, ranges, rows, slices, vectorize)
 from pijit.loopnest import types as T
-from pijit.loopnest.ir import Block, Const, Nest, reverse_postorder
+from pijit.loopnest.ir import Block, Const, Nest, reverse_postorder, successors
 
 _C = {"bool": ("npy_bool", "Bool"), "int8": ("npy_int8", "Byte"),
       "int16": ("npy_int16", "Short"), "int32": ("npy_int32", "Int"),
@@ -36,6 +36,26 @@ _CMP = {"lt": "<", "le": "<=", "eq": "==", "ne": "!=", "gt": ">", "ge": ">="}
 
 HELPERS = r"""
 #define PJ_BAIL(k) goto bail_##k
+/* Ctrl-C.  Plain Python stops a loop at its next instruction; a kernel polls on its loops'
+ * back edges (NestKernel.function says which) and, if SIGINT came, hands over there with
+ * the signal still pending: Python then raises KeyboardInterrupt (or runs the program's
+ * handler) in the nest's Python form, with every earlier write done.  Without this a long
+ * or endless nest could not be interrupted at all.  PyOS_InterruptOccurred answers only in
+ * the main thread, where alone Python runs signal handlers, and clears the flag, which
+ * PyErr_SetInterrupt sets again. */
+#define PJ_POLL_EVERY 65536
+#define PJ_POLL_OUTER_EVERY 64
+#define PJ_POLL() (__builtin_expect(--pj_poll == 0, 0) \
+                   && (pj_poll = PJ_POLL_EVERY, pj_interrupted()))
+#define PJ_POLL_OUTER() (__builtin_expect(--pj_poll_outer == 0, 0) \
+                         && (pj_poll_outer = PJ_POLL_OUTER_EVERY, pj_interrupted()))
+static __attribute__((noinline)) int pj_interrupted(void)
+{
+    if (!PyOS_InterruptOccurred())
+        return 0;
+    PyErr_SetInterrupt();
+    return 1;
+}
 /* None into the slots of a hand-over's vector whose variables are not live there, out of
  * line and by a table: a line per slot was half of cholesky_loops' C (41 of its 76 KB), and
  * 3.12's inlined Py_INCREF (its test for an immortal object) in each of those thousands made
@@ -221,6 +241,29 @@ def _layout(blocks: list, keep=()) -> list:
             placed.update(rest)
         j += 1
     return [by_id[k] for k in order]
+
+
+def _innermost_heads(blocks: list, where: dict, target: dict) -> set:
+    """Heads of the loops with no loop inside: no back edge (an edge to a block no later in
+    `where`, a reverse postorder) but their own goes to a block of the loop's body."""
+    to = lambda k: target.get(k, k)                                 # noqa: E731
+    preds = {}
+    for b in blocks:
+        for s in successors(b.term):
+            preds.setdefault(to(s), []).append(b.id)
+    back = {(b.id, to(s)) for b in blocks for s in successors(b.term)
+            if where[to(s)] <= where[b.id]}
+    heads = set()
+    for head in {h for _, h in back}:
+        body, todo = {head}, [p for p, h in back if h == head]
+        while todo:
+            k = todo.pop()
+            if k not in body:
+                body.add(k)
+                todo += preds.get(k, [])
+        if not any(h in body and h != head for _, h in back):
+            heads.add(head)
+    return heads
 
 
 def _declaration_order(nest: Nest, types: dict, blocks: list) -> list:
@@ -812,7 +855,9 @@ class NestKernel:
         L = ["static PyObject *__attribute__((optimize(\"no-tree-vectorize\", "
              "\"unroll-loops\")))",
              "pj_body(int gk, PyObject *const *args, Py_ssize_t nargs)", "{",
-             "    int blk = -1;", "    Py_ssize_t k;", "    PyObject *res = NULL;",
+             "    int blk = -1, pj_poll = PJ_POLL_EVERY, pj_poll_outer = PJ_POLL_OUTER_EVERY;",
+             "    Py_ssize_t k;",
+             "    PyObject *res = NULL;",
              f"    PyObject *vec[{1 + len(nest.arrays) + len(nest.variables())}];",
              "    PJ_K_INIT;"]
         for arr, (dtype, ndim) in nest.arrays.items():
@@ -866,8 +911,39 @@ class NestKernel:
             # again in Python (right, but slow)
             L.append("    feclearexcept(PJ_FE_ERR | FE_UNDERFLOW);")
         target = _threaded(self.blocks, self.vectors)
+        nest_ids = {b.id for b in nest.blocks}
         fallbacks = {target.get(b.term[2], b.term[2]) for b in blocks if b.term[0] == "select"}
         in_lanes = {x for ln in self.lanes.values() for x in ln.order}
+        # back edges by a reverse postorder of every edge (the layout puts select
+        # fallbacks last: their jumps back into the hot path are no loops)
+        where = {k: j for j, k in enumerate(reverse_postorder(
+            {b.id: b for b in self.blocks}, 0, lambda k: target.get(k, k)))}
+        innermost = _innermost_heads(blocks, where, target)
+        kinds = {b.id: b.term[0] for b in blocks}
+        polled = set()
+
+        def goto(frm, to) -> str:
+            """A jump; a loop's back edge (to a block no later in reverse postorder) polls
+            for Ctrl-C and hands over at its target: every PJ_POLL_OUTER_EVERY passes when
+            loops run inside it (a poll every pass cost csr_matvec 9%), every PJ_POLL_EVERY
+            passes in an innermost while loop, never in an innermost for loop (its range
+            bounds it, the loop around it polls; there a counted poll cost 30-90% of a short
+            body's time: running_max, iir_filter)."""
+            resume = self.origin.get(to, to)
+            if where[to] > where[frm] or resume not in nest_ids or \
+                    to in innermost and kinds[to] == "foriter":
+                return f"goto b{to};"
+            polled.add(resume)
+            poll = "PJ_POLL()" if to in innermost else "PJ_POLL_OUTER()"
+            return f"{{ if ({poll}) PJ_BAIL({resume}); goto b{to}; }}"
+
+        def jump(frm, to) -> str:
+            """goto(frm, to), after setting the row pointers of a loop the edge enters."""
+            heads = self.rows.pointers.get(frm, {})
+            if to not in heads:
+                return goto(frm, to)
+            set_rows = " ".join(s.strip() for s in rows.lower(self, heads[to]))
+            return f"{{ {set_rows} {goto(frm, to)} }}"
         for b in blocks:
             if b.id in in_lanes:
                 continue
@@ -883,18 +959,13 @@ class NestKernel:
             resume = self.origin.get(b.id, b.id)
             t = tuple(target.get(x, x) if j > 0 and isinstance(x, int) else x
                       for j, x in enumerate(b.term))
-            # the jump to each successor, with the row pointers of a loop it enters
-            heads = self.rows.pointers.get(b.id, {})
-            go = {x: f"goto b{x};" if x not in heads else
-                  "{ " + " ".join(s.strip() for s in rows.lower(self, heads[x])) +
-                  f" goto b{x}; }}" for x in t[1:] if isinstance(x, int)}
             if t[0] in ("jump", "select"):
-                L.append(f"    {go[t[1]]}")
+                L.append(f"    {jump(b.id, t[1])}")
             elif t[0] == "branch":
-                L.append(f"    if (v_{t[1]}) {go[t[2]]} else {go[t[3]]}")
+                L.append(f"    if (v_{t[1]}) {jump(b.id, t[2])} else {jump(b.id, t[3])}")
             elif t[0] == "version":
                 cond = " && ".join(self.bound_check(*c) for c in t[1])
-                L.append(f"    if ({cond}) {go[t[2]]} else {go[t[3]]}")
+                L.append(f"    if ({cond}) {jump(b.id, t[2])} else {jump(b.id, t[3])}")
             elif t[0] == "foriter":
                 it = "v_" + t[1]
                 # an advance ranges.py proves within int64 is unchecked (that once laid
@@ -909,9 +980,9 @@ class NestKernel:
                           f"        if (__builtin_add_overflow({it}_cur, {it}_step, &nx))",
                           f"            PJ_BAIL({resume});"]
                 L += [f"        v_{t[2]} = {it}_cur; {it}_cur = nx;",
-                      f"        goto b{t[3]};",
+                      f"        {jump(b.id, t[3])}",
                       "    }",
-                      f"    goto b{t[4]};"]
+                      f"    {jump(b.id, t[4])}"]
             else:
                 L.append("    goto done;")
         L += ["done:", f"    res = PyTuple_New({len(nest.outputs)});",
@@ -929,7 +1000,8 @@ class NestKernel:
         total = 1 + len(nest.arrays) + nvars
         live = nest.live_in()
         for b in nest.blocks:
-            if not any(op.bails for op in b.ops) and b.term[0] != "foriter":
+            if not any(op.bails for op in b.ops) and b.term[0] != "foriter" \
+                    and b.id not in polled:
                 continue
             L += [f"bail_{b.id}: __attribute__((cold));", f"    blk = {b.id};"]
             dead = []

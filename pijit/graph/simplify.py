@@ -10,7 +10,8 @@ Simplification: identities that hold bit for bit in IEEE arithmetic and keep typ
 shape: x * 1, 1 * x, x / 1, x - (+0) (not x + 0: -0.0 + 0.0 is 0.0), +x, -(-x), x ** 1. The
 node's uses then read x itself, which is sound only when nothing can tell: the value is not a
 graph output (the caller would get x, not a copy), and neither it nor x is read by a node with
-effects (which might write into one of them, or keep it).
+effects (which might write into one of them, or keep it). -(-x) of a NumPy integer scalar is
+kept: where -x overflows (-np.int8(-128)) so does -(-x), and each negation warns in NumPy.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import numpy as np
 
 from pijit.graph.dce import replace_nodes
 from pijit.graph.ir import Graph, Ref, map_refs, node_refs
-from pijit.graph.purity import is_pure
+from pijit.graph.purity import is_pure, may_warn
 from pijit.quiet import warnings_as
 
 _MUL = frozenset(id(f) for f in (operator.mul, np.multiply))
@@ -99,7 +100,8 @@ def _identity(graph: Graph, node, made: dict):
             return args[0]
         inner = made.get(args[0].index)
         if fid in _NEG and inner is not None and id(inner.fn) in _NEG and not inner.kwargs \
-                and len(inner.args) == 1 and isinstance(inner.args[0], Ref):
+                and len(inner.args) == 1 and isinstance(inner.args[0], Ref) \
+                and not may_warn(graph, node):
             return inner.args[0]
         return None
     if len(args) != 2:

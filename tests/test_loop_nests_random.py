@@ -125,7 +125,9 @@ def test_random_loop_nests_O1(source):
 # or a float32); stores and augmented stores into int8, uint8, int16 and float32 that overflow
 # or wrap; NumPy int8 and float32 accumulators beside Python int and float ones; break and
 # continue inside those branches. The inputs hold each dtype's edges (255, -128, 2**24 + 1,
-# 3e38, nan), so checks fail, warnings fire and errors raise mid-loop.
+# 3e38, nan), so checks fail, warnings fire and errors raise mid-loop. test_random_selects_O1
+# runs bodies of such branches alone, so that a check in ifconvert.py's merged block is the
+# first to fail (it kills the mutants loops_ifconvert_selects_*, which the longer bodies did not).
 
 U8 = [0, 1, 127, 128, 200, 255]
 S8 = [-128, -100, -1, 0, 1, 100, 127]
@@ -180,15 +182,41 @@ def typed_assignment(draw, pad, kind):
 
 
 VARIABLES = ["flag", "k", "s", "c", "t", "x", "y"]
+DATA_BOOLS = ["a[i] > 0.5", "b[i] < 0.0", "u8[i] > s8[i]", "f32[i] < i32[i]", "c < 0"]
+SIDE_UPDATES = {"k": ["k = k + 1", "k += i", "k = k * 1000 + i", "k -= 200"],
+                "s": ["s = s + a[i]", "s = s * 0.5", "s = s + a[i] * 1e300"],
+                "t": ["t = t + f32[i]", "t = t * 1e20"], "c": ["c = c + s8[i]", "c = c * 2"]}
+# updates of a value a store then fails to fit (an int8, uint8 or int16; a float32), often
+OUT_OF_RANGE = {"k": ["k -= 200", "k = k * 1000 + i", "k += i"], "s": ["s = s + a[i] * 1e300"]}
 
 
 @st.composite
-def typed_statements(draw, indent, depth=0, first=None):
-    """1 to 3 statements, the first of kind `first` if given."""
+def select_side(draw, pad, most=2):
+    """A side of a branch ifconvert.py makes selects (short: both sides and a store they end
+    with are at most its MAX_OPS): often flag assigned first, from data (so the branch is on
+    data) or not, then a variable its selects pick after flag's (k, s, t sort after it),
+    updated from its old value, so that a select reading the condition's new value picks
+    the other side's."""
+    out = []
+    if draw(st.booleans()):
+        value = draw(st.sampled_from(DATA_BOOLS + ["not flag", "not flag", "False", "True"]))
+        out.append(f"{pad}flag = {value}")
+    room = most - len(out)
+    for _ in range(draw(st.integers(min(room, 1), room))):
+        out.append(typed_assignment(draw, pad, draw(st.sampled_from(VARIABLES)))
+                   if draw(st.integers(0, 3)) == 0 else
+                   pad + draw(st.sampled_from(sum(SIDE_UPDATES.values(), []))))
+    return out
+
+
+@st.composite
+def typed_statements(draw, indent, depth=0, first=None, only=None):
+    """1 to 3 statements, the first of kind `first` if given, all of kind `only` if given."""
     out, pad = [], " " * indent
     kinds = VARIABLES + ["store", "store", "jump"]
     if depth < 2:
         kinds += ["if", "if", "select", "select"]
+    kinds = [only] if only else kinds
     for n in range(draw(st.integers(1, 3))):
         kind = first if n == 0 and first else draw(st.sampled_from(kinds))
         if kind in VARIABLES:
@@ -212,16 +240,19 @@ def typed_statements(draw, indent, depth=0, first=None):
                 sides = [draw(typed_statements(indent + 4, depth + 1))]
                 if draw(st.booleans()):
                     sides.append(draw(typed_statements(indent + 4, depth + 1)))
-            else:                   # assignments alone (ifconvert.py's selects), often of flag
-                sides = [[typed_assignment(draw, pad + "    ", draw(st.sampled_from(
-                    ["flag"] * (3 - n) + VARIABLES))) for n in range(draw(st.integers(1, 3)))]
-                    for _ in range(draw(st.integers(1, 2)))]
-                if len(sides) == 2 and draw(st.booleans()):     # both end with one store
+            else:                   # assignments alone (ifconvert.py's selects)
+                store = draw(st.integers(0, 2)) > 0        # both sides end with one store
+                sides = [draw(select_side(pad + "    ", 2 - store))
+                         for _ in range(draw(st.sampled_from([1, 2, 2])))]
+                if len(sides) == 2 and store:
                     target = draw(st.sampled_from(sorted(TARGETS)))
-                    value = draw(st.sampled_from(["k", "c", "x"] + ["s", "t", "y"] * (
-                        TARGETS[target] == "float")))
-                    for side in sides:
-                        side.append(f"{pad}    {target}[i % {M}] = {value}")
+                    value = draw(st.sampled_from(["k", "k", "c", "x"] if TARGETS[target] == "int"
+                                                 else ["s", "s", "t", "y"]))
+                    for side in sides:      # [i], not [i % M]: one index both sides share
+                        if value in OUT_OF_RANGE:   # the store's check fails after the side
+                            side.append(pad + "    " + draw(st.sampled_from(  # updated it
+                                OUT_OF_RANGE[value])))
+                        side.append(f"{pad}    {target}[i] = {value}")
             out += sides[0]
             if len(sides) == 2:
                 out.append(f"{pad}else:")
@@ -230,14 +261,21 @@ def typed_statements(draw, indent, depth=0, first=None):
 
 
 @st.composite
-def typed_programs(draw):
+def typed_programs(draw, selects=False):
+    """selects: a body of ifconvert.py's branches alone. In a longer body a check failing
+    before them (an int8 overflowing) often hands the rest of the loop to Python, where no
+    select runs; two miscompiles showed only when a check in the merged block failed first
+    (selects picking by the condition's new value; a sunk store failing after the selects)."""
     head = draw(st.sampled_from(["for i in range(n):", "for i in range(1, n):",
                                  "for i, v in enumerate(a):", "for v, i in zip(a, range(n)):"]))
+    # at least one branch of each kind, selects first (for the same reason)
+    body = [f"        flag = {draw(st.sampled_from(DATA_BOOLS))}"] * draw(st.booleans()) + draw(
+        typed_statements(8, only="select")) if selects else [
+        *draw(typed_statements(8, first="select")), *draw(typed_statements(8)),
+        *draw(typed_statements(8, first="if"))]
     lines = ["def f(a, b, u8, s8, i32, f32, o8, ou8, o16, of32, out, n):",
              "    s = 0.0", "    k = 0", f"    flag = {draw(st.booleans())}", "    c = s8[0]",
-             "    t = f32[0]", "    x = u8[0]", "    y = i32[0]", f"    {head}",
-             *draw(typed_statements(8)),    # then at least one branch of each kind
-             *draw(typed_statements(8, first="select")), *draw(typed_statements(8, first="if")),
+             "    t = f32[0]", "    x = u8[0]", "    y = i32[0]", f"    {head}", *body,
              "    return s, k, flag, c, t, x, y"]
     return "\n".join(lines) + "\n"
 
@@ -269,13 +307,13 @@ def _run_typed(source, inputs, level) -> bool:
     return any(nests)
 
 
-def _run_typed_examples(level, examples):
+def _run_typed_examples(level, examples, selects=False):
     """`examples` programs, each on two inputs; most must run as a loop_nest, so that a
     refusal growing silently (every program plain) fails the test."""
     nests = []
 
     @settings(max_examples=examples, **SETTINGS)
-    @given(typed_programs(), st.lists(typed_inputs(), min_size=2, max_size=2))
+    @given(typed_programs(selects), st.lists(typed_inputs(), min_size=2, max_size=2))
     def run(source, inputs):
         nests.append(_run_typed(source, inputs, level))
     run()
@@ -287,4 +325,8 @@ def test_random_typed_loop_nests_O0():
 
 
 def test_random_typed_loop_nests_O1():
-    _run_typed_examples("O1", 25)
+    _run_typed_examples("O1", 15)
+
+
+def test_random_selects_O1():
+    _run_typed_examples("O1", 15, selects=True)

@@ -252,6 +252,18 @@ def test_a_filter_by_module_matches_jitted_warnings(level, action):
         assert caught == [], [str(w.message) for w in caught]
 
 
+def _double_negative(u, f):
+    return -(-u[0]) + 1, -(-f[0]) * 2.0
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_double_negation_of_an_integer_scalar_warns_twice(level):
+    """-(-x) is x, but of a NumPy integer scalar each negation that overflows warns: twice
+    for np.uint8(1) (simplify keeps both; of a float, which negates quietly, it takes x)."""
+    assert_same(_double_negative, np.array([1, 0], np.uint8), np.array([2.0, 0.0]), ops=["neg"],
+                jit_kwargs={"jit_config": {"jit_level": level}})
+
+
 def negated_beside_float_stores(s8, ou8, n):
     c = s8[0]
     for i in range(n):
@@ -260,11 +272,14 @@ def negated_beside_float_stores(s8, ou8, n):
     return c
 
 
-def test_negations_beside_float_stores_warn_each_time():
-    """Found by test_loop_nests_random's typed generator (session 39): the loop unrolled
-    into one graph, simplify took -(-c) for c and dropped two negations of each three,
-    each of which warns 'overflow encountered in scalar negative' on np.int8(-128)."""
-    assert_same(negated_beside_float_stores, np.full(7, -128, np.int8), np.zeros(7, np.uint8), 7)
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_negations_beside_float_stores_warn_each_time(level):
+    """Found by test_loop_nests_random's typed generator: the float stores keep the loop out of
+    a loop nest, so it unrolls into one graph of 7 negations; simplify took -(-c) for c (4
+    warnings), and each negation warns in NumPy (-np.int8(-128) is -128)."""
+    report = assert_same(negated_beside_float_stores, np.full(7, -128, np.int8),
+                         np.zeros(7, np.uint8), 7, jit_kwargs={"jit_config": {"jit_level": level}})
+    assert report.ops_per_graph[0].count("neg") == 7, report
 
 
 def scalar_overflow(a):

@@ -7,11 +7,11 @@ the graph, so it warns or raises at run time as in plain NumPy. Arrays are never
 every call must return fresh arrays.
 
 Simplification: identities that hold bit for bit in IEEE arithmetic and keep type, dtype and
-shape: x * 1, 1 * x, x / 1, x - (+0) (not x + 0: -0.0 + 0.0 is 0.0), +x, -(-x) (not of a
-NumPy signed integer scalar, whose negation may warn), x ** 1. The
+shape: x * 1, 1 * x, x / 1, x - (+0) (not x + 0: -0.0 + 0.0 is 0.0), +x, -(-x), x ** 1. The
 node's uses then read x itself, which is sound only when nothing can tell: the value is not a
 graph output (the caller would get x, not a copy), and neither it nor x is read by a node with
-effects (which might write into one of them, or keep it).
+effects (which might write into one of them, or keep it). -(-x) of a NumPy integer scalar is
+kept: where -x overflows (-np.int8(-128)) so does -(-x), and each negation warns in NumPy.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import numpy as np
 
 from pijit.graph.dce import replace_nodes
 from pijit.graph.ir import Graph, Ref, map_refs, node_refs
-from pijit.graph.purity import is_pure
+from pijit.graph.purity import is_pure, may_warn
 from pijit.quiet import warnings_as
 
 _MUL = frozenset(id(f) for f in (operator.mul, np.multiply))
@@ -90,13 +90,6 @@ def _is(value, target: float) -> bool:
     return value == target and (target != 0 or math.copysign(1.0, float(value)) > 0)
 
 
-def _warning_negation(meta) -> bool:
-    """Whether negating a value of this kind may warn: a NumPy signed integer scalar at its
-    minimum (-np.int8(-128) warns "overflow encountered in scalar negative"; arrays and
-    Python ints do not), so -(-x) warns twice where x does not."""
-    return meta.dtype.kind == "i" and not meta.is_array and not meta.is_pyscalar
-
-
 def _identity(graph: Graph, node, made: dict):
     """The Ref a node's value equals bit for bit, if it is an identity, else None."""
     fid, args = id(node.fn), node.args
@@ -108,7 +101,7 @@ def _identity(graph: Graph, node, made: dict):
         inner = made.get(args[0].index)
         if fid in _NEG and inner is not None and id(inner.fn) in _NEG and not inner.kwargs \
                 and len(inner.args) == 1 and isinstance(inner.args[0], Ref) \
-                and not _warning_negation(node.meta):
+                and not may_warn(graph, node):
             return inner.args[0]
         return None
     if len(args) != 2:

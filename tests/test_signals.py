@@ -76,8 +76,9 @@ NEST = """
             where = "after the call"
         except KeyboardInterrupt:
             where = "inside the call"
-        import time
-        time.sleep(30)
+        if where != "inside the call":
+            import time
+            time.sleep(30)              # the signal still comes: not in the call
     except KeyboardInterrupt:
         pass
     print(where.replace(" ", "_"), 0 < progress[0] < limit - 1, count(progress, 5000) == 5000,

@@ -26,7 +26,14 @@ class ArraySpec:
 
     shape: a tuple of ints and Nones (None: any size, compiled as a dynamic dimension).
     dtype: anything np.dtype accepts, of a numeric kind (bool, int, uint, float, complex).
+
+    Specs are values: equal shape and dtype make equal specs, and a spec cannot change once
+    made. jit() tells its options apart by equality, so a library that jits the same function
+    in a loop with a new but equal spec each time gets the first jit's cache, not a copy of
+    the function's code per call.
     """
+
+    __slots__ = ("shape", "dtype")
 
     def __init__(self, shape, dtype):
         if not isinstance(shape, (tuple, list)):
@@ -48,8 +55,26 @@ class ArraySpec:
         if dt.kind not in "biufc":
             raise ValueError(f"ArraySpec dtype must be numeric (bool, int, uint, float, "
                              f"complex), got {dt}")
-        self.shape = tuple(shape)
-        self.dtype = dt
+        object.__setattr__(self, "shape", tuple(shape))
+        object.__setattr__(self, "dtype", dt)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"ArraySpec is immutable: make a new one instead of setting "
+                             f"{name!r}")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"ArraySpec is immutable: cannot delete {name!r}")
+
+    def __eq__(self, other):
+        if not isinstance(other, ArraySpec):
+            return NotImplemented
+        return self.shape == other.shape and self.dtype == other.dtype
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype))
+
+    def __reduce__(self):
+        return ArraySpec, (self.shape, self.dtype)
 
     def mismatch(self, value):
         """None when value fits this spec, else what differs."""

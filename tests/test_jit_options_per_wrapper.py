@@ -77,3 +77,37 @@ def test_a_dead_wrapper_in_a_cycle_does_not_keep_its_options():
         gc.enable()
     assert o1.fn.__code__ is triple_exp.__code__
     assert o1(X).tobytes() == (np.exp(X) * 3.0).tobytes()
+
+
+def test_an_equal_input_signature_is_the_same_options():
+    """Specs are compared by value: a library that jits a function again with a new but equal
+    ArraySpec gets the same code and cache (no copy of the code, no second compile), and one
+    that differs in shape or dtype gets options of its own."""
+    def scaled(x):
+        return x * 2.0 + 1.0
+
+    first = pijit.jit(scaled, input_signature=pijit.ArraySpec((None,), "float64"),
+                      jit_config={"adaptive": False})
+    assert first(X).tobytes() == scaled(X).tobytes()
+    again = pijit.jit(scaled, input_signature=pijit.ArraySpec([None], np.float64),
+                      jit_config={"adaptive": False})
+    assert again.fn.__code__ is first.fn.__code__ is scaled.__code__
+    assert again(X).tobytes() == scaled(X).tobytes()
+    assert pijit.explain(again, X).graph_count == 1
+    assert pijit.code_info(again)["compile_count"] == 1, "the equal spec compiled again"
+    other = pijit.jit(scaled, input_signature=pijit.ArraySpec((4096,), "float64"),
+                      jit_config={"adaptive": False})
+    assert other.fn.__code__ is not scaled.__code__
+    assert other(X).tobytes() == scaled(X).tobytes()
+    with pytest.raises(TypeError, match="float32"):
+        other(X.astype(np.float32))
+
+
+def test_a_spec_cannot_change_once_made():
+    spec = pijit.ArraySpec((None, 3), "float32")
+    with pytest.raises(AttributeError, match="immutable"):
+        spec.shape = (2, 3)
+    with pytest.raises(AttributeError, match="immutable"):
+        del spec.dtype
+    assert spec == pijit.ArraySpec((None, 3), np.float32) != pijit.ArraySpec((None, 3), "f8")
+    assert hash(spec) == hash(pijit.ArraySpec([None, 3], "float32"))

@@ -399,3 +399,44 @@ def load_update_load(x, out):
 @pytest.mark.parametrize("level", LEVELS)
 def test_updates_are_seen_by_later_loads(level, resumes):
     compiled(load_update_load, np.arange(5.0), np.zeros(5), level=level, resumes=resumes)
+
+
+def stencil_rows(A, B, c):
+    for i in range(1, A.shape[0]):
+        A[i, 1:-1] += B[i - 1, 2:] * c - A[i - 1, :-2]
+        B[i, :] = B[i, :] * c + A[i, :]
+    return A, B
+
+
+def strided_rows(A, B, c):
+    for i in range(1, A.shape[0]):
+        A[i, ::2] = A[i - 1, ::2] * c - B[i, :1]        # every other element; B broadcast
+        B[i, ::-1] = B[i - 1, :] + A[i, :]              # written backwards
+    return A, B
+
+
+# Views of unit stride run a SIMD copy of the update's loop (slices.py _scratch): lengths
+# around the vector widths and the scratch buffer's (SCRATCH), elements of 4 and 8 bytes
+@pytest.mark.parametrize("m", [3, 4, 9, 18, 255, 256, 258, 1001])
+@pytest.mark.parametrize("dtypes", [("float64", "float64"), ("float32", "float32"),
+                                    ("int64", "int64"), ("int32", "int32")])
+@pytest.mark.parametrize("level", LEVELS)
+def test_contiguous_and_strided_row_updates(m, dtypes, level, resumes):
+    rng = np.random.default_rng(m)
+    A = (rng.random((5, m)) * 4).astype(dtypes[0])
+    B = (rng.random((5, m)) * 4).astype(dtypes[1])
+    c = 3 if dtypes[0][0] == "i" else 0.5
+    compiled(stencil_rows, A, B, c, level=level, resumes=resumes)
+    compiled(strided_rows, A, B, c, level=level, resumes=resumes)
+
+
+@pytest.mark.parametrize("m", [9, 300])
+@pytest.mark.parametrize("level", LEVELS)
+def test_an_overflow_in_a_contiguous_row_hands_over_before_it_is_written(m, level):
+    # row 3's update overflows at one middle element: NumPy warns and writes the whole row,
+    # inf included; the kernel hands over with the row untouched and Python runs it
+    A = np.random.default_rng(1).random((6, m))
+    B = np.random.default_rng(2).random((6, m))
+    B[2, m // 2] = 1.5e308
+    report = same(stencil_rows, A, B, 4.0, level=level)
+    assert report.ops_per_graph[0].count("loop_nest") == 1

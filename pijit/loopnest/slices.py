@@ -712,6 +712,7 @@ class _Loop:
         self.k, self.args, self.bail = k, args, bail
         self.pre, self.body = [], []
         self.names = {}         # id(leaf) -> the C name of its view
+        self.read = {}          # the C name of a view the body reads -> its element's C type
         self.count = 0
         self.checks = False     # a float node: a non-finite value hands over
 
@@ -752,6 +753,7 @@ class _Loop:
 
         if isinstance(tree, Leaf):
             nm = self.names[id(tree)]
+            self.read[nm] = ctype(tree.dtype)
             return f"(*({ctype(tree.dtype)} *)({nm}_p + e * {nm}_s))"
         ct = ctype(tree.dtype)
         kind = tree.domain[0]
@@ -822,8 +824,11 @@ def _store_c(k, op, bail) -> list:
     # every value into a scratch buffer before any is written: NumPy's temporaries (and
     # its copies of operands overlapping the target) read every operand first
     L += _scratch(loop, value, "vd_n", ct)
-    L += ["for (npy_intp e = 0; e < vd_n; e++)",
-          f"    *({ct} *)(vd_p + e * vd_s) = sb[e];",
+    L += [f"if (vd_s == (npy_intp)sizeof({ct}))",
+          "    memcpy(vd_p, sb, (size_t)vd_n * sizeof(*sb));",
+          "else",
+          "    for (npy_intp e = 0; e < vd_n; e++)",
+          f"        *({ct} *)(vd_p + e * vd_s) = sb[e];",
           "if (sb != sb_stack) free(sb);", "}"]
     return L
 
@@ -839,10 +844,23 @@ def _scratch(loop, tree, n: str, ct: str) -> list:
           f"    sb = malloc((size_t){n} * sizeof({ct}));",
           f"    if (sb == NULL) {bail}",
           "}",
-          "int bad = 0;",
-          f"for (npy_intp e = 0; e < {n}; e++) {{"]
-    L += ["    " + s for s in loop.body]
-    L += [f"    sb[e] = {result};", "}", "(void)bad;"]
+          "int bad = 0;"]
+    body = [f"for (npy_intp e = 0; e < {n}; e++) {{", *("    " + s for s in loop.body),
+            f"    sb[e] = {result};", "}"]
+    # Views of unit stride (the usual row or column of a C array) get a copy of the loop in
+    # which their strides are constants (declarations shadowing the variables), in SIMD:
+    # each lane computes the same IEEE operations as the scalar loop (-ffp-contract=off)
+    # and `bad` is an OR, so the values and the hand-over decision are the same bits.
+    units = [f"{nm}_s == (npy_intp)sizeof({t})" for nm, t in sorted(loop.read.items())]
+    if units:
+        L += [f"if ({' && '.join(units)}) {{",
+              *(f"    const npy_intp {nm}_s = (npy_intp)sizeof({t});"
+                for nm, t in sorted(loop.read.items())),
+              "    #pragma omp simd reduction(|:bad)",
+              *("    " + s for s in body), "} else {", *("    " + s for s in body), "}"]
+    else:
+        L += body
+    L += ["(void)bad;"]
     if loop.checks:
         L += ["if (bad) {", "    if (sb != sb_stack) free(sb);", f"    {bail}", "}"]
     return L

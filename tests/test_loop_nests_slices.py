@@ -412,7 +412,15 @@ def strided_rows(A, B, c):
     for i in range(1, A.shape[0]):
         A[i, ::2] = A[i - 1, ::2] * c - B[i, :1]        # every other element; B broadcast
         B[i, ::-1] = B[i - 1, :] + A[i, :]              # written backwards
+        A[i - 1, 1::3] = 2                              # filled, every third element
+        B[i - 1, :i] = 3                                # filled, unit stride
     return A, B
+
+
+def int_sums(x, out):
+    for i in range(out.shape[0]):
+        out[i] = x[i, :].sum() + 3 * x[i, ::2].sum() + x[:, i].sum()    # rows, every other
+    return out                                                         # element, a column
 
 
 # Views of unit stride run a SIMD copy of the update's loop (slices.py _scratch): lengths
@@ -428,6 +436,10 @@ def test_contiguous_and_strided_row_updates(m, dtypes, level, resumes):
     c = 3 if dtypes[0][0] == "i" else 0.5
     compiled(stencil_rows, A, B, c, level=level, resumes=resumes)
     compiled(strided_rows, A, B, c, level=level, resumes=resumes)
+    if dtypes[0][0] == "i":
+        big = np.iinfo(dtypes[0]).max // (8 * m)    # no sum overflows: NumPy would warn
+        x = rng.integers(-big, big, size=(m, m), dtype=dtypes[0])
+        compiled(int_sums, x, np.zeros(m, dtypes[0]), level=level, resumes=resumes)
 
 
 @pytest.mark.parametrize("m", [9, 300])

@@ -665,9 +665,12 @@ def _lower_c(k, op, bail: str) -> list:
                 [f"if (!isfinite(r)) {bail}"]
         else:
             src = ctype(x.dtype)
-            L += ["uint64_t r = 0;",
-                  "for (npy_intp e = 0; e < va_n; e++)",
-                  f"    r += (uint64_t)(int64_t)*({src} *)(va_p + e * va_s);"] + free
+            # integer sums wrap around: any order of the additions gives the same bits
+            L += ["uint64_t r = 0;"]
+            L += _unit_stride({"va": src}, [
+                "for (npy_intp e = 0; e < va_n; e++)",
+                f"    r += (uint64_t)(int64_t)*({src} *)(va_p + e * va_s);"], "reduction(+:r)")
+            L += free
         return L + [f"v_{op.dst} = ({ctype(a.dtype)})r;", "}"]
     return _store_c(k, op, bail)
 
@@ -809,9 +812,9 @@ def _store_c(k, op, bail) -> list:
     if a.form == "set" and isinstance(value, Scalar):
         # a fill: the value converted once as an element store converts it
         L += k.store_value(op.args[value.value], a.dtype, bail)
-        L += ["for (npy_intp e = 0; e < vd_n; e++)",
-              f"    *({ct} *)(vd_p + e * vd_s) = sv;", "}"]
-        return L
+        L += _unit_stride({"vd": ct}, ["for (npy_intp e = 0; e < vd_n; e++)",
+                                       f"    *({ct} *)(vd_p + e * vd_s) = sv;"])
+        return L + ["}"]
     if a.form != "set":
         # target op= e: the target is the node's first operand, read where it is
         loop.names[id(value.args[0])] = "vd"
@@ -833,6 +836,24 @@ def _store_c(k, op, bail) -> list:
     return L
 
 
+def _unit_stride(views: dict, loop: list, clause: str = "") -> list:
+    """C running `loop` (over e, reading view nm's element at nm_p + e * nm_s) in SIMD when
+    every view of `views` ({C name: element C type}) has unit stride (the usual row or
+    column of a C array), else as it is. The nest's function is built with
+    no-tree-vectorize, so only `#pragma omp simd` vectorizes, and only with the strides
+    known: the SIMD copy declares them as constants shadowing the variables. Each lane does
+    the same IEEE operations as the scalar loop (-ffp-contract=off), and a reduction
+    `clause` must give the same bits in any order (an OR of checks, a wrapping integer sum)."""
+    if not views:
+        return loop
+    units = " && ".join(f"{nm}_s == (npy_intp)sizeof({t})" for nm, t in sorted(views.items()))
+    return [f"if ({units}) {{",
+            *(f"    const npy_intp {nm}_s = (npy_intp)sizeof({t});"
+              for nm, t in sorted(views.items())),
+            f"    #pragma omp simd {clause}".rstrip(),
+            *("    " + s for s in loop), "} else {", *("    " + s for s in loop), "}"]
+
+
 def _scratch(loop, tree, n: str, ct: str) -> list:
     """C computing tree's n elements into sb (on the stack, or malloc'd: free it), after
     loop.pre; a non-finite float hands over (nothing written)."""
@@ -845,21 +866,9 @@ def _scratch(loop, tree, n: str, ct: str) -> list:
           f"    if (sb == NULL) {bail}",
           "}",
           "int bad = 0;"]
-    body = [f"for (npy_intp e = 0; e < {n}; e++) {{", *("    " + s for s in loop.body),
-            f"    sb[e] = {result};", "}"]
-    # Views of unit stride (the usual row or column of a C array) get a copy of the loop in
-    # which their strides are constants (declarations shadowing the variables), in SIMD:
-    # each lane computes the same IEEE operations as the scalar loop (-ffp-contract=off)
-    # and `bad` is an OR, so the values and the hand-over decision are the same bits.
-    units = [f"{nm}_s == (npy_intp)sizeof({t})" for nm, t in sorted(loop.read.items())]
-    if units:
-        L += [f"if ({' && '.join(units)}) {{",
-              *(f"    const npy_intp {nm}_s = (npy_intp)sizeof({t});"
-                for nm, t in sorted(loop.read.items())),
-              "    #pragma omp simd reduction(|:bad)",
-              *("    " + s for s in body), "} else {", *("    " + s for s in body), "}"]
-    else:
-        L += body
+    L += _unit_stride(loop.read, [
+        f"for (npy_intp e = 0; e < {n}; e++) {{", *("    " + s for s in loop.body),
+        f"    sb[e] = {result};", "}"], "reduction(|:bad)")
     L += ["(void)bad;"]
     if loop.checks:
         L += ["if (bad) {", "    if (sb != sb_stack) free(sb);", f"    {bail}", "}"]

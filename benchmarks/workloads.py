@@ -424,6 +424,10 @@ def _arrays(count, dtype=np.float64, lo=0.0, hi=1.0):
     return make
 
 
+def _make_row_recurrence(size, rng):
+    return [(_rand(rng, size, np.float64, 0.0, 1.0), 0.25)]
+
+
 def _make_layernorm(size, rng):
     rows, cols = size
     return [(_rand(rng, (rows, cols), np.float32, -2, 2), _rand(rng, (cols,), np.float32, 0.5, 1.5),
@@ -645,6 +649,15 @@ def lu_nopivot(A):
             A[i, k] /= A[k, k]
             for j in range(k + 1, n):
                 A[i, j] -= A[i, k] * A[k, j]
+    return A
+
+
+def row_recurrence(X, c):
+    """Each row smoothed from the one above it (an image filter's or a scheme's sweep): the
+    rows depend on each other, so the loop over them stays; each row is whole-row NumPy."""
+    A = X.copy()
+    for i in range(1, A.shape[0]):
+        A[i, 1:-1] = A[i, 1:-1] * c + (A[i - 1, :-2] + A[i - 1, 2:]) * (0.5 - 0.5 * c)
     return A
 
 
@@ -954,6 +967,10 @@ WORKLOADS += [
     W("gauss_seidel", gauss_seidel, _make_gs,
       {"tiny": (6, 2), "quick": (100, 10), "full": (300, 10)},
       "Gauss-Seidel sweeps over a dense diagonally dominant system", tags=(LOOPS,)),
+    W("row_recurrence", row_recurrence, _make_row_recurrence,
+      {"tiny": (6, 10), "quick": (256, 4096), "full": (1024, 8192)},
+      "rows smoothed from the row above: A[i, 1:-1] = A[i, 1:-1] * c + (...) per row",
+      tags=(LOOPS,)),
     W("syrk_rows", syrk_rows, _arrays(1),
       {"tiny": (6, 4), "quick": (120, 64), "full": (400, 200)},
       "symmetric rank-k update by rows: C[i, j] = A[i, :] @ A[j, :] over j <= i",

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from benchmarks.workloads import cholesky, forward_subst_dot, syrk_rows
+from benchmarks.workloads import cholesky, forward_subst_dot, row_recurrence, syrk_rows
 from tests.test_loop_nests import compiled, resumes, same  # noqa: F401 - resumes: a fixture
 
 LEVELS = ["O0", "O1"]
@@ -452,3 +452,10 @@ def test_an_overflow_in_a_contiguous_row_hands_over_before_it_is_written(m, leve
     B[2, m // 2] = 1.5e308
     report = same(stencil_rows, A, B, 4.0, level=level)
     assert report.ops_per_graph[0].count("loop_nest") == 1
+
+
+@pytest.mark.parametrize("shape", [(2, 3), (6, 10), (40, 300)])
+@pytest.mark.parametrize("level", LEVELS)
+def test_row_recurrence_workload(level, shape, resumes):
+    X = np.random.default_rng(11).random(shape)
+    compiled(row_recurrence, X, 0.25, level=level, resumes=resumes)

@@ -17,9 +17,12 @@
  * So when this thread's C stack runs low (or, from 3.12, its C recursion budget: compat.h),
  * the hook evaluates the frame with the hook removed: its calls are inlined again and the
  * recursion ends as in plain Python.  (Other
- * threads' jitted calls run plain meanwhile; that costs speed, never correctness.)  What
- * recurses through C anyway (a jitted function calling itself through its Wrapper) raises
- * RecursionError before the stack is exhausted, as CPython 3.12's C recursion limit does.
+ * threads' jitted calls run plain meanwhile; that costs speed, never correctness.)  A
+ * jitted function object calling itself recurses through pijit's vectorcall, in C: from
+ * 3.12 it is given back to CPython for the deep part of the recursion (wrapper.c
+ * deep_call).  What recurses through C anyway (a Wrapper calling itself: 3.11, 3.13's
+ * __init__) raises RecursionError before the stack is exhausted, as CPython 3.12's C
+ * recursion limit does.
  *
  * Everything here runs with the GIL held.
  */

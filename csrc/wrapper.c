@@ -393,9 +393,34 @@ fn_cache_forget(Wrapper *w)
 
 /* The vectorcall of a jitted function object.  A function whose Wrapper left its __dict__
  * runs as CPython runs it. */
+#if PJ_FUNCTION_VECTORCALL
+/* A recursion through pijit's vectorcall recurses in C (a C call and an evaluation loop a
+ * level), where plain Python runs it inline in one loop as deep as sys.getrecursionlimit()
+ * allows: 3.12's C recursion budget (1500) ran out at a depth of about 800, so a recursion
+ * plain Python finishes raised RecursionError.  Past half the budget the function is given
+ * back to CPython for the rest of this call: its calls inside it are inlined (and the hook
+ * steps aside there too, eval_frame.c), running plain Python, which is always right.  It is
+ * armed again when the call returns (nothing else gives it back meanwhile: its calls no
+ * longer come here). */
+static PyObject *
+deep_call(PyObject *func, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PyFunctionObject *f = (PyFunctionObject *)func;
+    pj_function_set_vectorcall(f, cpython_function_vc);
+    PyObject *res = cpython_function_vc(func, args, nargsf, kwnames);
+    if (f->vectorcall == cpython_function_vc)
+        pj_function_set_vectorcall(f, function_vectorcall);
+    return res;
+}
+#endif
+
 static PyObject *
 function_vectorcall(PyObject *func, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
+#if PJ_FUNCTION_VECTORCALL
+    if (pj_c_recursion_left(PyThreadState_GET()) < 0.5)
+        return deep_call(func, args, nargsf, kwnames);
+#endif
     size_t k = fn_cache_slot(func);
     Wrapper *w = fn_cache[k].func == func ? fn_cache[k].w : NULL;
     if (w == NULL || w->fn != func) {

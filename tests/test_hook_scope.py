@@ -97,28 +97,41 @@ def test_plain_recursion_in_another_thread_while_a_jitted_call_runs():
     assert out.strip() == "[29000, 'RecursionError']"
 
 
-def test_jitted_recursion_through_its_wrapper_raises_recursion_error():
-    """A jitted function calling itself recurses through its C Wrapper on every level, as
-    under any C decorator: past what the C stack holds it raises RecursionError (CPython
-    3.12's C recursion limit does the same), never a segfault. (3.12.1's C recursion budget
-    lets any recursion through a C callable, functools.lru_cache's too, go about 500
-    levels deep; 400 jitted levels fit.)"""
+def test_jitted_recursion_goes_as_deep_as_plain_python():
+    """A jitted function calling itself recurses in C on every level it reaches through
+    pijit (its Wrapper, or from 3.12 pijit's vectorcall), where plain Python runs the
+    recursion inline, as deep as sys.getrecursionlimit() allows: 3.12.1's C recursion budget
+    (1500) ran out about 800 levels deep, under the default limit of 1000. From 3.12 the
+    function is given back to CPython for the deep part of the call (wrapper.c deep_call):
+    plain Python's depths and RecursionError, and pijit's again for the next call. A 3.11
+    Wrapper raises RecursionError past what the C stack holds, never a segfault."""
     status, out, err = run_script("""
-        import sys, pijit
-        sys.setrecursionlimit(100000)
+        import sys, numpy as np, pijit
+        from pijit import eval_frame
 
-        @pijit.jit(jit_config={"specialize_scalar": False})
         def g(n):
             return 0 if n == 0 else 1 + g(n - 1)
 
-        print(g(400))
+        def walk(a, i):     # compiled levels: a graph at each, the recursion a break
+            return 0.0 if i == a.shape[0] else a[i] * 2.0 + walk(a, i + 1)
+
+        plain = [g(990), walk(np.ones(900), 0)]
+        g = pijit.jit(g, jit_config={"specialize_scalar": False})
+        walk = pijit.jit(walk)
+        print(g(990) == plain[0], walk(np.ones(900), 0) == plain[1])
+        sys.setrecursionlimit(100000)
+        deep = 90000 if sys.version_info >= (3, 12) else 400
+        print(g(deep) == deep, walk(np.ones(deep), 0) == 2.0 * deep)
+        if sys.version_info >= (3, 12):     # walk runs compiled code: never given back
+            print(eval_frame.vectorcall_of(walk))   # for good, so armed again
         try:
-            g(90000)
+            g(200000)
         except RecursionError as e:
             print("RecursionError")
-    """)
-    assert status == 0, err
-    assert out.split() == ["400", "RecursionError"]
+    """, env={"PIJIT_ADAPTIVE": "1"})     # as users run it (compiled at the first call,
+    assert status == 0, err                 # a break at every level adds a frame a level)
+    armed = ["pijit"] if sys.version_info >= (3, 12) else []
+    assert out.split() == ["True", "True", "True", "True", *armed, "RecursionError"]
 
 
 def test_first_call_near_the_recursion_limit_compiles_later():

@@ -366,6 +366,28 @@ def test_dicts_and_unpacking():
     assert "UNPACK_EX" in report.break_reasons[0]["reason"]
 
 
+def next_of_an_iterator(x):
+    it = iter(x)
+    first = next(it)            # next: a break; `it` is on the stack and in a local
+    second = next(it)
+    return first * 2, second, np.fromiter(it, x.dtype)
+
+
+def zip_consumed_after_a_break(x):
+    pairs = zip(x, x[::-1])
+    head = next(pairs)
+    return head, [a - b for a, b in pairs]
+
+
+def test_an_iterator_at_a_break_is_one_iterator():
+    """iter(x) referenced twice at a break (next's argument, and the local it) is made once
+    in residual code (reconstruct.Emitter._once): made twice, next(it) consumed a copy and
+    the second next read x[0] again."""
+    for fn in (next_of_an_iterator, zip_consumed_after_a_break):
+        report = assert_same(fn, V, graphs=None, breaks=None)
+        assert report.graph_break_count >= 1 and "next" in report.break_reasons[0]["reason"]
+
+
 def test_dict_methods():
     # Stores into a dict and its .get/.items methods are not captured (yet): each is a break.
     # graph 1 (mul, add); d["c"] = ... (STORE_SUBSCR), d.get (its default x * 0 ... is

@@ -379,6 +379,21 @@ def zip_consumed_after_a_break(x):
     return head, [a - b for a, b in pairs]
 
 
+def function_named_twice(x):
+    f = lambda v: v * 2
+    g = f
+    print("break")
+    f.tag = 1
+    return f is g, getattr(g, "tag", None), g(x)
+
+
+def tuple_named_twice(x):
+    t = (x, 1)
+    u = t
+    print("break")
+    return t is u, u[0] * 2
+
+
 def test_an_iterator_at_a_break_is_one_iterator():
     """iter(x) referenced twice at a break (next's argument, and the local it) is made once
     in residual code (reconstruct.Emitter._once): made twice, next(it) consumed a copy and
@@ -386,6 +401,14 @@ def test_an_iterator_at_a_break_is_one_iterator():
     for fn in (next_of_an_iterator, zip_consumed_after_a_break):
         report = assert_same(fn, V, graphs=None, breaks=None)
         assert report.graph_break_count >= 1 and "next" in report.break_reasons[0]["reason"]
+
+
+@pytest.mark.parametrize("fn", [function_named_twice, tuple_named_twice])
+def test_a_function_or_tuple_at_a_break_is_one_object(fn):
+    """A lambda or a tuple two locals name at a break is made once in residual code: made
+    twice, `f is g` was False and an attribute set through f was not seen through g."""
+    report = assert_same(fn, V, graphs=None, breaks=None)
+    assert report.graph_count >= 1 and "print" in report.break_reasons[0]["reason"]
 
 
 def test_dict_methods():

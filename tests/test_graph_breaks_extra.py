@@ -394,6 +394,13 @@ def tuple_named_twice(x):
     return t is u, u[0] * 2
 
 
+def method_named_twice(x):
+    m = (x * 2).sum
+    n = m
+    print("break")
+    return m is n, n()
+
+
 def test_an_iterator_at_a_break_is_one_iterator():
     """iter(x) referenced twice at a break (next's argument, and the local it) is made once
     in residual code (reconstruct.Emitter._once): made twice, next(it) consumed a copy and
@@ -403,10 +410,11 @@ def test_an_iterator_at_a_break_is_one_iterator():
         assert report.graph_break_count >= 1 and "next" in report.break_reasons[0]["reason"]
 
 
-@pytest.mark.parametrize("fn", [function_named_twice, tuple_named_twice])
+@pytest.mark.parametrize("fn", [function_named_twice, tuple_named_twice, method_named_twice])
 def test_a_function_or_tuple_at_a_break_is_one_object(fn):
-    """A lambda or a tuple two locals name at a break is made once in residual code: made
-    twice, `f is g` was False and an attribute set through f was not seen through g."""
+    """A lambda, a tuple or a bound method two locals name at a break is made once in
+    residual code: made twice, `f is g` was False and an attribute set through f was not
+    seen through g."""
     report = assert_same(fn, V, graphs=None, breaks=None)
     assert report.graph_count >= 1 and "print" in report.break_reasons[0]["reason"]
 

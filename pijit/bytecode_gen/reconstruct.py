@@ -132,8 +132,9 @@ class Emitter:
         if isinstance(value, SliceValue):
             return self._items([value.start, value.stop, value.step]) + \
                 [Instr("BUILD_SLICE", 3, lineno=at)]
-        if isinstance(value, MethodValue):
-            return self.emit(value.obj) + [forms.load_attr(value.name, lineno=at)]
+        if isinstance(value, MethodValue):      # a bound method: a new object at each load
+            return self._once(value, self.emit(value.obj) + [forms.load_attr(value.name,
+                                                                             lineno=at)])
         if isinstance(value, (ListValue, DictValue)):
             return self._mutable(value)
         if isinstance(value, FunctionValue) and not value.closure:
@@ -184,9 +185,9 @@ class Emitter:
 
     def _once(self, value, code) -> list:
         """`code` building `value` the first time (kept in a temporary), a load of that
-        temporary after: a list, dict, tuple, function or iterator referenced twice (`it =
-        iter(a)` on the stack as next's argument and in a local; `g = f` of a lambda) is one
-        object, as in plain Python."""
+        temporary after: a list, dict, tuple, function, bound method or iterator referenced
+        twice (`it = iter(a)` on the stack as next's argument and in a local; `g = f` of a
+        lambda) is one object, as in plain Python."""
         at = self.lineno
         temp = self.built.get(id(value))
         if temp is not None:

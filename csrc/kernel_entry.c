@@ -212,8 +212,10 @@ entry_double(PyObject *o, double *out)
     return -1;
 }
 
-/* A Python or NumPy integer (or bool) as int64 bits (uint64 above INT64_MAX keeps its bits);
-   -1 (no exception set) if it is not one or does not fit 64 bits. */
+/* A Python or NumPy integer (or bool) as int64 bits (a uint64 above INT64_MAX keeps its
+   bits); -1 (no exception set) if it is not one or does not fit: a Python int is an int64
+   operand, so one past INT64_MAX (10**20 // 7, computed by Python in the graph) is not a
+   uint64's bits (NumPy takes it as a float, or raises). */
 static int
 entry_int(PyObject *o, long long *out)
 {
@@ -228,7 +230,9 @@ entry_int(PyObject *o, long long *out)
     }
     int overflow;
     long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-    if (overflow > 0)
+    if (overflow > 0 && PyLong_Check(o))
+        overflow = -1;
+    else if (overflow > 0)
         x = (long long)PyLong_AsUnsignedLongLong(v);
     Py_DECREF(v);
     if (overflow < 0 || PyErr_Occurred()) {

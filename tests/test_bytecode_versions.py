@@ -366,6 +366,33 @@ def test_a_local_comprehensions_save_is_passed_on_only_when_bound(bind):
                 breaks=(1 + bind) if INLINED else 1)
 
 
+def nested_comprehensions_with_break(x):
+    y = x * 2
+    return [[print("c", c) or y[r, c] for c in range(2)] for r in range(2)]
+
+
+def nested_comprehension_raising_after_break(x):
+    y, r, c = x + 1, "r", "c"
+    print("before")
+    try:
+        return [[y[r, 0] / d for d in (1.0, c)] for r in range(2)]
+    except TypeError as e:
+        return str(e), r, c
+
+
+def test_nested_comprehensions_as_residual_code():
+    """The inner comprehension's handler lies in the outer one's try block (3.12+): copied
+    with the residual code, it keeps the TryEnd closing that block (flow.cleanup_handler),
+    else the transformed code's assembly fails and the function runs plain. On 3.11 the
+    comprehensions are functions, and one with a print in it is not inlined."""
+    report = assert_same(nested_comprehensions_with_break, X.reshape(2, -1)[:, :2],
+                         graphs=int(INLINED), breaks=1)
+    assert (report.fallback is None) == INLINED
+    # raising in the inner comprehension after the break: both handlers restore r and c
+    assert_same(nested_comprehension_raising_after_break, X.reshape(2, -1),
+                graphs=int(INLINED), breaks=2 if INLINED else 1)
+
+
 def test_super_method_call_is_inlined():
     """3.12's LOAD_SUPER_ATTR is super() and the method load in one instruction, 3.11 calls
     super() then loads the method: both are inlined (the constructor call alone breaks)."""

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pijit
-from differential import assert_same
+from differential import assert_same, assert_same_outcome, run_observed, run_plain
 
 G_SCALE = 2.5
 G_ARRAY = np.linspace(0.0, 1.0, 4)
@@ -366,6 +366,29 @@ def test_math_on_python_scalars():
     report = assert_same(python_scalar_math, X, 7,
                          jit_kwargs={"jit_config": {"specialize_scalar": False}})
     assert "type(n) is int" in report.guards
+
+
+def add_int(x, n):
+    return x + n, np.asarray(n).dtype
+
+
+@pytest.mark.parametrize("n", [2 ** 63, 2 ** 64 - 1, 2 ** 70, -2 ** 63 - 1])
+@pytest.mark.parametrize("dtype", [np.int64, np.float64])
+def test_python_int_past_int64_is_not_a_graph_int(n, dtype):
+    """A graph int is an int64; NumPy makes an int past that range a uint64 or an object
+    array, or raises OverflowError with an int64 array: a dynamic int argument is guarded
+    to the range, so the entry compiled for 5 does not take n (wrap.fits_int64). Before,
+    2**63 reached the kernel as int64 bits (x + 2**63 wrapped around instead of raising)."""
+    jitted = pijit.jit(add_int, jit_config={"specialize_scalar": False})
+    x = np.arange(3, dtype=dtype)
+    for value in (5, n):
+        want = run_plain(add_int, (x.copy(), value), {})
+        got = run_observed(jitted, (x.copy(), value), {})
+        assert_same_outcome(got, want, [x, value], [x, value], f"n={value}")
+    report = pijit.explain(jitted, x, 5)
+    assert report.graph_count == 1 and "-2**63 <= value < 2**63(n)" in report.guards
+    stats = pijit.stats(jitted)
+    assert "n: -2**63 <= value < 2**63 no longer holds" in str(stats["recompile_reasons"]), stats
 
 
 def noncontiguous(x):

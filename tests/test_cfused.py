@@ -21,8 +21,8 @@ import pytest
 
 import o2_spec
 import pijit
-from differential import (assert_equal_values, count_handbacks, level_tol, run_observed,
-                          run_plain)
+from differential import (assert_equal_values, assert_same, count_handbacks, level_tol,
+                          run_observed, run_plain)
 from pijit import cache
 from pijit.backends import cfused
 from pijit.backends.cfused import build, render, toolchain
@@ -114,6 +114,23 @@ rng = np.random.default_rng(0)
 A = rng.standard_normal((7, 9))
 B = rng.standard_normal((7, 9))
 A32, B32 = A.astype(np.float32), B.astype(np.float32)
+
+
+def add_computed_int(a, n):
+    return a + n ** 5 // 7
+
+
+def test_a_python_int_past_int64_goes_to_numpy(monkeypatch):
+    """A Python int computed in the graph (n ** 5 // 7 of a dynamic n: Python does it) is an
+    int64 operand of the kernel: one past INT64_MAX is not a uint64's bits (that made
+    a + 10**20 // 7 negative) but goes to NumPy, which adds it as a float."""
+    handed = count_handbacks(monkeypatch)
+    dynamic = {"jit_config": {"specialize_scalar": False}}
+    assert_same(add_computed_int, A, 10 ** 4, jit_kwargs=dynamic, ops=["add"])
+    assert handed, "the kernel took 10**20 // 7"
+    handed.clear()
+    assert_same(add_computed_int, A, 10, jit_kwargs=dynamic, ops=["add"])
+    assert not handed, "the kernel handed an int64 operand to NumPy"
 
 
 def test_chain_f64():

@@ -366,6 +366,59 @@ def test_dicts_and_unpacking():
     assert "UNPACK_EX" in report.break_reasons[0]["reason"]
 
 
+def next_of_an_iterator(x):
+    it = iter(x)
+    first = next(it)            # next: a break; `it` is on the stack and in a local
+    second = next(it)
+    return first * 2, second, np.fromiter(it, x.dtype)
+
+
+def zip_consumed_after_a_break(x):
+    pairs = zip(x, x[::-1])
+    head = next(pairs)
+    return head, [a - b for a, b in pairs]
+
+
+def function_named_twice(x):
+    f = lambda v: v * 2
+    g = f
+    print("break")
+    f.tag = 1
+    return f is g, getattr(g, "tag", None), g(x)
+
+
+def tuple_named_twice(x):
+    t = (x, 1)
+    u = t
+    print("break")
+    return t is u, u[0] * 2
+
+
+def method_named_twice(x):
+    m = (x * 2).sum
+    n = m
+    print("break")
+    return m is n, n()
+
+
+def test_an_iterator_at_a_break_is_one_iterator():
+    """iter(x) referenced twice at a break (next's argument, and the local it) is made once
+    in residual code (reconstruct.Emitter._once): made twice, next(it) consumed a copy and
+    the second next read x[0] again."""
+    for fn in (next_of_an_iterator, zip_consumed_after_a_break):
+        report = assert_same(fn, V, graphs=None, breaks=None)
+        assert report.graph_break_count >= 1 and "next" in report.break_reasons[0]["reason"]
+
+
+@pytest.mark.parametrize("fn", [function_named_twice, tuple_named_twice, method_named_twice])
+def test_a_function_or_tuple_at_a_break_is_one_object(fn):
+    """A lambda, a tuple or a bound method two locals name at a break is made once in
+    residual code: made twice, `f is g` was False and an attribute set through f was not
+    seen through g."""
+    report = assert_same(fn, V, graphs=None, breaks=None)
+    assert report.graph_count >= 1 and "print" in report.break_reasons[0]["reason"]
+
+
 def test_dict_methods():
     # Stores into a dict and its .get/.items methods are not captured (yet): each is a break.
     # graph 1 (mul, add); d["c"] = ... (STORE_SUBSCR), d.get (its default x * 0 ... is

@@ -2,7 +2,7 @@
 
 Graph outputs are read from temporaries, objects that came from a source are reloaded from
 it (so they keep their identity), constants are loaded, and containers the function built
-are rebuilt; a list or dict referenced twice is built once, so aliasing survives.
+are rebuilt; one referenced twice is built once, so identity and aliasing survive.
 """
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ class Emitter:
     def __init__(self, out_index: dict, lineno):
         self.out_index = out_index
         self.lineno = lineno
-        self.built = {}        # id(value) -> temp name, for lists and dicts built once
+        self.built = {}        # id(value) -> temp name, for the values built once (_once)
 
     def emit(self, value) -> list:
         at = self.lineno
@@ -121,26 +121,30 @@ class Emitter:
             return [Instr("PUSH_NULL", lineno=at)]
         if isinstance(value, TruthValue):
             return self.emit(value.value) + [Instr("TO_BOOL", lineno=at)]
+        if self.built.get(id(value)) is not None:
+            return self._once(value, [])
         if isinstance(value, TupleValue):
             built = self._items(value.items) + [Instr("BUILD_TUPLE", len(value.items), lineno=at)]
-            if value.cls is None:
-                return built
-            return forms.call([Instr("LOAD_CONST", value.cls._make, lineno=at)], [built],
-                              lineno=at)
+            if value.cls is not None:
+                built = forms.call([Instr("LOAD_CONST", value.cls._make, lineno=at)], [built],
+                                   lineno=at)
+            return self._once(value, built)
         if isinstance(value, SliceValue):
             return self._items([value.start, value.stop, value.step]) + \
                 [Instr("BUILD_SLICE", 3, lineno=at)]
-        if isinstance(value, MethodValue):
-            return self.emit(value.obj) + [forms.load_attr(value.name, lineno=at)]
+        if isinstance(value, MethodValue):      # a bound method: a new object at each load
+            return self._once(value, self.emit(value.obj) + [forms.load_attr(value.name,
+                                                                             lineno=at)])
         if isinstance(value, (ListValue, DictValue)):
             return self._mutable(value)
         if isinstance(value, FunctionValue) and not value.closure:
-            return self._function(value)
+            return self._once(value, self._function(value))
         if isinstance(value, IteratorValue) and value.index == 0:
             if value.origin is not None:
-                return self.emit(value.origin) + [Instr("GET_ITER", lineno=at)]
+                return self._once(value, self.emit(value.origin) + [Instr("GET_ITER",
+                                                                          lineno=at)])
             if value.call is not None:
-                return self._call(*value.call)
+                return self._once(value, self._call(*value.call))
         raise GraphBreak(Reason.UNSUPPORTED_VALUE,
                          f"a {type(value).__name__} cannot be rebuilt in residual code", at)
 
@@ -169,9 +173,6 @@ class Emitter:
 
     def _mutable(self, value) -> list:
         at = self.lineno
-        temp = self.built.get(id(value))
-        if temp is not None:
-            return [Instr("LOAD_FAST", temp, lineno=at)]
         if isinstance(value, ListValue):
             code = self._items(value.items) + [Instr("BUILD_LIST", len(value.items), lineno=at)]
         else:
@@ -180,6 +181,17 @@ class Emitter:
                 code.append(Instr("LOAD_CONST", key, lineno=at))
                 code += self.emit(item)
             code.append(Instr("BUILD_MAP", len(value.items), lineno=at))
+        return self._once(value, code)
+
+    def _once(self, value, code) -> list:
+        """`code` building `value` the first time (kept in a temporary), a load of that
+        temporary after: a list, dict, tuple, function, bound method or iterator referenced
+        twice (`it = iter(a)` on the stack as next's argument and in a local; `g = f` of a
+        lambda) is one object, as in plain Python."""
+        at = self.lineno
+        temp = self.built.get(id(value))
+        if temp is not None:
+            return [Instr("LOAD_FAST", temp, lineno=at)]
         temp = TEMP_NAME.format(len(self.built))
         self.built[id(value)] = temp
         return code + [Instr("COPY", 1, lineno=at), Instr("STORE_FAST", temp, lineno=at)]

@@ -482,12 +482,22 @@ class Flow:
                 break
             if isinstance(item, Instr):
                 if item.name == "RERAISE":
-                    found = (first, pos)
+                    found = (first, self._close_try_blocks(first, pos))
                     break
                 if item.name not in _CLEANUP_HANDLER:
                     break
         self._cleanup[id(try_begin)] = found if found is not False else None
         return self._cleanup[id(try_begin)]
+
+    def _close_try_blocks(self, first: int, last: int) -> int:
+        """`last`, or past the TryEnds that follow it and end try blocks begun in [first,
+        last]: a nested comprehension's handler lies in the outer one's try block (PEP 709),
+        and a copy of the handler without its TryEnd leaves that block open."""
+        begun = {id(item) for item in self.instrs[first:last + 1] if isinstance(item, TryBegin)}
+        while last + 1 < len(self.instrs) and isinstance(self.instrs[last + 1], TryEnd) and \
+                id(self.instrs[last + 1].entry) in begun:
+            last += 1
+        return last
 
     def cleanup_handlers(self, start: int, end: int) -> list:
         """The handlers (first, last) of the comprehensions' try blocks in [start, end] and,

@@ -30,6 +30,12 @@ IDENTITY_TYPES = (types.ModuleType, types.FunctionType, types.BuiltinFunctionTyp
                   type(None), type(Ellipsis), type(NotImplemented))
 
 
+def fits_int64(value: int) -> bool:
+    """Whether a Python int can be a graph value, which is an int64: NumPy makes one past
+    that range a uint64 or object array, or raises OverflowError with an int64 array."""
+    return -2 ** 63 <= value < 2 ** 63
+
+
 class ObjectValue(Value):
     """An opaque object (e.g. `self`) guarded by type: its attributes may be read, nothing else."""
 
@@ -107,6 +113,8 @@ class ValueBuilder:
                 self.guard(source, "eq", obj)
                 return ConstValue(obj, source=source)
             self.guard(source, "type", t)
+            if t is int:
+                self.guard(source, "call", fits_int64, "-2**63 <= value < 2**63")
             return self._input(Meta.of(obj), source)
         if isinstance(obj, np.generic) and obj.dtype.kind in SUPPORTED_DTYPE_KINDS:
             # Like a 0-d array: a graph input guarded by type (so by dtype), not by value,
@@ -177,10 +185,11 @@ class ValueBuilder:
     # -- reads that create sources -------------------------------------------------------
     def pins_value(self, obj, source: Source) -> bool:
         """Whether wrapping the Python scalar obj read from source guards its value (a
-        ConstValue): bools always, ints and floats under specialize_scalar unless the
-        source was made dynamic."""
+        ConstValue): bools and ints past int64 always, other ints and floats under
+        specialize_scalar unless the source was made dynamic."""
         dynamic = DYNAMIC_VALUE in self.dynamic_dims.get(source, ())
-        return type(obj) is bool or (self.config.specialize_scalar and not dynamic)
+        return type(obj) is bool or (type(obj) is int and not fits_int64(obj)) or (
+            self.config.specialize_scalar and not dynamic)
 
     def argument(self, slot: int, name: str) -> Value:
         return self.wrap(self.args[slot], LocalSource(slot, name))

@@ -635,3 +635,27 @@ def test_a_method_load_breaking_in_its_property_getter_keeps_the_null():
     report = assert_same(calls_a_property_that_breaks, X, PrintingProperty(), graphs=2,
                          breaks=2)
     assert "PrintingProperty.fn (inlined)" in report.break_reasons[0]["reason"], report
+
+
+def linspace_step(x, n):
+    y, step = np.linspace(x[0], x[1], n, retstep=True)
+    return y * 2, isinstance(step, float), type(step).__name__
+
+
+def linspace_step_dtype(x, n):
+    y, step = np.linspace(x[0], x[1], n, retstep=True)
+    return y + 1, step.dtype
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5])
+@pytest.mark.parametrize("fn", [linspace_step, linspace_step_dtype])
+def test_linspace_step_type_follows_the_sample_count(fn, n):
+    """np.linspace(a, b, n, retstep=True) on float32 bounds: the step is a Python float (NaN)
+    for n < 2, which is a float and has no dtype (the AttributeError of capture falls back to
+    plain Python, which raises it); a float32 scalar from 2 samples on."""
+    x = np.array([1.0, 3.0], np.float32)
+    if fn is linspace_step_dtype and n < 2:
+        assert_same(fn, x, n, graphs=0)
+    else:
+        assert_same(fn, x, n, ops=["linspace"])
+

@@ -204,6 +204,19 @@ def traced_fn(fn):
     return types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
+@pytest.mark.parametrize("endpoint", [True, False])
+def test_linspace_matrix(endpoint):
+    """The step of 0 samples, or of 1 with the endpoint, is a Python float (NaN), not a scalar
+    of the bounds' dtype as for more samples."""
+    rule = R.lookup_call(np.linspace)
+    for start in (np.float32(1.0), np.float16(-2.0), np.int8(3), 1.5):
+        for num in (0, 1, 2, 5):
+            for kw in ({"retstep": True}, {"retstep": True, "dtype": np.int16}, {}):
+                kwargs = {"endpoint": endpoint, **kw}
+                _check_or_both_raise(rule, (start, np.float32(4.0), num), kwargs,
+                                     (Meta.of(start), Meta.of(np.float32(4.0)), num), kwargs)
+
+
 def _plain(result):
     if type(result) is Traced:
         return result.value

@@ -461,7 +461,9 @@ def linspace_infer(fn):
             raise Unsupported("linspace(retstep=True) with array bounds")
         ax = normalize_axis(params.get("axis", 0), len(bshape) + 1)
         shape = bshape[:ax] + (num,) + bshape[ax:]
-        value = probe(fn, (small_const(start), small_const(stop), 2), params)
+        # num 0, or 1 with the endpoint, leaves the step undefined: a Python float NaN, where
+        # 2 samples give one of the bounds' dtype; min(num, 2) keeps both cases apart
+        value = probe(fn, (small_const(start), small_const(stop), min(num, 2)), params)
         if isinstance(value, tuple):
             return (result_meta(value[0], shape), result_meta(value[1]))
         return result_meta(value, shape)

@@ -659,3 +659,15 @@ def test_linspace_step_type_follows_the_sample_count(fn, n):
     else:
         assert_same(fn, x, n, ops=["linspace"])
 
+
+def or_and_defaults(x, scale, shift):
+    return x * (scale or 2.0) + (shift and x[0])
+
+
+@pytest.mark.parametrize("scale,shift", [(0.0, 0), (3.0, 0), (0.0, 1.5), (-2.0, 4)])
+def test_or_and_of_constants_pick_an_operand(scale, shift):
+    """`a or b` / `a and b` on specialised scalars (3.11: JUMP_IF_TRUE_OR_POP and
+    JUMP_IF_FALSE_OR_POP) keep the operand the truth test picks, and only it, on the stack."""
+    report = assert_same(or_and_defaults, np.arange(1.0, 4.0), scale, shift)
+    assert ["mul", "add"] == [op for op in report.ops_per_graph[0] if op in ("mul", "add")]
+

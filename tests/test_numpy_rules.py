@@ -467,6 +467,22 @@ def test_ufunc_out_is_the_result():
 DYN = Meta.array((None, 3), np.float32)
 
 
+def test_squeeze_of_a_dynamic_array_by_axis():
+    """squeeze() of an array with a dynamic dim depends on whether that dim is 1, unless an
+    axis, positional or by keyword, names the dims that go."""
+    def infer(rule, args, kwargs):
+        try:
+            return rule.infer(args, kwargs)
+        except Unsupported as e:
+            return f"Unsupported: {e}"
+
+    dyn = Meta.array((None, 1, 3), np.float32)
+    for rule in (R.lookup_call(np.squeeze), R.lookup_method(dyn, "squeeze")):
+        assert infer(rule, (dyn, 1), {}) == Meta.array((None, 3), np.float32)
+        assert infer(rule, (dyn,), {"axis": (1,)}) == Meta.array((None, 3), np.float32)
+        assert "dynamic dim" in infer(rule, (dyn,), {})
+
+
 def test_dynamic_dims():
     assert R.lookup_operator("add").infer((DYN, Meta.array((4, 1), np.float64)), {}) == \
         Meta.array((4, 3), np.float64)

@@ -671,3 +671,15 @@ def test_or_and_of_constants_pick_an_operand(scale, shift):
     report = assert_same(or_and_defaults, np.arange(1.0, 4.0), scale, shift)
     assert ["mul", "add"] == [op for op in report.ops_per_graph[0] if op in ("mul", "add")]
 
+
+def fstring_fields(x, scale, name):
+    label = f"{name!r}:{scale:.2f}|{scale!s:>6}|{name}"
+    return x * scale, label
+
+
+def test_fstring_conversions_and_specs_of_constants():
+    """f-string fields with a conversion (!r, !s), a format spec, both or neither, folded at
+    capture (3.11/3.12: FORMAT_VALUE's flags; 3.13: CONVERT_VALUE, FORMAT_WITH_SPEC)."""
+    report = assert_same(fstring_fields, X, 1.5, "w")
+    assert report.ops_per_graph == [["mul"]], report
+

@@ -235,7 +235,7 @@ FILLED = [  # (callable, args, kwargs): arrays and NumPy scalars are graph value
     (np.full_like, (A16.astype(np.int8), np.float32(2.5)), {"shape": (4,)}),
     (np.full_like, (A16, A16[1]), {}),
     (np.reshape, (A16,), {"shape": (3, 2)}), (np.ndarray.reshape, (A16, 6), {}),
-    (np.ndarray.reshape, (A16, 3, 2), {"order": "F"}),
+    (np.ndarray.reshape, (A16, 3, 2), {"order": "F"}), (np.reshape, (A16[:0], (3, 0)), {}),
     (math.acosh, (np.float32(1.5),), {}), (math.acosh, (1.5,), {}),
     (np.repeat, (A16, [1, 2, 0]), {"axis": 1}), (np.repeat, (A16, [2]), {"axis": 0}),
 ]
@@ -453,6 +453,7 @@ RAISING = [
      lambda: np.zeros(3, np.int8) + 300),
     (lambda: R.lookup_method(A23, "reshape").infer((A23,), {"shape": (3, 2)}),
      lambda: Z23.reshape(shape=(3, 2))),
+    (lambda: R.lookup_method(A23, "reshape").infer((A23, 3), {}), lambda: Z23.reshape(3)),
 ]
 
 

@@ -425,11 +425,11 @@ def test_index_used_after_the_loop(level):
 
 
 def resets_constants(x):
-    z, k, h = 0.0, 0, 2.5
+    z, k, h, n = 0.0, 0, 2.5, 1000
     for i in range(1000):
         x = x * 0.5 + (z + k + h)
-        z, k, h = z * 1.0, 0, h * 1.0        # equal floats, other objects
-    return x, z, k, h
+        z, k, h, n = z * 1.0, 0, h * 1.0, n * 1      # equal numbers, other objects
+    return x, z, k, h, n
 
 
 def flips_zero(x):

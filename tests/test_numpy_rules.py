@@ -454,6 +454,7 @@ RAISING = [
     (lambda: R.lookup_method(A23, "reshape").infer((A23,), {"shape": (3, 2)}),
      lambda: Z23.reshape(shape=(3, 2))),
     (lambda: R.lookup_method(A23, "reshape").infer((A23, 3), {}), lambda: Z23.reshape(3)),
+    (lambda: R.lookup_call(np.zeros).infer(((2, -1),), {}), lambda: np.zeros((2, -1))),
 ]
 
 
@@ -511,6 +512,16 @@ def test_ufunc_out_is_the_result():
 # Dynamic dims
 
 DYN = Meta.array((None, 3), np.float32)
+
+
+def test_known_dims_win_over_dynamic_ones():
+    """Where NumPy requires two dims to be equal, a dynamic one equals the known one: the
+    result keeps the known length (kernels are sized by it)."""
+    known = Meta.array((4, 3), np.float32)
+    for pair in ((DYN, known), (known, DYN)):
+        assert R.lookup_call(np.stack).infer((pair,), {}) == Meta.array((2, 4, 3), np.float32)
+        assert R.lookup_call(np.concatenate).infer((pair,), {"axis": 1}) == \
+            Meta.array((4, 6), np.float32)
 
 
 def test_squeeze_of_a_dynamic_array_by_axis():

@@ -683,3 +683,15 @@ def test_fstring_conversions_and_specs_of_constants():
     report = assert_same(fstring_fields, X, 1.5, "w")
     assert report.ops_per_graph == [["mul"]], report
 
+
+def keyed_by_arguments(x, name, other):
+    d = {name: x * 2.0, other: x + 1.0}
+    y = x - {name: 3.0}[name]           # x below the map on the stack
+    return d[name] - d[other] * y, d
+
+
+def test_dicts_keyed_by_specialised_arguments():
+    """{k: v} with keys known at capture but not in the code (BUILD_MAP): pairs in order."""
+    report = assert_same(keyed_by_arguments, X, "a", "b")
+    assert report.ops_per_graph == [["mul", "add", "sub", "mul", "sub"]], report
+

@@ -238,6 +238,7 @@ FILLED = [  # (callable, args, kwargs): arrays and NumPy scalars are graph value
     (np.ndarray.reshape, (A16, 3, 2), {"order": "F"}), (np.reshape, (A16[:0], (3, 0)), {}),
     (math.acosh, (np.float32(1.5),), {}), (math.acosh, (1.5,), {}),
     (np.repeat, (A16, [1, 2, 0]), {"axis": 1}), (np.repeat, (A16, [2]), {"axis": 0}),
+    (np.tile, (A16, (0, 2)), {}), (np.tile, (A16, 0), {}), (np.tile, (A16, (2, 1, 3)), {}),
 ]
 
 
@@ -247,7 +248,7 @@ FILLED = [  # (callable, args, kwargs): arrays and NumPy scalars are graph value
 def test_fill_values_keyword_shapes_and_domains(fn, args, kwargs):
     """Forms no op case reaches: fills given as a graph array, a list or a NumPy scalar (the
     probe fills with one element of them), reshape(shape=...), a math function whose first
-    probe value is outside its domain (acosh(0.5)), repeat by a list of counts."""
+    probe value is outside its domain (acosh(0.5)), repeat by a list of counts, tile by 0."""
     rule = R.lookup_method(Meta.of(A16), "reshape") if fn is np.ndarray.reshape \
         else R.lookup_call(fn)
     try:

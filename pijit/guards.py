@@ -188,16 +188,21 @@ def hash_args_guard(objs) -> Guard:
 
 
 def freeze(obj):
-    """A hashable, comparable fingerprint of obj's value (containers and arrays by content)."""
+    """A hashable, comparable fingerprint of obj's value (containers and arrays by content).
+    Scalars are told apart as the "eq" guard tells them (same_scalar): by exact type, since
+    1, 1.0 and True are equal but give results of other dtypes, and floats by their bits,
+    since 0.0 == -0.0 gives other signs and NaN != NaN would recompile at every call."""
     if isinstance(obj, (list, tuple)):
         return (type(obj).__name__, tuple(freeze(o) for o in obj))
     if isinstance(obj, dict):
         return ("dict", tuple(sorted((repr(k), freeze(v)) for k, v in obj.items())))
     if isinstance(obj, np.ndarray):
         return ("ndarray", obj.dtype.str, obj.shape, obj.tobytes())
+    if isinstance(obj, (float, complex, np.generic)):
+        return (type(obj), np.asarray(obj).tobytes())
     try:
         hash(obj)
-        return obj
+        return (type(obj), obj)
     except TypeError:
         return ("repr", repr(obj))
 

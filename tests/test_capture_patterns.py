@@ -658,3 +658,63 @@ def test_a_method_load_breaking_in_its_property_getter_keeps_the_null():
     report = assert_same(calls_a_property_that_breaks, X, PrintingProperty(), graphs=2,
                          breaks=2)
     assert "PrintingProperty.fn (inlined)" in report.break_reasons[0]["reason"], report
+
+
+def linspace_step(x, n):
+    y, step = np.linspace(x[0], x[1], n, retstep=True)
+    return y * 2, isinstance(step, float), type(step).__name__
+
+
+def linspace_step_dtype(x, n):
+    y, step = np.linspace(x[0], x[1], n, retstep=True)
+    return y + 1, step.dtype
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5])
+@pytest.mark.parametrize("fn", [linspace_step, linspace_step_dtype])
+def test_linspace_step_type_follows_the_sample_count(fn, n):
+    """np.linspace(a, b, n, retstep=True) on float32 bounds: the step is a Python float (NaN)
+    for n < 2, which is a float and has no dtype (the AttributeError of capture falls back to
+    plain Python, which raises it); a float32 scalar from 2 samples on."""
+    x = np.array([1.0, 3.0], np.float32)
+    if fn is linspace_step_dtype and n < 2:
+        assert_same(fn, x, n, graphs=0)
+    else:
+        assert_same(fn, x, n, ops=["linspace"])
+
+
+def or_and_defaults(x, scale, shift):
+    return x * (scale or 2.0) + (shift and x[0])
+
+
+@pytest.mark.parametrize("scale,shift", [(0.0, 0), (3.0, 0), (0.0, 1.5), (-2.0, 4)])
+def test_or_and_of_constants_pick_an_operand(scale, shift):
+    """`a or b` / `a and b` on specialised scalars (3.11: JUMP_IF_TRUE_OR_POP and
+    JUMP_IF_FALSE_OR_POP) keep the operand the truth test picks, and only it, on the stack."""
+    report = assert_same(or_and_defaults, np.arange(1.0, 4.0), scale, shift)
+    assert ["mul", "add"] == [op for op in report.ops_per_graph[0] if op in ("mul", "add")]
+
+
+def fstring_fields(x, scale, name):
+    label = f"{name!r}:{scale:.2f}|{scale!s:>6}|{name}"
+    return x * scale, label
+
+
+def test_fstring_conversions_and_specs_of_constants():
+    """f-string fields with a conversion (!r, !s), a format spec, both or neither, folded at
+    capture (3.11/3.12: FORMAT_VALUE's flags; 3.13: CONVERT_VALUE, FORMAT_WITH_SPEC)."""
+    report = assert_same(fstring_fields, X, 1.5, "w")
+    assert report.ops_per_graph == [["mul"]], report
+
+
+def keyed_by_arguments(x, name, other):
+    d = {name: x * 2.0, other: x + 1.0}
+    y = x - {name: 3.0}[name]           # x below the map on the stack
+    return d[name] - d[other] * y, d
+
+
+def test_dicts_keyed_by_specialised_arguments():
+    """{k: v} with keys known at capture but not in the code (BUILD_MAP): pairs in order."""
+    report = assert_same(keyed_by_arguments, X, "a", "b")
+    assert report.ops_per_graph == [["mul", "add", "sub", "mul", "sub"]], report
+

@@ -1005,3 +1005,28 @@ def test_a_function_rebuilt_at_a_break_keeps_its_positional_defaults():
     report = assert_same(nested_def_with_a_default, np.linspace(-1.0, 2.0, 6), graphs=None,
                          breaks=1)
     assert "print" in report.break_reasons[0]["reason"], report
+
+
+def _scaled_by(x, **kw):
+    return x * kw["s"]
+
+
+def merges_a_repeated_keyword(x):
+    y = x + 1.0
+    a, b = {"s": 2.0}, {"s": 3.0}
+    return _scaled_by(y, **a, **b)
+
+
+def merges_two_keywords(x):
+    y = x + 1.0
+    a, b = {"s": 2.0}, {"t": 3.0}
+    return _scaled_by(y, **a, **b)
+
+
+def test_a_keyword_given_twice_by_two_mappings_raises():
+    """f(**a, **b) with a key in both raises TypeError (DICT_MERGE), after the work before
+    it; without a repeat the merged call is captured whole."""
+    report = assert_same(merges_a_repeated_keyword, np.arange(3.0), graphs=1, breaks=1)
+    assert "repeated keyword" in report.break_reasons[0]["reason"], report
+    assert_same(merges_two_keywords, np.arange(3.0), ops=["add", "mul"])
+

@@ -634,6 +634,39 @@ def test_recompile_on_hash_args_array_change():
     assert pijit.stats(jitted)["compile_count"] == 2
 
 
+SCALE = [1]
+
+
+def _scale():
+    return SCALE[0]
+
+
+def _scaled(x):
+    return x * _scale()
+
+
+def test_hash_args_scalars_by_type_and_bits():
+    """A pijit_constexpr call reads SCALE[0] at capture and only hash_args guards it: its
+    fingerprint must tell 1, True and 1.0 apart (equal, but x * v takes another dtype) and 0.0
+    from -0.0 (another sign), and take NaN for NaN (else every call recompiles)."""
+    jitted = pijit.jit(_scaled, hash_args=SCALE,
+                       jit_config={"pijit_constexpr": (_scale,), "jit_level": "O0"})
+    pijit.reset(jitted)
+    flags, ones = np.array([True, False]), np.ones(2)
+    try:
+        for value, x in [(1, flags), (True, flags), (1.0, flags), (0.0, ones), (-0.0, ones),
+                         (float("nan"), ones), (float("nan"), ones)]:
+            SCALE[0] = value
+            assert_equal_values(jitted(x), _scaled(x), f"SCALE[0] = {value!r}")
+    finally:
+        SCALE[0] = 1
+    s = pijit.stats(jitted)
+    assert (s["compile_count"], s["cache_hits"]) == (6, 1), s
+    assert [r.startswith("hash_args") for r in s["recompile_reasons"]] == \
+        [True, True, False, True, True], s["recompile_reasons"]
+    assert len(graph_entries(jitted)) == 6
+
+
 # ---------------------------------------------------------------------------------------------
 # The entry limit.
 

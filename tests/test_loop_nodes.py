@@ -424,6 +424,42 @@ def test_index_used_after_the_loop(level):
         assert loop_count(report) == 0
 
 
+def resets_constants(x):
+    z, k, h, n = 0.0, 0, 2.5, 1000
+    for i in range(1000):
+        x = x * 0.5 + (z + k + h)
+        z, k, h, n = z * 1.0, 0, h * 1.0, n * 1      # equal numbers, other objects
+    return x, z, k, h, n
+
+
+def flips_zero(x):
+    z = 0.0
+    for i in range(1000):
+        x = x * 0.5 + z
+        z = -0.0
+    return x, z
+
+
+def widens_int(x):
+    k = 0
+    for i in range(1000):
+        x = x * 0.5 + k
+        k = 0.0
+    return x, k
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_constant_the_body_sets_again_is_the_same_only_by_type_and_sign(level):
+    """A carried constant the body sets to the same value stays a constant of one loop node;
+    0.0 -> -0.0 and 0 -> 0.0 are equal but other constants (the loop cannot be a node:
+    residual loop), which after the loop must have the body's sign and type."""
+    report = assert_same(resets_constants, np.ones(3), jit_kwargs=jit_kwargs(level))
+    assert loop_count(report) == 1 and "carried (x), last ()" in report.graphs[0]
+    for fn in (flips_zero, widens_int):
+        report = assert_same(fn, np.ones(3), jit_kwargs=jit_kwargs(level), graphs=2, breaks=1)
+        assert loop_count(report) == 0
+
+
 # -- fallbacks: captured exactly as without loop nodes ----------------------------------------
 @pytest.mark.parametrize("level", LEVELS)
 def test_carried_dtype_change_falls_back(level):

@@ -212,9 +212,14 @@ def reshape_infer(fn, method: bool):
         else:
             newshape = args[1] if len(args) > 1 else kwargs.get("shape", kwargs.get("newshape"))
         shape = reshape_shape(shape_of(a), newshape)
-        options = {k: v for k, v in kwargs.items() if k not in ("shape", "newshape")}
-        # The size-1 stand-in reshapes to (1,)*ndim: NumPy itself gives type and dtype.
-        return result_meta(probe(fn, (a, (1,) * len(shape)), options), shape)
+        # The size-1 stand-in reshapes to (1,)*ndim: NumPy itself gives type and dtype, and
+        # checks the keyword the shape came by (the method takes none; NumPy 2.4 dropped
+        # newshape=).
+        small = (1,) * len(shape)
+        named = [k for k in ("shape", "newshape") if k in kwargs]
+        if named:
+            return result_meta(probe(fn, (a,), {**kwargs, named[0]: small}), shape)
+        return result_meta(probe(fn, (a, small), kwargs), shape)
     return infer
 
 
@@ -461,7 +466,9 @@ def linspace_infer(fn):
             raise Unsupported("linspace(retstep=True) with array bounds")
         ax = normalize_axis(params.get("axis", 0), len(bshape) + 1)
         shape = bshape[:ax] + (num,) + bshape[ax:]
-        value = probe(fn, (small_const(start), small_const(stop), 2), params)
+        # num 0, or 1 with the endpoint, leaves the step undefined: a Python float NaN, where
+        # 2 samples give one of the bounds' dtype; min(num, 2) keeps both cases apart
+        value = probe(fn, (small_const(start), small_const(stop), min(num, 2)), params)
         if isinstance(value, tuple):
             return (result_meta(value[0], shape), result_meta(value[1]))
         return result_meta(value, shape)

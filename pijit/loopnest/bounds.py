@@ -300,12 +300,12 @@ def version(nest) -> tuple:
             continue
         loop = Loop(blocks, head, body, dom, nest.types)
         proven, checks, units = _checks(loop, nest.arrays)
-        hoisted = _hoisted(loop, set(checks))
-        checks = tuple(sorted(set(checks) | hoisted, key=str))
         innermost = not any(h != head and h in body for h in loops)
         copies = 2 if innermost else 1
-        if not proven and not hoisted or len(blocks) + copies * (len(body) + 1) > limit:
+        if not proven or len(blocks) + copies * (len(body) + 1) > limit:
             continue
+        # (a loop with no access of its own to prove is not copied for these alone)
+        checks = tuple(sorted(set(checks) | _hoisted(loop, set(checks)), key=str))
         entries = [p for p in predecessors(blocks)[head] if p not in body]
         # the unchecked copy; an innermost loop gets a second one, entered when the arrays
         # also have unit strides, which addresses their last axis by the itemsize, and when

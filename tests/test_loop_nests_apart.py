@@ -11,10 +11,12 @@ Each case runs plain and jitted at O0 and O1 (results, partial writes, warnings,
 exception at the same iteration; one loop_nest node), and at O1 checks the kernel's blocks."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
-from benchmarks.workloads import cholesky_loops, forward_subst, iir_filter
+from benchmarks.workloads import cholesky_loops, forward_subst, iir_filter, lu_nopivot
 from pijit.loopnest.ir import successors
 from tests.test_loop_nests import compiled, resumes, same  # noqa: F401 - resumes: a fixture
 from tests.test_loop_nests_checks import kernels  # noqa: F401 - a fixture
@@ -265,7 +267,7 @@ def _unchecked_copy(kernel) -> set:
     """The blocks the outermost loop's unchecked copy runs (from its gate's first target)."""
     by_id = {b.id: b for b in kernel.blocks}
     gate = next(b for b in kernel.blocks if b.term[0] == "version"
-                and all(c[0][0] == "iter" and c[0][1] in {op.dst for op in by_id[0].ops}
+                and any(c[0][0] == "iter" and c[0][1] in {op.dst for op in by_id[0].ops}
                         for c in b.term[1]))
     seen, todo = set(), [gate.term[2]]
     while todo:
@@ -357,3 +359,72 @@ def test_an_inner_range_past_its_proven_ends_stays_checked(level, fn):
 def test_an_inner_range_of_another_step_stays_checked(level, step):
     # step -1: k = j + 1 first, out of the last row (IndexError after six rows)
     same(rows_from, np.arange(49.0).reshape(7, 7) + 1.0, step, level=level)
+
+
+# -- an inner range's stop, and an inner loop's index, checked once at the outer loop's entry ----
+def gate_checks(kernel, blocks=None) -> list:
+    """The checks of the gates of `blocks` (every gate's when None), less strides and memory."""
+    return [c for b in kernel.blocks if b.term[0] == "version"
+            and (blocks is None or b.id in blocks) for c in b.term[1]
+            if c[0][0] not in ("unit", "disjoint", "advance", "apart")]
+
+
+def upper_rows(A, n):
+    """range(k + 1, n): n past the row's end raises IndexError at the first k whose range
+    reaches it, the sums of the rows before it stored."""
+    out = np.zeros(A.shape[0])
+    for k in range(A.shape[0]):
+        s = A[k, k]
+        for j in range(k + 1, n):
+            s += A[k, j] * 0.5
+        out[k] = s
+    return out
+
+
+def offset_row(A, r, out):
+    """A[r + 1, k] only in the inner loop: r + 1 checked at the outer loop's entry."""
+    for i in range(out.shape[0]):
+        s = 0.0
+        for k in range(A.shape[1]):
+            s += A[r + 1, k]
+        out[i] = s
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_lu_inner_ranges_checked_by_the_outer_loop(level, resumes, kernels):
+    compiled(lu_nopivot, np.random.default_rng(5).random((12, 12)) + 12 * np.eye(12),
+             resumes=resumes, level=level)
+    if level == "O1":
+        (k,) = kernels
+        # `range(k + 1, n)` twice: k + 1 >= 0 where k's loop checked k, n - 1 < n of both
+        # axes at that loop's entry, once: no inner entry of its unchecked copy checks a
+        # range or an index
+        assert ("var", "l_n") in {c[0] for c in gate_checks(k)}
+        assert gate_checks(k) and not gate_checks(k, _unchecked_copy(k))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("n", [0, 1, 5, 7, 8, 9, 20])
+def test_an_inner_range_past_the_rows_end_raises_where_python_does(level, n, resumes,
+                                                                   kernels):
+    # 7 columns: n = 8 and 9 read past the row's end at k = 0 (IndexError, nothing stored);
+    # n = 0 and 1: no range reaches a column, n = 1 a check that fails with no access
+    run = same if n > 7 else functools.partial(compiled, resumes=resumes)
+    run(upper_rows, np.arange(49.0).reshape(7, 7) + 1.0, n, level=level)
+    if level == "O1":
+        (k,) = kernels
+        assert not gate_checks(k, _unchecked_copy(k))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("r", [0, 3, 4, -1, -5, -6])
+def test_an_offset_index_only_the_inner_loop_reads(level, r, resumes, kernels):
+    # 5 rows: r + 1 = 5 and -5 out of bounds (IndexError before any store), -4 wraps
+    A = np.arange(40.0).reshape(5, 8)
+    run = same if r in (4, -6) else functools.partial(compiled, resumes=resumes)
+    run(offset_row, A, r, np.zeros(3), level=level)
+    if level == "O1":
+        (k,) = kernels
+        assert ("var", "l_r") in {c[0] for c in gate_checks(k)}
+        assert not [c for c in gate_checks(k, _unchecked_copy(k)) if c[0][0] == "var"]

@@ -17,7 +17,10 @@ An outer loop's unchecked copy holds its inner loops' gates; there they leave ou
 of indices the outer loop's entry already proved for every iteration (an index the outer loop
 never assigns, or its element plus a constant, on the same array and axis), and of an inner
 range of step 1 whose start and last element those proved indices bound (`for k in range(j)`
-under `L[j, j]`: 0 <= k < j < n).
+under `L[j, j]`: 0 <= k < j < n). The outer loop's entry also checks, once, what its inner
+loops' entries would check at each of its passes from values it never changes: an index
+held in a variable it never assigns (`A[r + 1, k]`), and the stop of an inner range whose
+start its own checks bound below (lu_nopivot's `range(k + 1, n)`: n - 1 < n of the axis).
 
 A failed check changes nothing: the checked loop hands over to Python at the access that
 goes out of bounds (an IndexError there, or a negative index Python wraps), with the writes
@@ -204,35 +207,62 @@ def _range_op(loop: Loop, k: int, it: str):
     return p, len(b.ops) - 1
 
 
-def _range_implied(loop: Loop, k: int, it: str, c: int, arr: str, axis: int, made: set) -> bool:
-    """Every element of the fresh range iterator `it`, plus c, is in [0, n) of arr's axis by
-    the checks `loop`'s entry made: a step of 1 whose start + c is at or above an index that
-    entry proved (or a constant >= 0) and whose stop - 1 + c at or below one (cholesky_loops'
-    `for k in range(j)` under `L[j, j]`, lu_nopivot's `range(k + 1, n)`...). A range of no
-    elements accesses nothing; else start <= last keeps both ends in [0, n)."""
+def _range_needs(loop: Loop, k: int, it: str, c: int, arr: str, axis: int, made: set):
+    """The checks `loop`'s entry must make for every element of the fresh range iterator
+    `it`, plus c, to be in [0, n) of arr's axis: () when the checks it made already do, None
+    when none it could make do. A step of 1 whose start + c is at or above an index that
+    entry proved (or a constant >= 0) and whose stop - 1 + c is at or below one: cholesky_
+    loops' `for k in range(j)` under `L[j, j]`. A stop the loop never changes (lu_nopivot's
+    `range(k + 1, n)`: n) is checked there, once, as the index stop - 1 + c: a range of no
+    elements accesses nothing; else start <= last keeps both ends in [0, n). Such a check
+    failing only runs the loop checked."""
     at = _range_op(loop, k, it)
     if at is None:
-        return False
+        return None
     args = loop.blocks[at[0]].ops[at[1]].args
     if len(args) == 3 and not (isinstance(args[2], Const) and args[2].type is T.INT
                                and args[2].value == 1 and not isinstance(args[2].value, bool)):
-        return False
+        return None
     start = loop.affine(args[0], at) if len(args) > 1 else (("const",), 0)
     stop = loop.affine(args[1] if len(args) > 1 else args[0], at)
     if start is None or stop is None:
-        return False
+        return None
     low = start[1] + c >= 0 if start[0] == ("const",) else \
         any(m[0] == start[0] and m[1] <= start[1] + c and m[2:] == (arr, axis) for m in made)
-    high = any(m[0] == stop[0] and m[1] >= stop[1] - 1 + c and m[2:] == (arr, axis)
-               for m in made)
-    return low and high
+    if not low:
+        return None
+    if any(m[0] == stop[0] and m[1] >= stop[1] - 1 + c and m[2:] == (arr, axis)
+           for m in made):
+        return ()
+    if stop[0][0] == "iter" or abs(stop[1] - 1 + c) >= 2**62:
+        return None
+    return ((stop[0], stop[1] - 1 + c, arr, axis),)
+
+
+def _hoisted(loop: Loop, made: set) -> set:
+    """Checks for `loop`'s entry that leave out checks its inner loops' entries make at
+    every pass: an index the loop never changes (held in a variable it never assigns, or
+    computed from one), and the stop of an inner range (_range_needs)."""
+    out = set()
+    for k in loop.body:
+        term = loop.blocks[k].term
+        if term[0] != "version":
+            continue
+        for base, c, arr, axis in term[1]:
+            if base[0] == "var":
+                form = loop.affine(base[1], (k, None))
+                if form is not None and form[0][0] != "iter" and abs(form[1] + c) < 2**62:
+                    out.add((form[0], form[1] + c, arr, axis))
+            elif base[0] == "iter":
+                out.update(_range_needs(loop, k, base[1], c, arr, axis, made) or ())
+    return out - made
 
 
 def _implied_dropped(loop: Loop, k: int, term: tuple, checks: tuple) -> tuple:
     """The terminator of an inner loop's gate (block k) in the unchecked copy of `loop`, less
     the checks `loop`'s entry made: an index the outer loop does not change, or its iterator's
     element, checked again at every entry of the inner loop (cholesky_loops' L[i, k] checked
-    i at each (i, j)), and an inner range whose ends those checks bound (_range_implied); no
+    i at each (i, j)), and an inner range whose ends those checks bound (_range_needs); no
     check left, a jump to the unchecked copy."""
     made = set(checks)
     kept = []
@@ -244,7 +274,7 @@ def _implied_dropped(loop: Loop, k: int, term: tuple, checks: tuple) -> tuple:
                 continue
         elif base[0] == "const" and check in made:
             continue
-        elif base[0] == "iter" and _range_implied(loop, k, base[1], c, arr, axis, made):
+        elif base[0] == "iter" and _range_needs(loop, k, base[1], c, arr, axis, made) == ():
             continue
         kept.append(check)
     return ("version", tuple(kept)) + term[2:] if kept else ("jump", term[2])
@@ -274,6 +304,8 @@ def version(nest) -> tuple:
         copies = 2 if innermost else 1
         if not proven or len(blocks) + copies * (len(body) + 1) > limit:
             continue
+        # (a loop with no access of its own to prove is not copied for these alone)
+        checks = tuple(sorted(set(checks) | _hoisted(loop, set(checks)), key=str))
         entries = [p for p in predecessors(blocks)[head] if p not in body]
         # the unchecked copy; an innermost loop gets a second one, entered when the arrays
         # also have unit strides, which addresses their last axis by the itemsize, and when

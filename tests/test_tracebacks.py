@@ -143,6 +143,27 @@ def test_error_in_a_resume_function(level):
     assert len(rec.resumes) == 1
 
 
+def two_breaks(a):
+    c = a + 1
+    print("first")
+    d = c * 2
+    print("second")
+    return d[10]
+
+
+@pytest.mark.parametrize("fn", [after_break, two_breaks])
+def test_the_frame_after_a_break_was_called_by_the_users_caller(fn):
+    """The hook calls a resume function once the transformed frame has returned (csrc/
+    eval_frame.c, call_with_slots): the frame an error leaves, one per break before, has
+    the user's caller as its f_back, as in plain Python (it had the transformed frame, a
+    second frame of the same function)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        _, frames, frame = assert_same_failure(fn, np.ones(3))
+    assert len(pijit.cache.record(fn.__code__).resumes) >= 1
+    assert [name for _, _, name in frames] == [fn.__name__]
+    assert frame.f_code.co_name == fn.__name__ and frame.f_back.f_code is failure.__code__
+
+
 def in_residual(a, k):
     c = a * 2
     dead = c.sum()

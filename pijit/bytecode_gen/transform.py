@@ -25,7 +25,7 @@ import types
 
 from bytecode import Instr, Label, TryBegin, TryEnd
 
-from pijit import _compat, tracebacks
+from pijit import _compat, eval_frame, tracebacks
 from pijit._compat import arg_slot_count
 from pijit.bytecode_gen import forms, frames
 from pijit.bytecode_gen.copy import (assemble, copy_handlers, copy_instructions, line_at,
@@ -244,15 +244,19 @@ def _make_function(new_code, code, at) -> list:
 
 def _call_resume(resume_code, depth, live, code, original, pos) -> list:
     """Store the stack into temporaries, make the resume function (with this frame's closure
-    and globals) and return what it returns."""
+    and globals) and return a request that the hook call it with the stack and the locals
+    (eval_frame.RESUME, see csrc/eval_frame.c): it runs once this frame has returned, so
+    the user's function has one frame on the stack after a break, as in plain Python."""
     at = line_at(original, pos, code.co_firstlineno)
     out = [Instr("STORE_FAST", STACK_NAME.format(i), lineno=at) for i in reversed(range(depth))]
     # A live local may be unbound on the path taken (assigned only on another path through
     # the span): the checked load raises UnboundLocalError there, as 3.11's LOAD_FAST does.
     args = [_load_and_forget(STACK_NAME.format(i), at) for i in range(depth)] + \
         [[forms.load_checked(name, lineno=at)] for name in live]
-    out += forms.call(_make_function(resume_code, code, at), args, lineno=at)
-    return out + [Instr("RETURN_VALUE", lineno=at)]
+    out += [Instr("LOAD_CONST", eval_frame.RESUME, lineno=at)] + \
+        _make_function(resume_code, code, at) + [i for arg in args for i in arg]
+    return out + [Instr("BUILD_TUPLE", depth + len(live) + 2, lineno=at),
+                  Instr("RETURN_VALUE", lineno=at)]
 
 
 def _load_and_forget(name, lineno) -> list:

@@ -363,7 +363,8 @@ create_module(void)
         if (PyType_Ready(&WrapperType) < 0 || PyType_Ready(&CodeStateType) < 0)
             return -1;
         resume_marker = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
-        if (resume_marker == NULL)
+        resume_functions_key = PyUnicode_InternFromString("__pijit_resume_functions__");
+        if (resume_marker == NULL || resume_functions_key == NULL)
             return -1;
         PyObject *m = PyModule_Create(&module_def);
         if (m == NULL)

@@ -686,6 +686,37 @@ def test_a_callee_after_a_break_sees_one_frame_of_the_function():
     assert report.graph_break_count >= 2
 
 
+def _stack_after_a_break_in_a_closure(k):
+    def stack_after_a_break_in_a_closure(x):
+        a = x * k
+        print("a", float(a.sum()))
+        seen = _callers()
+        return a + k, seen
+    return stack_after_a_break_in_a_closure
+
+
+def test_a_callee_after_a_break_in_a_closure_sees_one_frame_of_the_function():
+    """A resume function of code with free variables is made at the break (with the
+    frame's cells), and called by the hook all the same."""
+    report = assert_same(_stack_after_a_break_in_a_closure(2.0), X, graphs=None, breaks=None)
+    assert report.graph_break_count >= 1
+
+
+def test_a_resume_function_is_made_once_per_transformed_function(capsys):
+    """Without free variables a break's request names the resume code; the hook makes its
+    function at the first request and keeps it in the transformed function's __dict__."""
+    from pijit import eval_frame
+    f = pijit.jit(print_between)
+    pijit.reset(f)
+    for _ in range(3):
+        np.testing.assert_array_equal(f(X), X * 2 + 1)
+    (_, _, fn), = eval_frame.entries(print_between.__code__)
+    made = fn.__dict__["__pijit_resume_functions__"]
+    rec = pijit.cache.record(print_between.__code__)
+    assert [g.__code__ for g in made] == list(rec.resumes.values())
+    assert pijit.stats(f)["cache_hits"] == 2
+
+
 @pytest.mark.xfail(strict=True, reason="an outlined loop body is called by the frame running "
                                         "the loop: a callee in it sees that frame too")
 def test_a_callee_in_an_outlined_loop_body_sees_one_frame_of_the_function():

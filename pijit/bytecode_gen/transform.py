@@ -253,8 +253,11 @@ def _call_resume(resume_code, depth, live, code, original, pos) -> list:
     # the span): the checked load raises UnboundLocalError there, as 3.11's LOAD_FAST does.
     args = [_load_and_forget(STACK_NAME.format(i), at) for i in range(depth)] + \
         [[forms.load_checked(name, lineno=at)] for name in live]
-    out += [Instr("LOAD_CONST", eval_frame.RESUME, lineno=at)] + \
-        _make_function(resume_code, code, at) + [i for arg in args for i in arg]
+    # Without a closure, the hook makes the function of the code (once: csrc/eval_frame.c).
+    fn = _make_function(resume_code, code, at) if code.co_freevars else \
+        [Instr("LOAD_CONST", resume_code, lineno=at)]
+    out += [Instr("LOAD_CONST", eval_frame.RESUME, lineno=at)] + fn + \
+        [i for arg in args for i in arg]
     return out + [Instr("BUILD_TUPLE", depth + len(live) + 2, lineno=at),
                   Instr("RETURN_VALUE", lineno=at)]
 

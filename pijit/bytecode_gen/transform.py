@@ -7,8 +7,8 @@ stores capture recorded (stores.py) and returns.
 With a break it rebuilds the value stack and live locals of the break point, makes the
 recorded stores, runs the
 original instructions of the break span as residual bytecode, and at each exit of the span
-calls the resume function for that position with the stack and live locals there (and the
-other locals the span leaves alone). A graph with opaque calls that may not match returns
+returns a request that the hook call the resume function for that position with the stack
+and live locals there (and the other locals the span leaves alone), once this frame is gone. A graph with opaque calls that may not match returns
 None instead of its outputs when one did not: the transformed code then returns a plain run
 of the original code. The code keeps the original name, file, line numbers and closure, so
 tracebacks read as the user's; at a break it stores every local the user's frame holds (dead

@@ -400,23 +400,31 @@ resume_function(PyObject *owner, PyObject *code)
     return f;
 }
 
-/* Call transformed code `fn` with the frame's argument slots, then the resume function it
- * asks for (a resume function runs through the hook, which answers its own requests). */
-static PyObject *
-call_with_slots(PyObject *fn, _PyInterpreterFrame *frame, Py_ssize_t n)
+/* Answer `request` (a strong reference, released), returned by transformed function `fn`:
+ * call the resume function it names.  Out of line: a call without a break pays only
+ * call_with_slots' test. */
+static PyObject * __attribute__((noinline))
+answer_request(PyObject *fn, PyObject *request)
 {
-    PyObject *res = PyObject_Vectorcall(fn, frame->localsplus, (size_t)n, NULL);
-    if (res == NULL || !PyTuple_CheckExact(res) || PyTuple_GET_SIZE(res) < 2
-        || PyTuple_GET_ITEM(res, 0) != resume_marker)
-        return res;
-    PyObject *request = res;
     PyObject **items = &PyTuple_GET_ITEM(request, 1);
     PyObject *callee = PyCode_Check(items[0]) ? resume_function(fn, items[0])
                                               : Py_NewRef(items[0]);
-    res = callee == NULL ? NULL
+    PyObject *res = callee == NULL ? NULL
         : PyObject_Vectorcall(callee, items + 1, (size_t)(PyTuple_GET_SIZE(request) - 2), NULL);
     Py_XDECREF(callee);
     Py_DECREF(request);
+    return res;
+}
+
+/* Call transformed code `fn` with the frame's argument slots, then the resume function it
+ * asks for (a resume function runs through the hook, which answers its own requests). */
+static inline PyObject *
+call_with_slots(PyObject *fn, _PyInterpreterFrame *frame, Py_ssize_t n)
+{
+    PyObject *res = PyObject_Vectorcall(fn, frame->localsplus, (size_t)n, NULL);
+    if (res != NULL && PyTuple_CheckExact(res) && PyTuple_GET_SIZE(res) >= 2
+        && PyTuple_GET_ITEM(res, 0) == resume_marker)
+        return answer_request(fn, res);
     return res;
 }
 

@@ -343,10 +343,92 @@ move_to_front(CodeState *st, Entry *e, Py_ssize_t i)
     st->version++;
 }
 
+/* ---- resume requests -------------------------------------------------------------------- */
+
+/* At a graph break a transformed function does not call the resume function: it returns
+ * the tuple (resume_marker, resume function, its arguments...), a request that the hook
+ * make the call once the transformed frame has returned.  The code after the break then
+ * runs with one frame of the user's function on the stack, as in plain Python (what a
+ * callee's sys._getframe(1) or inspect.stack() sees, the recursion depth, a debugger's
+ * `next`), not two.  Only transformed code returns the marker (a private object), and only
+ * the hook (call_with_slots) calls transformed code.  A tuple, not an object of a type of
+ * its own: BUILD_TUPLE takes it from CPython's free list, where a call of a constructor
+ * cost a break 40 instructions more.
+ *
+ * Without free variables the request names the resume function by its code, and the
+ * function is made once per transformed function (kept in its __dict__, with its
+ * globals), not at every break: MAKE_FUNCTION and the function's release cost a break
+ * about 250 instructions. */
+static PyObject *resume_marker = NULL;      /* strong, set at module creation */
+static PyObject *resume_functions_key = NULL;   /* "__pijit_resume_functions__", interned */
+
+/* The function of resume code `code` with the globals of transformed function `owner` (a
+ * new reference), made at its first request and kept in owner's __dict__. */
 static PyObject *
+resume_function(PyObject *owner, PyObject *code)
+{
+    if (!PyFunction_Check(owner)) {
+        PyErr_SetString(PyExc_SystemError, "pijit: a resume request from a non-function");
+        return NULL;
+    }
+    PyFunctionObject *o = (PyFunctionObject *)owner;
+    if (o->func_dict == NULL && (o->func_dict = PyDict_New()) == NULL)
+        return NULL;
+    PyObject *made = PyDict_GetItemWithError(o->func_dict, resume_functions_key);
+    if (made == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        made = PyList_New(0);
+        if (made == NULL)
+            return NULL;
+        int rc = PyDict_SetItem(o->func_dict, resume_functions_key, made);
+        Py_DECREF(made);    /* the dict holds it */
+        if (rc < 0)
+            return NULL;
+    }
+    if (!PyList_CheckExact(made)) {
+        PyErr_SetString(PyExc_SystemError, "pijit: resume functions replaced");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(made); i++) {
+        PyObject *f = PyList_GET_ITEM(made, i);
+        if (PyFunction_GET_CODE(f) == code)
+            return Py_NewRef(f);
+    }
+    PyObject *f = PyFunction_New(code, o->func_globals);
+    if (f == NULL || PyList_Append(made, f) < 0) {
+        Py_XDECREF(f);
+        return NULL;
+    }
+    return f;
+}
+
+/* Answer `request` (a strong reference, released), returned by transformed function `fn`:
+ * call the resume function it names.  Out of line: a call without a break pays only
+ * call_with_slots' test. */
+static PyObject * __attribute__((noinline))
+answer_request(PyObject *fn, PyObject *request)
+{
+    PyObject **items = &PyTuple_GET_ITEM(request, 1);
+    PyObject *callee = PyCode_Check(items[0]) ? resume_function(fn, items[0])
+                                              : Py_NewRef(items[0]);
+    PyObject *res = callee == NULL ? NULL
+        : PyObject_Vectorcall(callee, items + 1, (size_t)(PyTuple_GET_SIZE(request) - 2), NULL);
+    Py_XDECREF(callee);
+    Py_DECREF(request);
+    return res;
+}
+
+/* Call transformed code `fn` with the frame's argument slots, then the resume function it
+ * asks for (a resume function runs through the hook, which answers its own requests). */
+static inline PyObject *
 call_with_slots(PyObject *fn, _PyInterpreterFrame *frame, Py_ssize_t n)
 {
-    return PyObject_Vectorcall(fn, frame->localsplus, (size_t)n, NULL);
+    PyObject *res = PyObject_Vectorcall(fn, frame->localsplus, (size_t)n, NULL);
+    if (res != NULL && PyTuple_CheckExact(res) && PyTuple_GET_SIZE(res) >= 2
+        && PyTuple_GET_ITEM(res, 0) == resume_marker)
+        return answer_request(fn, res);
+    return res;
 }
 
 /* Is compiling now a bad idea?  Capture recurses in Python and in C; a frame close to

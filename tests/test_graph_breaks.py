@@ -4,6 +4,8 @@ and breaks the call made, so a silent fallback to plain Python cannot pass."""
 import functools
 import gc
 import math
+import sys
+import traceback
 
 import numpy as np
 import pytest
@@ -641,6 +643,85 @@ def test_assert_statements():
 def test_exception_caught_across_break():
     # the try block starts the function: all of it is residual bytecode
     assert_same(exception_caught_across_break, X, graphs=0, breaks=1)
+
+
+# -- what the code after a break sees of the stack ---------------------------------------
+def _callers():
+    """[(name, line)] of this file's frames from the caller out, innermost first, as
+    sys._getframe and traceback.extract_stack show them to a callee."""
+    walked, frame = [], sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        walked.append((frame.f_code.co_name, frame.f_lineno))
+        frame = frame.f_back
+    extracted = [(s.name, s.lineno) for s in traceback.extract_stack(sys._getframe(1))
+                 if s.filename == __file__]
+    return walked, extracted[::-1]
+
+
+def stack_after_breaks(x):
+    a = x * 2
+    print("a", float(a.sum()))
+    seen = [_callers()]
+    b = a + 1
+    print("b", float(b.sum()))
+    seen.append(_callers())
+    return b, seen
+
+
+def stack_in_a_loop_body(x):
+    s = x * 0
+    seen = []
+    for i in range(2):
+        s = s + x
+        print(i)
+        seen.append(_callers())
+    return s, seen
+
+
+def test_a_callee_after_a_break_sees_one_frame_of_the_function():
+    """The hook calls a resume function once the transformed frame has returned
+    (transform._call_resume): a callee sees one frame of the user's function, at its
+    line, as in plain Python (it saw the transformed frame too, one more per break)."""
+    report = assert_same(stack_after_breaks, X, graphs=None, breaks=None)
+    assert report.graph_break_count >= 2
+
+
+def _stack_after_a_break_in_a_closure(k):
+    def stack_after_a_break_in_a_closure(x):
+        a = x * k
+        print("a", float(a.sum()))
+        seen = _callers()
+        return a + k, seen
+    return stack_after_a_break_in_a_closure
+
+
+def test_a_callee_after_a_break_in_a_closure_sees_one_frame_of_the_function():
+    """A resume function of code with free variables is made at the break (with the
+    frame's cells), and called by the hook all the same."""
+    report = assert_same(_stack_after_a_break_in_a_closure(2.0), X, graphs=None, breaks=None)
+    assert report.graph_break_count >= 1
+
+
+def test_a_resume_function_is_made_once_per_transformed_function(capsys):
+    """Without free variables a break's request names the resume code; the hook makes its
+    function at the first request and keeps it in the transformed function's __dict__."""
+    from pijit import eval_frame
+    f = pijit.jit(print_between)
+    pijit.reset(f)
+    for _ in range(3):
+        np.testing.assert_array_equal(f(X), X * 2 + 1)
+    (_, _, fn), = eval_frame.entries(print_between.__code__)
+    made = fn.__dict__["__pijit_resume_functions__"]
+    rec = pijit.cache.record(print_between.__code__)
+    assert [g.__code__ for g in made] == list(rec.resumes.values())
+    assert pijit.stats(f)["cache_hits"] == 2
+
+
+@pytest.mark.xfail(strict=True, reason="an outlined loop body is called by the frame running "
+                                        "the loop: a callee in it sees that frame too")
+def test_a_callee_in_an_outlined_loop_body_sees_one_frame_of_the_function():
+    report = assert_same(stack_in_a_loop_body, X, graphs=None, breaks=None)
+    assert report.graph_break_count >= 1
 
 
 # -- constructs that run as residual code -------------------------------------------------

@@ -4,6 +4,7 @@ process's resident memory (RSS) does not grow."""
 from __future__ import annotations
 
 import gc
+import io
 import os
 import pathlib
 import re
@@ -251,3 +252,42 @@ def test_kernel_support_capsule_and_module_inits_do_not_leak(tmp_path, monkeypat
     after_refs = refcounts(ef)
     assert after_refs == before_refs
     assert after_rss - before_rss < RSS_LIMIT, f"RSS grew by {(after_rss - before_rss) / MB:.1f} MB"
+
+
+_SINK = io.StringIO()
+
+
+def _breaks_twice(x, y, z):
+    a = x * y
+    print(end="", file=_SINK)       # a break: the rest runs in a resume function
+    b = a + z
+    print(end="", file=_SINK)
+    return b, y
+
+
+def test_resume_requests_do_not_leak():
+    """At a break the transformed code returns (marker, resume function, arguments) and the
+    hook calls the resume function (csrc/eval_frame.c, call_with_slots): the request, its
+    arguments and the result are released, on returns and on raises."""
+    x, y = np.arange(3.0), np.full(3, 2.0)
+    assert pijit.explain(_breaks_twice, x, y, y).graph_break_count == 2
+    f = pijit.jit(_breaks_twice)
+    pijit.reset(f)
+    for _ in range(100):
+        r = f(x, y, y)
+    assert r[1] is y and np.array_equal(r[0], _breaks_twice(x, y, y)[0])
+    del r
+    bad = np.ones(4)                            # a + bad raises after the first break
+    before_refs = refcounts(x, y, bad, f, f.fn)
+    before_rss = rss()
+    for _ in range(20_000):
+        f(x, y, y)
+        try:
+            f(x, y, bad)
+        except ValueError:
+            pass
+    after_rss = rss()
+    after_refs = refcounts(x, y, bad, f, f.fn)
+    assert after_refs == before_refs
+    assert after_rss - before_rss < RSS_LIMIT
+    assert pijit.stats(f)["cache_hits"] >= 40_000

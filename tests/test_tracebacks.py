@@ -6,6 +6,7 @@ import contextlib
 import io
 import os
 import pdb
+import signal
 import traceback
 import types
 import warnings
@@ -141,6 +142,61 @@ def test_error_in_a_resume_function(level):
         assert_same_failure(after_break, np.ones(3), jit_config={"jit_level": level})
     rec = pijit.cache.record(after_break.__code__)
     assert len(rec.resumes) == 1
+
+
+def two_breaks(a):
+    c = a + 1
+    print("first")
+    d = c * 2
+    print("second")
+    return d[10]
+
+
+@pytest.mark.parametrize("fn", [after_break, two_breaks])
+def test_the_frame_after_a_break_was_called_by_the_users_caller(fn):
+    """The hook calls a resume function once the transformed frame has returned (csrc/
+    eval_frame.c, call_with_slots): the frame an error leaves, one per break before, has
+    the user's caller as its f_back, as in plain Python (it had the transformed frame, a
+    second frame of the same function)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        _, frames, frame = assert_same_failure(fn, np.ones(3))
+    assert len(pijit.cache.record(fn.__code__).resumes) >= 1
+    assert [name for _, _, name in frames] == [fn.__name__]
+    assert frame.f_code.co_name == fn.__name__ and frame.f_back.f_code is failure.__code__
+
+
+def _interrupt():
+    signal.raise_signal(signal.SIGINT)
+
+
+def interrupted_after_a_break(a):
+    c = a + 1
+    print("a break")
+    d = c * 2
+    _interrupt()
+    return d
+
+
+def test_keyboard_interrupt_after_a_break_shows_the_users_frames():
+    """The handlers of transformed code leave a KeyboardInterrupt's traceback alone (their
+    clean runs Python code, where a second signal would replace the first: frames.py); the
+    code after a break no longer runs under the transformed frame, so there is nothing
+    left to clean."""
+    runs = []
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    jitted = pijit.jit(interrupted_after_a_break)
+    try:
+        for fn in (interrupted_after_a_break, jitted, jitted):
+            with contextlib.redirect_stdout(io.StringIO()), \
+                    pytest.raises(KeyboardInterrupt) as info:
+                fn(np.ones(3))
+            runs.append([(f.name, f.lineno) for f in traceback.extract_tb(info.tb)
+                         if f.filename == __file__])
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert len(pijit.cache.record(interrupted_after_a_break.__code__).resumes) == 1
+    assert pijit.stats(jitted)["cache_hits"] == 1
+    assert runs[1] == runs[2] == runs[0]
 
 
 def in_residual(a, k):

@@ -237,3 +237,44 @@ def test_a_profiler_tool_stays_jitted_unless_it_asks_for_lines(tool):
     assert seen == plain and len(plain) == 12
     assert pijit.stats(jitted)["cache_hits"] - hits == jitted_under_calls
     assert jitted_under_calls == (tool == mon.PROFILER_ID)
+
+
+def _trace_the_caller(tracer):
+    """What pdb.set_trace does: trace the calling frame from here on, and new frames."""
+    sys._getframe(1).f_trace = tracer
+    sys.settrace(tracer)
+
+
+def traced_after_a_break(x, tracer):
+    a = x + 1
+    print("a break", end="")
+    _trace_the_caller(tracer)
+    b = a * 2
+    c = b + 1
+    return c
+
+
+@pytest.mark.xfail(strict=True, reason="the code after a break runs in a resume function "
+                                        "the hook calls once the transformed frame returned: "
+                                        "a tracer started inside sees that frame return (a "
+                                        "request) and the resume function's call")
+def test_a_tracer_started_after_a_break_sees_the_users_events(capsys):
+    code = traced_after_a_break.__code__
+    runs = []
+    jitted = pijit.jit(traced_after_a_break)
+    for fn in (traced_after_a_break, jitted, jitted):
+        seen = []
+
+        def tracer(frame, event, arg):
+            if frame.f_code.co_filename == __file__ and frame.f_code.co_name == code.co_name:
+                seen.append((event, frame.f_lineno - code.co_firstlineno))
+            return tracer
+
+        try:
+            fn(np.ones(3), tracer)
+        finally:
+            sys.settrace(None)
+        runs.append(seen)
+    assert pijit.stats(jitted)["cache_hits"] == 1
+    assert runs[0] == [("line", 4), ("line", 5), ("line", 6), ("return", 6)]
+    assert runs[2] == runs[0]

@@ -7,8 +7,10 @@ pushes the stack parameters, deletes them, and jumps into a copy of the original
 instructions. It is jitted like the original, so code after a graph break is captured too.
 Resume functions are cached per (position, stack depth, local names), so branches that meet
 again share one. Resume functions and loop bodies carry the name, file and lines of the code
-they continue, and are registered with pijit.tracebacks as continuing it: in a traceback
-they are the user's frame.
+they continue: in a traceback they are the user's frame. A loop body is registered with
+pijit.tracebacks as continuing the frame that calls it; a resume function runs after that
+frame has returned (the hook calls it: transform._call_resume), so it continues what the
+code it resumes continued (a loop body's) and otherwise stands for the user's call itself.
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ def build_resume(func, instrs: list, position: int, depth: int, live: tuple) -> 
     argnames = [STACK_NAME.format(i) for i in range(depth)] + list(live)
     new = assemble(prefix + body, code, argnames, code.co_name,
                    f"{code.co_qualname}.<resume at line {lineno}>")
-    tracebacks.register(new, code, True)
+    tracebacks.register(new, code, tracebacks.continues(code))
     return new
 
 

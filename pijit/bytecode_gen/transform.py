@@ -7,8 +7,8 @@ stores capture recorded (stores.py) and returns.
 With a break it rebuilds the value stack and live locals of the break point, makes the
 recorded stores, runs the
 original instructions of the break span as residual bytecode, and at each exit of the span
-calls the resume function for that position with the stack and live locals there (and the
-other locals the span leaves alone). A graph with opaque calls that may not match returns
+returns a request that the hook call the resume function for that position with the stack
+and live locals there (and the other locals the span leaves alone), once this frame is gone. A graph with opaque calls that may not match returns
 None instead of its outputs when one did not: the transformed code then returns a plain run
 of the original code. The code keeps the original name, file, line numbers and closure, so
 tracebacks read as the user's; at a break it stores every local the user's frame holds (dead
@@ -25,7 +25,7 @@ import types
 
 from bytecode import Instr, Label, TryBegin, TryEnd
 
-from pijit import _compat, tracebacks
+from pijit import _compat, eval_frame, tracebacks
 from pijit._compat import arg_slot_count
 from pijit.bytecode_gen import forms, frames
 from pijit.bytecode_gen.copy import (assemble, copy_handlers, copy_instructions, line_at,
@@ -244,15 +244,22 @@ def _make_function(new_code, code, at) -> list:
 
 def _call_resume(resume_code, depth, live, code, original, pos) -> list:
     """Store the stack into temporaries, make the resume function (with this frame's closure
-    and globals) and return what it returns."""
+    and globals) and return a request that the hook call it with the stack and the locals
+    (eval_frame.RESUME, see csrc/eval_frame.c): it runs once this frame has returned, so
+    the user's function has one frame on the stack after a break, as in plain Python."""
     at = line_at(original, pos, code.co_firstlineno)
     out = [Instr("STORE_FAST", STACK_NAME.format(i), lineno=at) for i in reversed(range(depth))]
     # A live local may be unbound on the path taken (assigned only on another path through
     # the span): the checked load raises UnboundLocalError there, as 3.11's LOAD_FAST does.
     args = [_load_and_forget(STACK_NAME.format(i), at) for i in range(depth)] + \
         [[forms.load_checked(name, lineno=at)] for name in live]
-    out += forms.call(_make_function(resume_code, code, at), args, lineno=at)
-    return out + [Instr("RETURN_VALUE", lineno=at)]
+    # Without a closure, the hook makes the function of the code (once: csrc/eval_frame.c).
+    fn = _make_function(resume_code, code, at) if code.co_freevars else \
+        [Instr("LOAD_CONST", resume_code, lineno=at)]
+    out += [Instr("LOAD_CONST", eval_frame.RESUME, lineno=at)] + fn + \
+        [i for arg in args for i in arg]
+    return out + [Instr("BUILD_TUPLE", depth + len(live) + 2, lineno=at),
+                  Instr("RETURN_VALUE", lineno=at)]
 
 
 def _load_and_forget(name, lineno) -> list:

@@ -35,11 +35,14 @@ def _operand(x) -> str:
     if not isinstance(x, Const):
         return x
     if type(x.value) is float and x.value in (float("inf"), float("-inf")):
-        return "1e999" if x.value > 0 else "-1e999"         # repr gives `inf`, a name
+        return "1e999" if x.value > 0 else "(-1e999)"       # repr gives `inf`, a name
     if type(x.value) is float and x.value != x.value:
         # repr gives `nan`, a name, and no literal keeps a NaN's sign and payload: its bits
         return f"_f_float_bits({struct.unpack('<Q', struct.pack('<d', x.value))[0]:#x})"
-    return repr(x.value)
+    text = repr(x.value)
+    # A negative literal is a unary minus: `-2 ** 200` is -(2 ** 200) (the base of a `**`
+    # CPython did not fold, its result being too large)
+    return f"({text})" if text.startswith("-") else text
 
 
 def _float_bits(bits: int) -> float:

@@ -365,6 +365,16 @@ def _unpacks(x, y):
     return c[y] + _pair(a)[0]
 
 
+def _pair_with_constant(x):
+    return x + 1, 2
+
+
+def _unpacks_constant(x, y):
+    a, b = _pair_with_constant(x)
+    c = a * b
+    return c[y]
+
+
 _OTHER_MODULE = """
 import numpy as np
 W = np.arange(3.0)
@@ -435,9 +445,9 @@ def _calls_weighted_here(x, y):
 @pytest.mark.parametrize("fn, depth", [
     (_calls_nested, 3), (_Stepper().run, 2), (_calls_closure, 2), (_unpacks, 1),
     (_calls_other_module, 2), (_Weights().run, 2), (_calls_array_closure, 2),
-    (_calls_weighted_here, 2),
+    (_calls_weighted_here, 2), (_unpacks_constant, 1),
 ], ids=["nested", "method", "closure", "tuple", "other module", "attributes of self",
-        "closure array", "global array"])
+        "closure array", "global array", "tuple with a constant"])
 @pytest.mark.parametrize("level", ["O0", "O1"])
 def test_error_in_inlined_callees(fn, depth, level):
     """Errors in callees (or, for the tuple, after two calls returned) as plain Python."""

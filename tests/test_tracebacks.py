@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import pijit
+from pijit import cache
 from ipython_session import run_cells
 
 PIJIT_DIR = os.path.dirname(pijit.__file__)
@@ -339,6 +340,11 @@ class _Stepper:
         w = x + 1
         return self.step(w, y) - 1
 
+    def run_pair(self, x, y):
+        pair = (self, x + 1)
+        z = pair[1] * 2
+        return z[y]
+
 
 def _make_closure(k):
     def scaled(x, y):
@@ -520,13 +526,15 @@ def test_entries_keep_no_object_the_function_only_read():
     import gc
     import weakref
 
-    stepper = _Stepper()
-    jitted = pijit.jit(_Stepper.run)
-    jitted(stepper, np.ones(3), np.array([1]))
-    alive = weakref.ref(stepper)
-    del stepper
-    gc.collect()
-    assert alive() is None
+    for method in (_Stepper.run, _Stepper.run_pair):     # self as an argument; in a tuple
+        stepper = _Stepper()
+        jitted = pijit.jit(method)
+        jitted(stepper, np.ones(3), np.array([1]))
+        assert cache.record(method.__code__).entries[0].graph is not None
+        alive = weakref.ref(stepper)
+        del stepper
+        gc.collect()
+        assert alive() is None, method.__name__
 
 
 _deep_callee = []

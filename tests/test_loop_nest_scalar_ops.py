@@ -256,3 +256,24 @@ def test_negative_literal_base_of_an_unfolded_power(expr, level):
     xs = np.arange(100.0) % 7
     assert_same(nest(expr, "int(xs[i])"), xs, xs, np.zeros(100), 100, ops=["loop_nest"],
                 jit_kwargs={"jit_config": {"jit_level": level}})
+
+
+def nonfinite_constants(xs, out, n):
+    for i in range(n):
+        x = xs[i]
+        if x > 3.0:
+            out[i] = x - math.inf
+        elif x > 1.0:
+            out[i] = -math.nan + x
+        else:
+            out[i] = x + math.inf
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_nonfinite_constants(level):
+    """math.inf and math.nan are constants of the nest; its Python form (the whole nest at
+    O0) writes them as values, not as the names repr gives (`inf`, `nan`), and NaN's sign
+    and payload by its bits."""
+    xs = np.arange(100.0) % 5
+    assert_same(nonfinite_constants, xs, np.zeros(100), 100, ops=["loop_nest"],
+                jit_kwargs={"jit_config": {"jit_level": level}})

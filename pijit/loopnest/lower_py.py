@@ -176,16 +176,17 @@ def compile_run(nest: Nest, name: str, filename: str, module: dict | None = None
 class _UserNames(ast.NodeTransformer):
     """Variables of the IR -> names in the run function: a user local `l_x` or array `a_x` is
     `x` (an array whose name is also a local's stays internal), anything else is internal;
-    the functions the namespace provides (`_f_*`) stay."""
+    the functions the namespace provides (`_f_*`) stay, so a user's name of that form stays
+    internal (a local `_f_range` would shadow the range the nest calls)."""
 
     def __init__(self, nest: Nest):
         self.names = {}
         for v in signature(nest):
-            if v.startswith("l_"):
+            if v.startswith("l_") and not v[2:].startswith("_f_"):
                 self.names[v] = v[2:]
         taken = set(self.names.values())
         for a in nest.arrays:
-            if a.startswith("a_") and a[2:] not in taken:
+            if a.startswith("a_") and a[2:] not in taken and not a[2:].startswith("_f_"):
                 self.names[a] = a[2:]
 
     def _name(self, name: str) -> str:

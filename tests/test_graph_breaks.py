@@ -552,6 +552,25 @@ def test_inplace_on_inputs():
     assert_same(ufunc_out_argument, V, V, np.zeros(6))
 
 
+def eigh_result(a):
+    r = np.linalg.eigh(a @ a.T + 1.0)
+    return r
+
+
+def slogdet_across_a_break(a):
+    r = np.linalg.slogdet(a * 2.0)
+    print("between")
+    return r, r.logabsdet
+
+
+def test_namedtuple_results_are_rebuilt_as_their_class():
+    """NumPy's namedtuple results (EighResult, SlogdetResult) a graph computes are rebuilt
+    in residual code by their class (returned, or live across a break), not as tuples."""
+    a = np.arange(9.0).reshape(3, 3) / 7
+    assert_same(eigh_result, a, graphs=1, breaks=0)
+    assert_same(slogdet_across_a_break, a, graphs=1, breaks=1)
+
+
 def test_attribute_and_global_stores():
     assert_same(attribute_store, Box(), V[:3], graphs=1, breaks=0)
     old = list(G_LIST)

@@ -243,3 +243,37 @@ def test_math_functions_raise_where_python_raises(fn, handovers):
     pairs = [(x, 0.0) for x in FLOATS + [1000.0, -1000.0, 0.5]]
     check(handovers, nest(f"math.{fn}(x)", "float(xs[i])"), lambda x, _: getattr(math, fn)(x),
           pairs, np.float64, np.float64, float)
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+@pytest.mark.parametrize("expr", ["x + (-1) ** 200 + 10 * (-1) ** 201", "x + (-2) ** 200",
+                                  "x - (-10) ** 40 // 10 ** 39"])
+def test_negative_literal_base_of_an_unfolded_power(expr, level):
+    """CPython folds no int power whose result may be large ((-1) ** 200, (-2) ** 200): the
+    nest gets the negative literal as the base, and its Python form (the whole nest at O0,
+    the rest after an int left int64 at O1) must keep it a literal: `-2 ** 200` is
+    -(2 ** 200)."""
+    xs = np.arange(100.0) % 7
+    assert_same(nest(expr, "int(xs[i])"), xs, xs, np.zeros(100), 100, ops=["loop_nest"],
+                jit_kwargs={"jit_config": {"jit_level": level}})
+
+
+def nonfinite_constants(xs, out, n):
+    for i in range(n):
+        x = xs[i]
+        if x > 3.0:
+            out[i] = x - math.inf
+        elif x > 1.0:
+            out[i] = -math.nan + x
+        else:
+            out[i] = x + math.inf
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_nonfinite_constants(level):
+    """math.inf and math.nan are constants of the nest; its Python form (the whole nest at
+    O0) writes them as values, not as the names repr gives (`inf`, `nan`), and NaN's sign
+    and payload by its bits."""
+    xs = np.arange(100.0) % 5
+    assert_same(nonfinite_constants, xs, np.zeros(100), 100, ops=["loop_nest"],
+                jit_kwargs={"jit_config": {"jit_level": level}})

@@ -761,3 +761,18 @@ def test_fullgraph_never_breaks_for_a_nest():
     fn = pijit.jit(for_range, jit_config={"fullgraph": True})
     a = np.arange(6.0)
     assert fn(a, 6) == for_range(a, 6)
+
+
+def names_of_the_namespace(_f_np_dot, out, n):
+    for i in range(n):
+        _f_range = _f_np_dot[i] + 1.0
+        _f_bool = _f_range > 3.0
+        out[i] = _f_range * 2.0 if _f_bool else -_f_range
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_user_names_like_the_namespaces_functions(level):
+    """A user's local or array named as a function the nest's Python form calls (`_f_range`,
+    `_f_bool`, `_f_np_dot`) stays internal there: bound as a local, it made the range call
+    the user's value (O0 raised TypeError)."""
+    same(names_of_the_namespace, np.arange(100.0) % 7, np.zeros(100), 100, level=level)

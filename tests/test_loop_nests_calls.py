@@ -321,6 +321,30 @@ def test_a_helper_with_defaults(level, resumes, kernels, built):
         assert ops[0].domain[1].defaults and ops[1].domain[1].defaults     # a, b; b
 
 
+def shifted(x, s=np.float64(2.5), t=np.float32(1e-40), u=np.float32(-0.0)):
+    return (x + s) * 3.5 - t + u * x
+
+
+def uses_shifted(v):
+    out = np.empty_like(v)
+    for i in range(v.shape[0]):
+        out[i] = shifted(v[i])
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_helper_with_numpy_float_defaults(level, resumes, kernels, built):
+    """A default that is a NumPy float (np.float64(2.5), a float32 subnormal, a float32 -0.0)
+    is a constant of the kernel of its own C type: it was written as an int64 (2.5 ran as
+    2, 1e-40 as 0)."""
+    v = np.linspace(-2.0, 3.0, 11)
+    compiled(uses_shifted, v, level=level, resumes=resumes, built=built)
+    if level == "O1":
+        (k,) = kernels
+        (op,) = [op for b in k.nest.blocks for op in b.ops if op.domain[:1] == ("inline",)]
+        assert len(op.domain[1].defaults) == 3
+
+
 def norm2(x, y):
     return math.sqrt(x * x + y * y)
 

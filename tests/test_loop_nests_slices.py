@@ -294,6 +294,15 @@ def test_int_updates_wrap(dtype, level, resumes):
     compiled(int_updates, A, 5, level=level, resumes=resumes)
 
 
+@pytest.mark.parametrize("dtype, k", [("uint8", 300), ("int16", 70000), ("int8", -200)])
+@pytest.mark.parametrize("level", LEVELS)
+def test_int_scalar_out_of_the_arrays_range_raises(dtype, k, level):
+    """A Python int beside an integer view it does not fit: NumPy raises OverflowError (NEP
+    50) before the first write; the kernel checks it once before its loop and hands over."""
+    A = (np.arange(120) % 50).reshape(12, 10).astype(dtype)
+    same(int_updates, A, k, level=level)
+
+
 def overlapping(x):
     for _ in range(3):
         x[1:] += x[:-1]

@@ -153,6 +153,18 @@ def test_getitem_forms_and_views():
     assert "getitem" not in source and "f1(" not in source
 
 
+def slice_arguments(x):
+    return np.delete(x * 2.0, slice(1, None, 2)) + 1.0, np.delete(x, slice(-4, 5))
+
+
+def test_a_slice_argument_of_a_call_is_a_slice_object():
+    """A slice that is no subscript key (np.delete's) is written as a call of slice()."""
+    x = np.arange(7.0)
+    got, want, source = run(slice_arguments, x)
+    assert_identical(got, want)
+    assert "slice(1, None, 2)" in source and "slice(-4, 5, None)" in source
+
+
 def nonfinite(x):
     return x * NAN, x + INF, x - (-INF), np.maximum(x, -INF) * 1e300
 

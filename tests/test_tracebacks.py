@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import pijit
+from pijit import cache
 from ipython_session import run_cells
 
 PIJIT_DIR = os.path.dirname(pijit.__file__)
@@ -395,6 +396,11 @@ class _Stepper:
         w = x + 1
         return self.step(w, y) - 1
 
+    def run_pair(self, x, y):
+        pair = (self, x + 1)
+        z = pair[1] * 2
+        return z[y]
+
 
 def _make_closure(k):
     def scaled(x, y):
@@ -421,6 +427,16 @@ def _unpacks(x, y):
     return c[y] + _pair(a)[0]
 
 
+def _pair_with_constant(x):
+    return x + 1, 2
+
+
+def _unpacks_constant(x, y):
+    a, b = _pair_with_constant(x)
+    c = a * b
+    return c[y]
+
+
 _OTHER_MODULE = """
 import numpy as np
 W = np.arange(3.0)
@@ -445,16 +461,75 @@ def _calls_other_module(x, y):
     return _other.weighted(w, y) * 2
 
 
+class _Weights:
+    """Values the callee reads from its own frame, not from its arguments' values: an array
+    attribute of `self`, an item of a list attribute, a closure's array, a global array."""
+
+    def __init__(self):
+        self.w = np.arange(3.0)
+        self.ws = [np.ones(3), np.arange(3.0) + 1]
+
+    def step(self, x, y):
+        z = x * self.w + self.ws[1]
+        return z[y]
+
+    def run(self, x, y):
+        w = x + 1
+        return self.step(w, y) - 1
+
+
+def _make_array_closure(k):
+    def scaled(x, y):
+        z = x * k
+        return z[y]
+    return scaled
+
+
+_array_scaled = _make_array_closure(np.arange(3.0))
+_W = np.arange(3.0) + 2
+
+
+def _weighted_here(x, y):
+    z = x * _W
+    return z[y]
+
+
+def _calls_array_closure(x, y):
+    w = x + 1
+    return _array_scaled(w, y) * 2
+
+
+def _calls_weighted_here(x, y):
+    w = x + 1
+    return _weighted_here(w, y) * 2
+
+
 @pytest.mark.parametrize("fn, depth", [
     (_calls_nested, 3), (_Stepper().run, 2), (_calls_closure, 2), (_unpacks, 1),
-    (_calls_other_module, 2),
-], ids=["nested", "method", "closure", "tuple", "other module"])
+    (_calls_other_module, 2), (_Weights().run, 2), (_calls_array_closure, 2),
+    (_calls_weighted_here, 2), (_unpacks_constant, 1),
+], ids=["nested", "method", "closure", "tuple", "other module", "attributes of self",
+        "closure array", "global array", "tuple with a constant"])
 @pytest.mark.parametrize("level", ["O0", "O1"])
 def test_error_in_inlined_callees(fn, depth, level):
     """Errors in callees (or, for the tuple, after two calls returned) as plain Python."""
     _, frames, _ = assert_same_failure(fn, np.ones(3), np.array([7]),
                                        jit_config={"jit_level": level})
     assert len(frames) == depth
+
+
+def _calls_closure_argument(x, y, scaled):
+    w = x + 1
+    return scaled(w, y) * 2
+
+
+@pytest.mark.parametrize("level", ["O0", "O1"])
+def test_error_in_a_closure_passed_as_an_argument(level):
+    """The callee's cell is read as its own free variable: the caller reaches it only
+    through its argument's __closure__."""
+    _, frames, _ = assert_same_failure(_calls_closure_argument, np.ones(3), np.array([7]),
+                                       _array_scaled, jit_config={"jit_level": level})
+    assert len(frames) == 2
 
 
 def test_ipython_shows_cells_and_no_internal_frames():
@@ -507,13 +582,15 @@ def test_entries_keep_no_object_the_function_only_read():
     import gc
     import weakref
 
-    stepper = _Stepper()
-    jitted = pijit.jit(_Stepper.run)
-    jitted(stepper, np.ones(3), np.array([1]))
-    alive = weakref.ref(stepper)
-    del stepper
-    gc.collect()
-    assert alive() is None
+    for method in (_Stepper.run, _Stepper.run_pair):     # self as an argument; in a tuple
+        stepper = _Stepper()
+        jitted = pijit.jit(method)
+        jitted(stepper, np.ones(3), np.array([1]))
+        assert cache.record(method.__code__).entries[0].graph is not None
+        alive = weakref.ref(stepper)
+        del stepper
+        gc.collect()
+        assert alive() is None, method.__name__
 
 
 _deep_callee = []

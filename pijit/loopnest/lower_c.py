@@ -342,6 +342,9 @@ class NestKernel:
     # -- values --------------------------------------------------------------------------
     def val(self, x) -> str:
         if isinstance(x, Const):
+            if T.is_np(x.type) and x.type.kind == "f":
+                # a NumPy float (an inlined callee's default): its value, of its own C type
+                return f"(({ctype(x.type)}){self.val(Const(float(x.value), T.FLOAT))})"
             if x.type is T.FLOAT:
                 if np.isnan(x.value):       # its sign and payload kept: C's NAN has neither
                     bits = struct.unpack("<Q", struct.pack("<d", x.value))[0]

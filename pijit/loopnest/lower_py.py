@@ -35,11 +35,14 @@ def _operand(x) -> str:
     if not isinstance(x, Const):
         return x
     if type(x.value) is float and x.value in (float("inf"), float("-inf")):
-        return "1e999" if x.value > 0 else "-1e999"         # repr gives `inf`, a name
+        return "1e999" if x.value > 0 else "(-1e999)"       # repr gives `inf`, a name
     if type(x.value) is float and x.value != x.value:
         # repr gives `nan`, a name, and no literal keeps a NaN's sign and payload: its bits
         return f"_f_float_bits({struct.unpack('<Q', struct.pack('<d', x.value))[0]:#x})"
-    return repr(x.value)
+    text = repr(x.value)
+    # A negative literal is a unary minus: `-2 ** 200` is -(2 ** 200) (the base of a `**`
+    # CPython did not fold, its result being too large)
+    return f"({text})" if text.startswith("-") else text
 
 
 def _float_bits(bits: int) -> float:
@@ -173,16 +176,17 @@ def compile_run(nest: Nest, name: str, filename: str, module: dict | None = None
 class _UserNames(ast.NodeTransformer):
     """Variables of the IR -> names in the run function: a user local `l_x` or array `a_x` is
     `x` (an array whose name is also a local's stays internal), anything else is internal;
-    the functions the namespace provides (`_f_*`) stay."""
+    the functions the namespace provides (`_f_*`) stay, so a user's name of that form stays
+    internal (a local `_f_range` would shadow the range the nest calls)."""
 
     def __init__(self, nest: Nest):
         self.names = {}
         for v in signature(nest):
-            if v.startswith("l_"):
+            if v.startswith("l_") and not v[2:].startswith("_f_"):
                 self.names[v] = v[2:]
         taken = set(self.names.values())
         for a in nest.arrays:
-            if a.startswith("a_") and a[2:] not in taken:
+            if a.startswith("a_") and a[2:] not in taken and not a[2:].startswith("_f_"):
                 self.names[a] = a[2:]
 
     def _name(self, name: str) -> str:

@@ -475,18 +475,21 @@ on_function_event(PyFunction_WatchEvent event, PyFunctionObject *func, PyObject 
 #if !PJ_FUNCTION_VECTORCALL
 /* Does nothing but pijit's jitted copy `func` hold its user's function (its Wrapper, and
  * its `fn` and `__wrapped__`, as pijit.jit made it, and the timed runs calling it, two
- * references each: call_outside's and its frame's)?  Then no one can change it unseen. */
+ * references each: call_outside's and its frame's)?  Then no one can change it unseen.
+ * (An error is cleared by the caller.) */
 static int
 original_private(Wrapper *w, PyObject *func, CodeState *st)
 {
+    static PyObject *fn_key, *wrapped_key;      /* interned, kept */
     PyObject *d = ((PyFunctionObject *)func)->func_dict;
-    if (w->orig == NULL || d == NULL)
+    /* Tried at every call while pijit has nothing to do: the count first, no lookup. */
+    if (w->orig == NULL || d == NULL || Py_REFCNT(w->orig) != 3 + 2 * st->user_calls)
         return 0;
-    Py_ssize_t held = 1 + 2 * st->user_calls;
-    PyObject *fn = PyDict_GetItemString(d, "fn"), *wrapped = PyDict_GetItemString(d, "__wrapped__");
-    held += fn == w->orig;
-    held += wrapped == w->orig;
-    return Py_REFCNT(w->orig) == held;
+    if (fn_key == NULL && ((fn_key = PyUnicode_InternFromString("fn")) == NULL
+                           || (wrapped_key = PyUnicode_InternFromString("__wrapped__")) == NULL))
+        return 0;
+    return PyDict_GetItemWithError(d, fn_key) == w->orig
+        && PyDict_GetItemWithError(d, wrapped_key) == w->orig;
 }
 #endif
 
@@ -528,6 +531,7 @@ give_back(PyObject *func, CodeState *st)
         || PyList_Append(st->inlined, ref) < 0) {
         Py_XDECREF(ref);
         PyErr_Clear();          /* stays armed: always right */
+        st->plain_streak = 0;   /* (asked again after as many calls in a row) */
         return;
     }
     Py_DECREF(ref);

@@ -142,3 +142,35 @@ def test_a_decorated_function_is_given_back_and_reset_arms_it():
     assert ef.vectorcall_of(plus) == "pijit" and not ef.given_back(plus)
     x = np.arange(3.0)
     assert np.array_equal(plus(x), x + 1)
+
+
+@only_3_11
+def test_the_prefix_leaks_nothing():
+    """Compiled hits, a StopIteration kept and raised by the prefix, a call made again for
+    a changed function, and calls of a function left to plain Python (go on)."""
+    import gc
+    import sys
+    f, g = fresh(scaled), fresh(stops)
+    jitted, raising = pijit.jit(f), pijit.jit(g)
+    x = np.arange(3.0)
+    prefix = jitted.__code__.co_consts[-1]
+
+    def cycle(swap):
+        jitted(x)
+        jitted(x, 2.0)
+        with pytest.raises(StopIteration):
+            raising(x)
+        if swap:
+            f.__code__ = (times if f.__code__ is scaled.__code__ else scaled).__code__
+            jitted(x)
+        calls.clear()
+
+    for swap in (False, True):
+        for _ in range(3):
+            cycle(swap)
+        gc.collect()
+        before = [sys.getrefcount(o) for o in (x, f, jitted, g, raising, prefix)]
+        for _ in range(20):
+            cycle(swap)
+        gc.collect()
+        assert [sys.getrefcount(o) for o in (x, f, jitted, g, raising, prefix)] == before

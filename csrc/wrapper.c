@@ -523,15 +523,14 @@ give_back(PyObject *func, CodeState *st)
 #else
     /* 3.11: the function runs the user's code, with no prefix (call_prefix.c), and so no
      * longer follows the user's function: only one nothing else holds is given back. */
-    Wrapper *w = wrapper_of_function(func);
+    Wrapper *w = jitted_wrapper(func);
     PyCodeObject *code = (PyCodeObject *)PyFunction_GET_CODE(func);
     PyObject *ref = w != NULL && original_code(code) != code && original_private(w, func, st)
         ? PyWeakref_NewRef(func, NULL) : NULL;
     if (ref == NULL || (st->inlined == NULL && (st->inlined = PyList_New(0)) == NULL)
         || PyList_Append(st->inlined, ref) < 0) {
         Py_XDECREF(ref);
-        PyErr_Clear();          /* stays armed: always right */
-        st->plain_streak = 0;   /* (asked again after as many calls in a row) */
+        PyErr_Clear();          /* stays armed: always right (asked again at the next call) */
         return;
     }
     Py_DECREF(ref);

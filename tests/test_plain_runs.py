@@ -127,7 +127,7 @@ def test_once_compiled_a_signature_hits_its_entry_not_the_wrappers_plain_run():
 
 def test_deep_recursion_through_a_bypassed_wrapper_raises_recursion_error():
     """A pure-Python recursive function under default options ends up bypassed by its
-    Wrapper (outside the hook); each level still recurses in C through the Wrapper, so past
+    Wrapper (outside the hook); each level still recurses in C through the Wrapper (3.12+), so past
     what the C stack holds it raises RecursionError, never a segfault. (From 3.12 the
     function is then given back to CPython, whose calls recurse without C frames, as in
     plain Python: tests/test_inline.py; inline_plain off keeps the Wrapper's calls.)"""
@@ -150,7 +150,10 @@ def test_deep_recursion_through_a_bypassed_wrapper_raises_recursion_error():
     proc = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True,
                           timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["5", "300", "True", "RecursionError"]
+    # 3.11: no C call per level (pijit's prefix runs in the caller's evaluation loop,
+    # csrc/call_prefix.c): the recursion goes as deep as plain Python's.
+    assert proc.stdout.split() == ["5", "300", "True"] + \
+        ([] if pijit._compat.CALL_PREFIX else ["RecursionError"])
 
 
 def pure_loop(n):

@@ -259,15 +259,25 @@ prefix_answer(PyThreadState *ts, _PyInterpreterFrame *frame, CallPrefix *p)
         return call_frame_args(NULL, fn, frame, p->code);
     if (nothing_to_do(st))
         give_back((PyObject *)func, st);
+    ThreadHook *t = this_thread();
+    PyObject *res = NULL;
     if (st->nargs == p->code->co_argcount) {
         /* Positional parameters only: the slots are what a call passing each one would
          * pass, and the Wrapper's plain calls take them so. */
-        PyObject *res = wrapper_plain_call(st, fn, frame->localsplus, (size_t)st->nargs, NULL,
-                                           (PyObject *)p);
-        if (res != NULL || PyErr_Occurred())
-            return res;
+        res = wrapper_plain_call(st, fn, frame->localsplus, (size_t)st->nargs, NULL,
+                                 (PyObject *)p);
     }
-    return prefix_dispatch(ts, this_thread(), frame, st, p, fn);
+    if (res == NULL && !PyErr_Occurred())
+        res = prefix_dispatch(ts, t, frame, st, p, fn);
+    if (res == (PyObject *)p && t->depth > 0) {
+        /* Inside a jitted call a plain run goes on outside it (as eval_outside runs a
+         * frame), so the hook does not see, and slow, the frames it makes: by a call. */
+        Py_DECREF(res);
+        st->user_calls++;
+        res = call_frame_args(t, fn, frame, p->code);
+        st->user_calls--;
+    }
+    return res;
 }
 
 /* next(P): the answer for the frame that asked it at its prefix (see the top); NULL

@@ -73,6 +73,24 @@ def test_a_plain_entry_and_its_bypass_run_outside_the_hook():
     assert pijit.stats(inner)["bypassed"] >= 1
 
 
+def test_a_plain_run_inside_a_compiled_call_runs_outside_it():
+    """A jitted helper that runs plain, called by a compiled call's residual code (the
+    helper breaks the graph), runs as if no jitted call were in progress (3.11: its frame
+    does not go on under the hook, csrc/call_prefix.c)."""
+    inner = pijit.jit(fresh(calls_helper), jit_config={"compile_after_ms": 0})
+    assert inner(1) == ((0, False), 2)          # a plain entry
+
+    def outer(x, k):
+        y = x * 2.0
+        return y, inner(k)
+    jitted = pijit.jit(outer, jit_config={"adaptive": False})
+    x = np.ones(3)
+    for _ in range(2):
+        y, got = jitted(x, 2)
+        assert got == ((0, False), 3) and np.array_equal(y, x * 2.0)
+    assert pijit.stats(jitted)["compile_count"] == 1 and pijit.stats(jitted)["cache_hits"] == 1
+
+
 def with_default(k, step=1):
     return seen_by_hook(), k + step
 

@@ -413,7 +413,12 @@ wrapper_run_until_hot(ThreadHook *t, CodeState *st, uint64_t key, PyObject *fn,
     st->calls++;
     st->misses++;
     double weight = slot_sample_weight(st, slot);
-    if (weight == 0) {
+    /* A timed run is a call from C: with `go_on` (3.11's prefix) a second frame of the
+     * level, on top of the prefixed frame that asked.  Inside a timed run of the same code
+     * (a recursion: that run's time counts its levels) the frame goes on untimed, else a
+     * recursion plain Python finishes under its limit would run out of it (g(950) under
+     * the default limit of 1000 raised RecursionError 927 levels deep). */
+    if (weight == 0 || (go_on != NULL && st->timing)) {
         st->deferred++;
         return go_on ? Py_NewRef(go_on) : call_outside(t, fn, args, nargsf, kwnames);
     }

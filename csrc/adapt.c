@@ -351,13 +351,13 @@ run_until_hot(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st)
     double weight = slot_sample_weight(st, slot);
     if (weight == 0) {
         st->deferred++;
-        return eval_outside(ts, frame);
+        return frame_plain(ts, frame, 1);
     }
     note_values(st, slot, (PyObject *const *)frame->localsplus, st->nargs);
     int outer = !st->timing;
     st->timing = 1;
     double compiled, t0 = timed_plain_begin(&compiled);
-    PyObject *res = eval_outside(ts, frame);
+    PyObject *res = frame_plain_timed(ts, frame, st);
     return slot_ran(st, slot, weight, t0, compiled, perf_now(), res, outer);
 }
 
@@ -405,7 +405,7 @@ is_plain_key(CodeState *st, uint64_t key)
  * yet the hook's install, walk and removal. */
 static PyObject *
 wrapper_run_until_hot(ThreadHook *t, CodeState *st, uint64_t key, PyObject *fn,
-                      PyObject *const *args, size_t nargsf, PyObject *kwnames)
+                      PyObject *const *args, size_t nargsf, PyObject *kwnames, PyObject *go_on)
 {
     int slot = signature_slot(st, key);
     if (st->sig_time[slot] >= st->budget)
@@ -413,15 +413,22 @@ wrapper_run_until_hot(ThreadHook *t, CodeState *st, uint64_t key, PyObject *fn,
     st->calls++;
     st->misses++;
     double weight = slot_sample_weight(st, slot);
-    if (weight == 0) {
+    /* A timed run is a call from C: with `go_on` (3.11's prefix) a second frame of the
+     * level, on top of the prefixed frame that asked.  Inside a timed run of the same code
+     * (a recursion: that run's time counts its levels) the frame goes on untimed, else a
+     * recursion plain Python finishes under its limit would run out of it (g(950) under
+     * the default limit of 1000 raised RecursionError 927 levels deep). */
+    if (weight == 0 || (go_on != NULL && st->timing)) {
         st->deferred++;
-        return call_outside(t, fn, args, nargsf, kwnames);
+        return go_on ? Py_NewRef(go_on) : call_outside(t, fn, args, nargsf, kwnames);
     }
     note_values(st, slot, args, PyVectorcall_NARGS(nargsf));    /* defaults do not vary */
     int outer = !st->timing;
     st->timing = 1;
     double compiled, t0 = timed_plain_begin(&compiled);
+    st->user_calls += go_on != NULL;
     PyObject *res = call_outside(t, fn, args, nargsf, kwnames);
+    st->user_calls -= go_on != NULL;
     return slot_ran(st, slot, weight, t0, compiled, perf_now(), res, outer);  /* NULL: exc. */
 }
 
@@ -514,10 +521,12 @@ remember_fast(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
  * functions makes most, each paying this on top of a plain call: a call whose argument
  * slots hold what the last hashed one's did (types; dtypes and ndims of arrays) is told its
  * signature by a few compares, others hash it (measured with benchmarks/call_floor.py:
- * hashing two arrays and a float cost ~130 instructions a call). */
+ * hashing two arrays and a float cost ~130 instructions a call).  With `go_on` (3.11: a
+ * call answered from its frame's prefix, call_prefix.c, its arguments being that frame's
+ * slots), an untimed plain run is that answer: the frame goes on into its own code. */
 static PyObject *
 wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
-                   PyObject *kwnames)
+                   PyObject *kwnames, PyObject *go_on)
 {
     ThreadHook *t = this_thread();
     int known = fast_match(st, fn, args, nargsf, kwnames);
@@ -525,7 +534,7 @@ wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t na
     if ((known && st->fast_plain) || all_calls_plain(st)) {
         st->calls += st->state == ST_NEVER_COMPILE;     /* as the hook counted them */
         st->bypassed++;
-        return call_outside(t, fn, args, nargsf, kwnames);
+        return go_on ? Py_NewRef(go_on) : call_outside(t, fn, args, nargsf, kwnames);
     }
     int may_defer = st->budget > 0 && st->nentries == 0 && st->state == ST_CANDIDATE;
     uint64_t key = st->fast_key;
@@ -537,11 +546,11 @@ wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t na
         remember_fast(st, fn, args, nargsf, key, plain);
         if (plain) {
             st->bypassed++;
-            return call_outside(t, fn, args, nargsf, kwnames);
+            return go_on ? Py_NewRef(go_on) : call_outside(t, fn, args, nargsf, kwnames);
         }
     }
     PyObject *res = !may_defer || t->compiling ? NULL
-        : wrapper_run_until_hot(t, st, key, fn, args, nargsf, kwnames);
+        : wrapper_run_until_hot(t, st, key, fn, args, nargsf, kwnames, go_on);
     if (res == NULL && !PyErr_Occurred())
         st->plain_streak = 0;   /* through the hook */
     return res;
@@ -629,15 +638,16 @@ maybe_promote(CodeState *st, Entry *e)
  * stand-in, a new reference, unused), for good if none does: plain Python, outside the
  * hook, timed into the entry's `spent` as its function's runs would be. */
 static PyObject *
-plain_until_promoted(PyThreadState *ts, _PyInterpreterFrame *frame, Entry *e, PyObject *fn)
+plain_until_promoted(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Entry *e,
+                     PyObject *fn)
 {
     Py_XDECREF(fn);
     if (e->promote_at <= 0)
-        return eval_outside(ts, frame);     /* no promotion to come: plain for good */
+        return frame_plain(ts, frame, 1);   /* no promotion to come: plain for good */
     double t0 = perf_now();
     if (t0 < 0)
         return answer(ts, frame, NULL);
-    PyObject *res = eval_outside(ts, frame);
+    PyObject *res = frame_plain_timed(ts, frame, st);
     if (res != NULL) {
         double t1 = perf_now();
         if (t1 < 0)
@@ -698,7 +708,7 @@ trial_run(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Entry *e
     PyObject *res;
     if (plain) {
         Py_DECREF(fn);
-        res = eval_outside(ts, frame);
+        res = frame_plain_timed(ts, frame, st);
     }
     else {
         res = call_with_slots(fn, frame, st->nargs);
@@ -819,10 +829,10 @@ run_hit(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Entry *e, 
         if (fn == NULL)
             remember_plain(st, frame);
         Py_XDECREF(fn);
-        return eval_outside(ts, frame);
+        return frame_plain(ts, frame, 1);
     }
     if (e->plain_pending)
-        return plain_until_promoted(ts, frame, e, fn);
+        return plain_until_promoted(ts, frame, st, e, fn);
     if (e->trial_left > 0)
         return trial_run(ts, frame, st, e, fn);
     return call_entry(ts, frame, st, e, fn);

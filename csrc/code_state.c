@@ -82,6 +82,7 @@ code_state_mark(PyCodeObject *code)
     st->inlined = NULL;
     st->plain_streak = 0;
     st->inline_plain = 1;
+    st->user_calls = 0;
     st->timing = 0;
     st->plain_seconds = 0;
     if (pj_set_code_extra((PyObject *)code, extra_index, st) < 0) {

@@ -48,6 +48,12 @@ typedef struct {
     int stack_probed;
     char *stack_lo;         /* lowest address of this thread's C stack, NULL if unknown */
     size_t stack_size;
+    /* 3.11: the frame whose prefix is being answered (call_prefix.c), its CallPrefix (the
+     * answer "go on") and the user's function of its code (borrowed, or NULL). */
+    _PyInterpreterFrame *prefix_frame;
+    PyObject *prefix, *prefix_fn;
+    /* A StopIteration the answer raised, which the prefix raises (strong, or NULL). */
+    PyObject *stop_type, *stop_value, *stop_tb;
 } ThreadHook;
 
 static _Thread_local ThreadHook tls;
@@ -265,11 +271,43 @@ call_outside(ThreadHook *t, PyObject *fn, PyObject *const *args, size_t nargsf,
 }
 
 /* The frame's result when the hook does not evaluate it: `res` (a new reference or NULL
- * with an exception), after releasing the frame. */
+ * with an exception), after releasing the frame.  A frame answered from its prefix (3.11,
+ * call_prefix.c) returns the answer itself. */
 static inline PyObject *
 answer(PyThreadState *ts, _PyInterpreterFrame *frame, PyObject *res)
 {
-    pj_frame_release(ts, frame);
+    if (frame != this_thread()->prefix_frame)
+        pj_frame_release(ts, frame);
+    return res;
+}
+
+/* Run `frame` as plain Python: outside this thread's jitted calls (eval_outside) or still
+ * inside them (`outside` 0: eval_plain).  A frame answered from its prefix goes on into
+ * its own code, where the caller's calls are (the answer is the CallPrefix). */
+static PyObject *
+frame_plain(PyThreadState *ts, _PyInterpreterFrame *frame, int outside)
+{
+    ThreadHook *t = this_thread();
+    if (frame == t->prefix_frame)
+        return Py_NewRef(t->prefix);
+    return outside ? eval_outside(ts, frame) : eval_plain(ts, frame, 0);
+}
+
+static PyObject *call_frame_args(ThreadHook *t, PyObject *fn, _PyInterpreterFrame *frame,
+                                 PyCodeObject *code);
+
+/* A plain run of `frame` that is timed (adapt.c): one that goes on into its own code
+ * would end after the timer, so a frame answered from its prefix runs as a call of the
+ * user's function with its arguments instead (a sample of the calls pays that). */
+static PyObject *
+frame_plain_timed(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st)
+{
+    ThreadHook *t = this_thread();
+    if (frame != t->prefix_frame)
+        return eval_outside(ts, frame);
+    st->user_calls++;
+    PyObject *res = call_frame_args(t, t->prefix_fn, frame, st->code);
+    st->user_calls--;
     return res;
 }
 
@@ -447,7 +485,7 @@ on_miss(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Py_ssize_t
 {
     PyObject *cb = compile_callback;
     if (cb == NULL || too_deep_to_compile(ts))
-        return eval_plain(ts, frame, 0);
+        return frame_plain(ts, frame, 0);
     Py_INCREF(cb);
     PyObject *args = PyTuple_New(n);
     if (args == NULL) {
@@ -458,14 +496,14 @@ on_miss(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Py_ssize_t
         PyObject *v = frame->localsplus[i];
         PyTuple_SET_ITEM(args, i, Py_NewRef(v ? v : Py_None));
     }
-    PyFunctionObject *func = pj_frame_func(frame);
+    /* The function the code is the user's (a prefixed frame's is a copy of it). */
+    PyObject *func = tls.prefix_frame == frame ? tls.prefix_fn : (PyObject *)pj_frame_func(frame);
     st->state = ST_BUILDING;
     st->build_epoch = fork_epoch;
     int was = tls.compiling;
     tls.compiling = 1;
     double began = compile_began();
-    PyObject *res = PyObject_CallFunctionObjArgs(cb, func ? (PyObject *)func : Py_None, args,
-                                                 NULL);
+    PyObject *res = PyObject_CallFunctionObjArgs(cb, func ? func : Py_None, args, NULL);
     compile_ended(began);
     tls.compiling = was;
     Py_DECREF(args);
@@ -476,7 +514,7 @@ on_miss(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st, Py_ssize_t
         return answer(ts, frame, NULL);
     if (res == Py_None) {           /* plain Python for this call */
         Py_DECREF(res);
-        return eval_outside(ts, frame);
+        return frame_plain(ts, frame, 1);
     }
     PyObject *out = call_with_slots(res, frame, n);
     Py_DECREF(res);
@@ -504,7 +542,7 @@ dispatch(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st)
         if (!ok) {
             entry_decref(e);
             if (st->version != version)     /* entries changed under us: be safe */
-                return eval_plain(ts, frame, 0);
+                return frame_plain(ts, frame, 0);
             continue;
         }
         /* fn NULL: "run plain when these guards pass".  A hit is counted (and its entry
@@ -528,7 +566,7 @@ dispatch(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st)
     st->misses++;
     if (st->state == ST_FROZEN) {
         remember_frozen_miss(st, frame);
-        return eval_outside(ts, frame);
+        return frame_plain(ts, frame, 1);
     }
     PyObject *res = run_until_hot(ts, frame, st);
     if (res != NULL || PyErr_Occurred())

@@ -336,6 +336,7 @@ static PyMethodDef module_methods[] = {
     KERNEL_SUPPORT_METHODS
     ADAPT_METHODS
     FUNCTION_METHODS
+    PREFIX_METHODS
     {NULL},
 };
 
@@ -378,7 +379,7 @@ create_module(void)
             || PyModule_AddIntConstant(m, "CALLABLE", ST_CALLABLE) < 0
             || PyModule_AddIntConstant(m, "FROZEN", ST_FROZEN) < 0
             || PyModule_AddIntConstant(m, "FUNCTION_VECTORCALL", PJ_FUNCTION_VECTORCALL) < 0
-            || ensure_extra_index() < 0 || functions_init() < 0) {
+            || ensure_extra_index() < 0 || functions_init() < 0 || prefix_init(m) < 0) {
             Py_DECREF(m);
             return -1;
         }

@@ -139,6 +139,9 @@ typedef struct CodeState {
     PyObject *inlined;
     Py_ssize_t plain_streak;    /* calls in a row the Wrapper ran plain by itself (adapt.c) */
     int inline_plain;           /* jit_config's inline_plain (set_inline) */
+    /* 3.11: timed plain runs in progress that call the user's function for a frame at its
+     * prefix (each holds a reference to it: call_prefix.c's original_private). */
+    Py_ssize_t user_calls;
     int timing;                 /* a timed plain run of a signature not hot yet is running */
     double plain_seconds;       /* such runs in all, those inside one not counted (adapt.c) */
     struct CodeState *live_prev, *live_next;   /* every live state, for reset() of all */
@@ -163,6 +166,10 @@ static CodeState *state_of(PyObject *o);
 static void rearm_inlined(CodeState *st);
 static PyObject *function_vectorcall(PyObject *func, PyObject *const *args, size_t nargsf,
                                      PyObject *kwnames);
+/* call_prefix.c: the user's code of a jitted copy's prefixed code (3.11), else the code;
+ * and the code a jitted copy runs for a user's code (a new reference, NULL on error). */
+static PyCodeObject *original_code(PyCodeObject *code);
+static PyObject *prefixed_code(PyObject *code);
 /* CPython's vectorcall of Python functions (_PyFunction_Vectorcall, which 3.13 does not
  * export), read from the first function arm() is given; NULL before. */
 static vectorcallfunc cpython_function_vc = NULL;
@@ -172,7 +179,7 @@ static double compile_began(void);
 static void compile_ended(double began);
 static PyObject *run_until_hot(PyThreadState *ts, _PyInterpreterFrame *frame, CodeState *st);
 static PyObject *wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args,
-                                    size_t nargsf, PyObject *kwnames);
+                                    size_t nargsf, PyObject *kwnames, PyObject *go_on);
 static void remember_plain_slots(CodeState *st, PyObject *slots);
 static void remember_frozen_miss(CodeState *st, _PyInterpreterFrame *frame);
 static int maybe_promote(CodeState *st, Entry *e);

@@ -41,6 +41,9 @@ typedef struct {
      * calls the user's function, so it sees their changes: the copy takes them). */
     PyObject *orig;
     PyObject *orig_code, *orig_defaults, *orig_kwdefaults;
+    /* 3.11: the prefixed code of the jitted function object while it is given back
+     * (call_prefix.c), or NULL. */
+    PyObject *armed_code;
 } Wrapper;
 
 /* Give the jitted function object `fn` what w's original function changed since fn last
@@ -58,7 +61,15 @@ follow_original(Wrapper *w, PyObject *fn)
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
         PyObject *now = Py_XNewRef(parts[i].now);
         if (now != *parts[i].seen) {
-            if (PyObject_SetAttrString(fn, parts[i].name, now ? now : Py_None) < 0) {
+            /* 3.11: the copy runs its code behind pijit's prefix (call_prefix.c). */
+            PyObject *set = i == 0 && now ? prefixed_code(now) : Py_XNewRef(now);
+            if (set == NULL && now != NULL) {
+                Py_DECREF(now);
+                return -1;
+            }
+            int failed = PyObject_SetAttrString(fn, parts[i].name, set ? set : Py_None) < 0;
+            Py_XDECREF(set);
+            if (failed) {
                 Py_XDECREF(now);
                 return -1;
             }
@@ -91,7 +102,7 @@ wrapper_follow_code(Wrapper *w)
         Py_DECREF(cb);
     }
     else {
-        st = (PyObject *)code_state_mark((PyCodeObject *)PyFunction_GET_CODE(w->fn));
+        st = (PyObject *)code_state_mark(original_code((PyCodeObject *)PyFunction_GET_CODE(w->fn)));
     }
     if (st == NULL)
         return -1;
@@ -136,7 +147,7 @@ jit_call(Wrapper *w, PyObject *fn, int own, PyObject *const *args, size_t nargsf
             give_back(fn, w->state);
         /* Calls that run plain (adapt.c) run outside this thread's jitted calls: called
          * from inside one, the hook would otherwise still see this call's frame. */
-        PyObject *res = wrapper_plain_call(w->state, fn, args, nargsf, kwnames);
+        PyObject *res = wrapper_plain_call(w->state, fn, args, nargsf, kwnames, NULL);
         if (res != NULL || PyErr_Occurred())
             return res;
     }
@@ -157,6 +168,10 @@ static PyObject *
 wrapper_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
     Wrapper *w = (Wrapper *)self;
+#if !PJ_FUNCTION_VECTORCALL
+    if (w->orig != NULL && w->fn != NULL)   /* 3.11: the jitted copy's prefix does it all */
+        return PyObject_Vectorcall(w->fn, args, nargsf, kwnames);
+#endif
     return jit_call(w, w->fn, 0, args, nargsf, kwnames);
 }
 
@@ -191,7 +206,8 @@ wrapper_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         w->orig_kwdefaults = Py_XNewRef(o->func_kwdefaults);
     }
     if (PyFunction_Check(fn))
-        w->state = (CodeState *)Py_XNewRef(code_state((PyCodeObject *)PyFunction_GET_CODE(fn)));
+        w->state = (CodeState *)Py_XNewRef(
+            code_state(original_code((PyCodeObject *)PyFunction_GET_CODE(fn))));
     return (PyObject *)w;
 }
 
@@ -205,6 +221,7 @@ wrapper_traverse(Wrapper *w, visitproc visit, void *arg)
     Py_VISIT(w->orig_code);
     Py_VISIT(w->orig_defaults);
     Py_VISIT(w->orig_kwdefaults);
+    Py_VISIT(w->armed_code);
     return 0;
 }
 
@@ -221,6 +238,7 @@ wrapper_clear(Wrapper *w)
     Py_CLEAR(w->orig_code);
     Py_CLEAR(w->orig_defaults);
     Py_CLEAR(w->orig_kwdefaults);
+    Py_CLEAR(w->armed_code);
     return 0;
 }
 
@@ -391,8 +409,21 @@ fn_cache_forget(Wrapper *w)
             fn_cache[k].func = NULL, fn_cache[k].w = NULL;
 }
 
-/* The vectorcall of a jitted function object.  A function whose Wrapper left its __dict__
- * runs as CPython runs it. */
+/* The Wrapper of the jitted function object `func` (borrowed), or NULL (with an
+ * exception if the lookup raised). */
+static inline Wrapper *
+jitted_wrapper(PyObject *func)
+{
+    size_t k = fn_cache_slot(func);
+    Wrapper *w = fn_cache[k].func == func ? fn_cache[k].w : NULL;
+    if (w == NULL || w->fn != func) {
+        w = wrapper_of_function(func);
+        if (w != NULL && w->fn == func)
+            fn_cache[k].func = func, fn_cache[k].w = w;
+    }
+    return w;
+}
+
 #if PJ_FUNCTION_VECTORCALL
 /* A recursion through pijit's vectorcall recurses in C (a C call and an evaluation loop a
  * level), where plain Python runs it inline in one loop as deep as sys.getrecursionlimit()
@@ -401,7 +432,7 @@ fn_cache_forget(Wrapper *w)
  * back to CPython for the rest of this call: its calls inside it are inlined (and the hook
  * steps aside there too, eval_frame.c), running plain Python, which is always right.  It is
  * armed again when the call returns (nothing else gives it back meanwhile: its calls no
- * longer come here). */
+ * longer come here).  (3.11's prefixed copies recurse in one evaluation loop already.) */
 static PyObject *
 deep_call(PyObject *func, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -414,6 +445,8 @@ deep_call(PyObject *func, PyObject *const *args, size_t nargsf, PyObject *kwname
 }
 #endif
 
+/* The vectorcall of a jitted function object.  A function whose Wrapper left its __dict__
+ * runs as CPython runs it. */
 static PyObject *
 function_vectorcall(PyObject *func, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
@@ -421,15 +454,9 @@ function_vectorcall(PyObject *func, PyObject *const *args, size_t nargsf, PyObje
     if (pj_c_recursion_left(PyThreadState_GET()) < 0.5)
         return deep_call(func, args, nargsf, kwnames);
 #endif
-    size_t k = fn_cache_slot(func);
-    Wrapper *w = fn_cache[k].func == func ? fn_cache[k].w : NULL;
-    if (w == NULL || w->fn != func) {
-        w = wrapper_of_function(func);
-        if (w == NULL)
-            return PyErr_Occurred() ? NULL : cpython_function_vc(func, args, nargsf, kwnames);
-        if (w->fn == func)
-            fn_cache[k].func = func, fn_cache[k].w = w;
-    }
+    Wrapper *w = jitted_wrapper(func);
+    if (w == NULL)
+        return PyErr_Occurred() ? NULL : cpython_function_vc(func, args, nargsf, kwnames);
     /* The caller owns func, not w (a borrowed item of func's __dict__, which the call may
      * change): held for the call. */
     Py_INCREF(w);
@@ -470,6 +497,27 @@ on_function_event(PyFunction_WatchEvent event, PyFunctionObject *func, PyObject 
 }
 #endif
 
+#if !PJ_FUNCTION_VECTORCALL
+/* Does nothing but pijit's jitted copy `func` hold its user's function (its Wrapper, and
+ * its `fn` and `__wrapped__`, as pijit.jit made it, and the timed runs calling it, two
+ * references each: call_outside's and its frame's)?  Then no one can change it unseen.
+ * (An error is cleared by the caller.) */
+static int
+original_private(Wrapper *w, PyObject *func, CodeState *st)
+{
+    static PyObject *fn_key, *wrapped_key;      /* interned, kept */
+    PyObject *d = ((PyFunctionObject *)func)->func_dict;
+    /* Tried at every call while pijit has nothing to do: the count first, no lookup. */
+    if (w->orig == NULL || d == NULL || Py_REFCNT(w->orig) != 3 + 2 * st->user_calls)
+        return 0;
+    if (fn_key == NULL && ((fn_key = PyUnicode_InternFromString("fn")) == NULL
+                           || (wrapped_key = PyUnicode_InternFromString("__wrapped__")) == NULL))
+        return 0;
+    return PyDict_GetItemWithError(d, fn_key) == w->orig
+        && PyDict_GetItemWithError(d, wrapped_key) == w->orig;
+}
+#endif
+
 /* Every call of st's code runs plain: let CPython call `func` (a jitted function object of
  * that code) by itself, remembered in st->inlined to be armed again.  On 3.11 (no
  * PJ_FUNCTION_VECTORCALL) nothing: CPython would not call pijit's vectorcall again. */
@@ -498,8 +546,51 @@ give_back(PyObject *func, CodeState *st)
         && f->func_defaults == o->func_defaults && f->func_kwdefaults == o->func_kwdefaults)
         pj_function_version_of(f, o);
 #else
-    (void)func;
-    (void)st;
+    /* 3.11: the function runs the user's code, with no prefix (call_prefix.c), and so no
+     * longer follows the user's function: only one nothing else holds is given back. */
+    Wrapper *w = jitted_wrapper(func);
+    PyCodeObject *code = (PyCodeObject *)PyFunction_GET_CODE(func);
+    PyObject *ref = w != NULL && original_code(code) != code && original_private(w, func, st)
+        ? PyWeakref_NewRef(func, NULL) : NULL;
+    if (ref == NULL || (st->inlined == NULL && (st->inlined = PyList_New(0)) == NULL)
+        || PyList_Append(st->inlined, ref) < 0) {
+        Py_XDECREF(ref);
+        PyErr_Clear();          /* stays armed: always right (asked again at the next call) */
+        return;
+    }
+    Py_DECREF(ref);
+    Py_XSETREF(w->armed_code, Py_NewRef((PyObject *)code));
+    if (PyObject_SetAttrString(func, "__code__", (PyObject *)original_code(code)) < 0)
+        PyErr_Clear();
+#endif
+}
+
+/* Was `f` (a jitted function object) given back to CPython, and not armed since? */
+static int
+given_back(PyObject *f)
+{
+    if (!PyFunction_Check(f))
+        return 0;
+    Wrapper *w = wrapper_of_function(f);
+    PyErr_Clear();
+#if PJ_FUNCTION_VECTORCALL
+    return w != NULL && ((PyFunctionObject *)f)->vectorcall == cpython_function_vc;
+#else
+    return w != NULL && w->armed_code != NULL
+        && PyFunction_GET_CODE(f) == (PyObject *)original_code((PyCodeObject *)w->armed_code);
+#endif
+}
+
+/* Arm the given-back function `f` again. */
+static void
+arm_again(PyObject *f)
+{
+#if PJ_FUNCTION_VECTORCALL
+    pj_function_set_vectorcall((PyFunctionObject *)f, function_vectorcall);
+#else
+    Wrapper *w = wrapper_of_function(f);
+    if (w != NULL && PyObject_SetAttrString(f, "__code__", w->armed_code) < 0)
+        PyErr_Clear();
 #endif
 }
 
@@ -514,11 +605,8 @@ rearm_inlined(CodeState *st)
     st->inlined = NULL;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(refs); i++) {
         PyObject *f = pj_weakref_get(PyList_GET_ITEM(refs, i));
-        if (f != NULL && PyFunction_Check(f)
-            && ((PyFunctionObject *)f)->vectorcall == cpython_function_vc
-            && wrapper_of_function(f) != NULL)
-            pj_function_set_vectorcall((PyFunctionObject *)f, function_vectorcall);
-        PyErr_Clear();
+        if (f != NULL && given_back(f))
+            arm_again(f);
         Py_XDECREF(f);
     }
     Py_DECREF(refs);
@@ -531,11 +619,18 @@ inlined_count(CodeState *st)
     Py_ssize_t n = 0;
     for (Py_ssize_t i = 0; st->inlined != NULL && i < PyList_GET_SIZE(st->inlined); i++) {
         PyObject *f = pj_weakref_get(PyList_GET_ITEM(st->inlined, i));
-        n += f != NULL && PyFunction_Check(f)
-            && ((PyFunctionObject *)f)->vectorcall == cpython_function_vc;
+        n += f != NULL && given_back(f);
         Py_XDECREF(f);
     }
     return n;
+}
+
+/* given_back(func): was the jitted function object given back to CPython (and not armed
+ * again since)? */
+static PyObject *
+m_given_back(PyObject *m, PyObject *f)
+{
+    return PyBool_FromLong(given_back(f));
 }
 
 /* arm(func): give `func` pijit's vectorcall (jit puts its Wrapper in its __dict__ first).
@@ -556,7 +651,8 @@ m_arm(PyObject *m, PyObject *f)
     Py_RETURN_NONE;
 }
 
-/* vectorcall_of(func) -> "pijit", "cpython" or "other": whose vectorcall calls func. */
+/* vectorcall_of(func) -> "pijit", "cpython" or "other": whose vectorcall calls func (3.11:
+ * "pijit" for one whose code is behind pijit's prefix, call_prefix.c). */
 static PyObject *
 m_vectorcall_of(PyObject *m, PyObject *f)
 {
@@ -565,6 +661,12 @@ m_vectorcall_of(PyObject *m, PyObject *f)
         return NULL;
     }
     vectorcallfunc vc = ((PyFunctionObject *)f)->vectorcall;
+#if !PJ_FUNCTION_VECTORCALL
+    /* 3.11: the calls of a jitted function object armed with pijit's prefix are pijit's. */
+    PyCodeObject *code = (PyCodeObject *)PyFunction_GET_CODE(f);
+    if (vc == cpython_function_vc && original_code(code) != code)
+        return PyUnicode_FromString("pijit");
+#endif
     return PyUnicode_FromString(vc == function_vectorcall ? "pijit"
                                 : vc == cpython_function_vc ? "cpython" : "other");
 }
@@ -626,5 +728,7 @@ functions_init(void)
      "set_inline(code, flag): may its jitted functions be given back to CPython's calls"}, \
     {"follow_original", m_follow_original, METH_O, \
      "follow_original(func): a jitted function object takes its user's function's changes"}, \
+    {"given_back", m_given_back, METH_O, \
+     "given_back(func): was the jitted function object given back to CPython's calls"}, \
     {"vectorcall_of", m_vectorcall_of, METH_O, \
      "vectorcall_of(func) -> 'pijit', 'cpython' or 'other'"},

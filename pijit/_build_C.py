@@ -6,7 +6,7 @@ programs; ``code_state.c``: per-code state; ``pool.c``: the kernels' buffer pool
 ``kernel_entry.c``: what every kernel does around its loops; ``kernel_support.c``: the
 table of routines the kernels share; ``eval_frame.c``: the hook; ``adapt.c``: hot
 signatures, promotion and timed trials; ``wrapper.c``: what ``pijit.jit`` returns;
-``module.c``: the module).  The only
+``call_prefix.c``: 3.11's prefix of a jitted function's code; ``module.c``: the module).  The only
 cffi-visible function is ``pijit_init_module``, which creates the real
 extension module ``pijit._eval_frame`` (see ``pijit/eval_frame.py``).
 
@@ -22,7 +22,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _CSRC = os.path.join(os.path.dirname(_HERE), "csrc")
 _CFUSED = os.path.join(_HERE, "backends", "cfused")
 _UNITS = ("guards.c", "code_state.c", "pool.c", "kernel_entry.c", "kernel_support.c",
-          "eval_frame.c", "adapt.c", "wrapper.c", "module.c")
+          "eval_frame.c", "adapt.c", "wrapper.c", "call_prefix.c", "module.c")
 _FILES = ("compat.h", "pijit.h") + _UNITS
 
 _compile_args = ["-std=gnu11", "-Wall", "-Wno-unused-function", "-Wno-missing-field-initializers"]

@@ -19,9 +19,12 @@ SUPPORTED = (3, 11) <= VERSION <= (3, 13) and not FREE_THREADED
 # pijit.jit returns a function object whose vectorcall is pijit's, given back to CPython's
 # inlined calls once pijit has nothing to do for its calls (3.12+: PyFunction_SetVectorcall,
 # and calls specialize or inline only a function whose vectorcall is CPython's); 3.11's calls
-# would skip such a vectorcall, so there it returns the C Wrapper. csrc/compat.h's
+# would skip such a vectorcall. csrc/compat.h's
 # PJ_FUNCTION_VECTORCALL is the C side of this fact.
 FUNCTION_VECTORCALL = VERSION >= (3, 12)
+# On 3.11 it returns a function object whose code begins with a call asking pijit first
+# (pijit/call_prefix.py), given back by setting its __code__ to the user's code.
+CALL_PREFIX = VERSION == (3, 11)
 # Functions under these names are called by specializations that do not look at their
 # vectorcall: 3.13's CALL_ALLOC_AND_ENTER_INIT pushes a class's Python __init__ as a frame
 # of its own (tests/test_inline.py): a jitted __init__ stays a Wrapper there.

@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from pijit import (_compat, adaptive, cache, config as config_mod, eval_frame,
+from pijit import (_compat, adaptive, cache, call_prefix, config as config_mod, eval_frame,
                    explain as explain_mod, runtime)
 from pijit.config import JitConfig
 from pijit.interface import GRAPH_MODE, PYNATIVE_MODE, check_context_key, check_mode, options
@@ -23,6 +23,8 @@ eval_frame.set_array_type(np.ndarray)
 eval_frame.set_callback(runtime.on_miss)
 if config_mod.env_disabled():
     eval_frame.set_enabled(False)
+if _compat.CALL_PREFIX:
+    eval_frame.set_prefix_callback(call_prefix.prefixed)
 # A forked child has only the thread that forked: the hook's per-thread state follows.
 os.register_at_fork(after_in_child=eval_frame.after_fork_child)
 
@@ -81,8 +83,9 @@ def _wrap(fn, signature, hash_args, config):
     # The record (and through it the code's state) is held until the Wrapper owns the state:
     # between the two, the state and its record are a cycle the garbage collector may free.
     rec = cache.register(code, config, signature, hash_args)
-    jitted = _jitted_function(fn) if _compat.FUNCTION_VECTORCALL \
-        and fn.__name__ not in _compat.VECTORCALL_SKIPPED_BY else None
+    jitted = _jitted_function(fn) if _compat.CALL_PREFIX or (
+        _compat.FUNCTION_VECTORCALL and fn.__name__ not in _compat.VECTORCALL_SKIPPED_BY) \
+        else None
     if jitted is None:
         jitted = eval_frame.Wrapper(fn)
         functools.update_wrapper(jitted, fn)
@@ -101,17 +104,33 @@ def _jitted_function(fn):
     `__wrapped__` being fn) whose calls go through pijit: `fn` names fn, as on a Wrapper,
     and its Wrapper (which owns the code's state) sits in its __dict__. CPython then calls
     it as it calls any function once pijit has nothing to do for its calls (wrapper.c).
-    None when fn's calls are someone else's (a vectorcall of another JIT's)."""
+    On 3.11 its code is fn's behind pijit's prefix (call_prefix.py). None when fn's calls
+    are someone else's (a vectorcall of another JIT's)."""
     if eval_frame.vectorcall_of(fn) != "cpython":
         return None
-    jitted = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
-                                fn.__closure__)
+    jitted = types.FunctionType(_armed_code(fn.__code__), fn.__globals__, fn.__name__,
+                                fn.__defaults__, fn.__closure__)
     jitted.__kwdefaults__ = fn.__kwdefaults__
     functools.update_wrapper(jitted, fn)
     jitted.fn = fn
     setattr(jitted, _HANDLE, eval_frame.Wrapper(jitted, fn))
-    eval_frame.arm(jitted)
+    _arm(jitted)
     return jitted
+
+
+def _armed_code(code):
+    """The code a jitted function object of `code` runs: 3.11's prefixed one."""
+    return call_prefix.prefixed(code) if _compat.CALL_PREFIX else code
+
+
+def _arm(jitted):
+    if _compat.FUNCTION_VECTORCALL:
+        eval_frame.arm(jitted)
+
+
+def _user_code(code):
+    """The user's code of what a jitted function object runs (3.11: without the prefix)."""
+    return eval_frame.original_code(code)
 
 
 def _handle(obj):
@@ -230,7 +249,7 @@ def _reduce(wrapper):
     unpickled first) and of the options."""
     if _handle(wrapper.fn) is wrapper:
         fn = wrapper.fn
-        rec = cache.record(fn.__code__)
+        rec = cache.record(_user_code(fn.__code__))
         options = (rec.input_signature, rec.hash_args, rec.config) if rec is not None \
             else (None, None, JitConfig())
         return (_rearm, (fn, vars(fn).get("fn", fn), *options))
@@ -250,17 +269,18 @@ def _rearm(fn, original, signature, hash_args, config):
     return its Wrapper (for the __dict__). As _rejit, a function whose code equals one
     unpickled before is given that code."""
     with _unpickled_lock:
-        kept = _UNPICKLED.get(fn.__code__)
+        kept = _UNPICKLED.get(_user_code(fn.__code__))
         if kept is not None:
-            fn.__code__ = original.__code__ = kept.__code__
+            original.__code__ = _code_of(kept)
         jitted = _wrap(original, signature, hash_args, config)
-        fn.__code__ = _code_of(jitted)      # a _variant's, when other options took the code
-        _UNPICKLED[fn.__code__] = jitted
-        _UNPICKLED.move_to_end(fn.__code__)
+        code = _code_of(jitted)             # a _variant's, when other options took the code
+        fn.__code__ = _armed_code(code)
+        _UNPICKLED[code] = jitted
+        _UNPICKLED.move_to_end(code)
         if len(_UNPICKLED) > _UNPICKLED_LIMIT:
             _UNPICKLED.popitem(last=False)
     wrapper = eval_frame.Wrapper(fn, original)
-    eval_frame.arm(fn)
+    _arm(fn)
     return wrapper
 
 
@@ -268,7 +288,7 @@ def _code_changed(wrapper):
     """The jitted function's __code__ was replaced (IPython's autoreload, an editor): jit
     the new code with the options of the old one. Returns the new code's CodeState."""
     old = wrapper.code_state.record
-    code = wrapper.fn.__code__
+    code = _user_code(wrapper.fn.__code__)
     if old is None:
         return eval_frame.mark(code)
     return cache.register(code, old.config, old.input_signature, old.hash_args).state
@@ -322,7 +342,7 @@ def _code_of(fn):
     if isinstance(fn, (types.MethodType, staticmethod, classmethod)):
         return _code_of(fn.__func__)
     if isinstance(fn, types.FunctionType):
-        return fn.__code__
+        return _user_code(fn.__code__)
     raise TypeError(f"expected a function made by pijit.jit, got {type(fn).__name__}")
 
 
@@ -350,13 +370,13 @@ def explain(fn, *args, **kwargs) -> explain_mod.ExplainOutput:
     private copy of that function's code, jitted with its options: its own cache and
     counters (`stats`, `code_info`) stay as they were. It compiles at once (adaptive off)."""
     func, bind = _explained(fn)
-    rec = cache.record(func.__code__)
+    rec = cache.record(_user_code(func.__code__))
     # Without adaptive: the call compiles at once, as the report is about its graphs (with it,
     # a small first call runs plain and there would be nothing to report).
     options = (rec.input_signature, rec.hash_args, rec.config.replace(adaptive=False)) \
         if rec is not None else (None, None, JitConfig.of(None).replace(adaptive=False))
-    copy = types.FunctionType(func.__code__.replace(), func.__globals__, func.__name__,
-                              func.__defaults__, func.__closure__)
+    copy = types.FunctionType(_user_code(func.__code__).replace(), func.__globals__,
+                              func.__name__, func.__defaults__, func.__closure__)
     copy.__kwdefaults__ = func.__kwdefaults__
     copy.__qualname__ = func.__qualname__
     try:

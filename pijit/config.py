@@ -211,7 +211,7 @@ OPTIONS = (
            "2 * PERF_STATISTICS_COUNT hits (alternating; after its promotion, if any) and keep "
            "the faster; pijit.stats and PIJIT_LOG=perf report both times and the choice."),
     Option("inline_plain", bool, True,
-           "Python 3.12+: once pijit has nothing to do for a jitted function's calls (its code "
+           "Once pijit has nothing to do for a jitted function's calls (its code "
            "is left to plain Python, or frozen with entries that all run plain; or 1000 calls "
            "in a row ran plain, each passing the argument types of the last (no array), while no "
            "entry ran compiled code and no signature waiting to get hot cost 2 us a call), the "
@@ -220,9 +220,10 @@ OPTIONS = (
            "instead of about 0.5x), and code_info and stats no longer count them (code_info's "
            "'inlined'). Calls from inside a jitted call still reach the hook; pijit.reset, a "
            "new entry, a state change, or a new __code__ of the function (or of the function "
-           "it was made from) give the calls back to pijit. Meanwhile a signature first seen "
-           "from plain code (arrays after scalars, say) runs plain. False: pijit sees every "
-           "call (3.11: always, its calls would skip a function's own vectorcall)."),
+           "it was made from) give the calls back to pijit (3.11: given back only when nothing "
+           "else holds the function it was made from, whose changes it could not see). "
+           "Meanwhile a signature first seen from plain code (arrays after scalars, say) runs "
+           "plain. False: pijit sees every call."),
     Option("PERF_STATISTICS_COUNT", int, 3,
            "Timed runs of each side in a perf_statistics trial (the fastest of each counts).",
            minimum=1),

@@ -57,5 +57,6 @@ from pijit._eval_frame import (  # noqa: E402,F401
     set_code_changed_callback, set_compiling, set_enabled, set_pool_limit, set_reduce_callback,
     set_state, state_of, uninstall, set_adapt_callback, set_perf_clock, set_cpu_clock,
     set_compile_budget,
-    entry_stats, take_varied, arm, vectorcall_of, follow_original, set_inline,
+    entry_stats, take_varied, arm, vectorcall_of, follow_original, set_inline, original_code,
+    given_back,
 )

@@ -54,7 +54,6 @@ def test_jit_all_wraps_functions_and_methods():
     assert {"main", "Vec.__init__", "Vec.add", "Particle.step", "World.run"} <= names
 
 
-@pytest.mark.skipif(not pijit._compat.FUNCTION_VECTORCALL, reason="3.12+ (inline_plain)")
 def test_a_pure_python_program_is_given_back_to_cpython(adaptive):
     """Default options: the hot helper of a pure-Python program is given back to CPython
     (its calls are CPython's own from then on, counted nowhere); results are plain Python's."""

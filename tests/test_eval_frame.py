@@ -707,18 +707,27 @@ def test_wrapper_as_method_update_wrapper_and_repr():
 
 
 def test_jitted_function_has_the_function_attributes():
-    """What pijit.jit returns (a Wrapper on 3.11, a function object from 3.12) has the
-    function's __code__, __defaults__, __kwdefaults__, __globals__ and __closure__, and an
+    """What pijit.jit returns (a function object) has the function's __code__ (on 3.11 behind
+    pijit's prefix), __defaults__, __kwdefaults__, __globals__ and __closure__, and an
     assignment of its defaults changes what its calls compute, as on a function (3.11's
-    Wrapper had none of them: reading raised, assigning went to its __dict__ unseen)."""
+    Wrapper once had none of them: reading raised, assigning went to its __dict__ unseen)."""
     k = np.float64(0.5)
 
     def user(a, b=2.0, *, c=3.0):
         return a * b + c + k
 
     jitted = pijit.jit(user)
-    for name in ("__code__", "__defaults__", "__kwdefaults__", "__globals__", "__closure__"):
+    for name in ("__defaults__", "__kwdefaults__", "__globals__", "__closure__"):
         assert getattr(jitted, name) == getattr(user, name), name
+    # 3.11: the user's code behind pijit's prefix (call_prefix.py), which shows the same
+    # names, parameters and lines.
+    code = jitted.__code__
+    assert ef.original_code(code) is user.__code__
+    for name in ("co_name", "co_qualname", "co_filename", "co_firstlineno", "co_varnames",
+                 "co_argcount", "co_kwonlyargcount", "co_freevars", "co_cellvars"):
+        assert getattr(code, name) == getattr(user.__code__, name), name
+    assert [line for _, _, line in code.co_lines() if line is not None] == \
+        [line for _, _, line in user.__code__.co_lines() if line is not None]
     a = np.arange(3.0)
     assert jitted(a).tobytes() == user(a).tobytes()
     jitted.__defaults__ = (10.0,)

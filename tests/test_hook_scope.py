@@ -98,13 +98,14 @@ def test_plain_recursion_in_another_thread_while_a_jitted_call_runs():
 
 
 def test_jitted_recursion_goes_as_deep_as_plain_python():
-    """A jitted function calling itself recurses in C on every level it reaches through
-    pijit (its Wrapper, or from 3.12 pijit's vectorcall), where plain Python runs the
-    recursion inline, as deep as sys.getrecursionlimit() allows: 3.12.1's C recursion budget
-    (1500) ran out about 800 levels deep, under the default limit of 1000. From 3.12 the
-    function is given back to CPython for the deep part of the call (wrapper.c deep_call):
-    plain Python's depths and RecursionError, and pijit's again for the next call. A 3.11
-    Wrapper raises RecursionError past what the C stack holds, never a segfault."""
+    """Plain Python runs a recursion inline, as deep as sys.getrecursionlimit() allows. A
+    jitted function calling itself reaches pijit at every level: from 3.12 through pijit's
+    vectorcall, a C call a level, and 3.12.1's C recursion budget (1500) ran out about 800
+    levels deep, under the default limit of 1000. So from 3.12 the function is given back
+    to CPython for the deep part of the call (wrapper.c deep_call), and armed again after:
+    plain Python's depths and RecursionError. On 3.11 pijit's prefix runs in the caller's
+    evaluation loop (call_prefix.c), and a timed run (a second frame of its level) is never
+    nested in a timed run of the same code (adapt.c)."""
     status, out, err = run_script("""
         import sys, numpy as np, pijit
         from pijit import eval_frame
@@ -120,7 +121,7 @@ def test_jitted_recursion_goes_as_deep_as_plain_python():
         walk = pijit.jit(walk)
         print(g(990) == plain[0], walk(np.ones(900), 0) == plain[1])
         sys.setrecursionlimit(100000)
-        deep = 90000 if sys.version_info >= (3, 12) else 400
+        deep = 90000
         print(g(deep) == deep, walk(np.ones(deep), 0) == 2.0 * deep)
         if sys.version_info >= (3, 12):     # walk runs compiled code: never given back
             print(eval_frame.vectorcall_of(walk))   # for good, so armed again

@@ -23,8 +23,8 @@ def test_a_decorated_function_pickles_to_itself():
             assert pickle.loads(pickle.dumps(fn, protocol)) is fn
 
 
-@pytest.mark.xfail(pijit._compat.FUNCTION_VECTORCALL, strict=True, raises=pickle.PicklingError,
-                   reason="3.12+: jit returns a copy of the function, which pickle (by reference, "
+@pytest.mark.xfail(strict=True, raises=pickle.PicklingError,
+                   reason="jit returns a copy of the function, which pickle (by reference, "
                    "found by its name) cannot find when its module holds the original under that "
                    "name; cloudpickle pickles it by value (test_joblib_and_cloudpickle)")
 def test_jit_of_a_module_function_pickles_with_its_options():
@@ -66,10 +66,7 @@ def test_copies_are_the_function_and_weak_references_work():
 def test_a_process_pool_maps_jitted_functions(method):
     chunks = [np.linspace(-1, 1, 5) * k for k in range(4)]
     with multiprocessing.get_context(method).Pool(2) as pool:
-        by_name = [(pf.decorated, pf.decorated.fn)]
-        if not pijit._compat.FUNCTION_VECTORCALL:       # see the xfail above
-            by_name.append((pf.transformed, pf.plain))
-        for fn, plain in by_name:
+        for fn, plain in [(pf.decorated, pf.decorated.fn)]:      # (see the xfail above)
             got = pool.map(fn, chunks)
             for g, chunk in zip(got, chunks):
                 assert np.array_equal(g, plain(chunk))

@@ -54,7 +54,10 @@ def test_keyboard_interrupts_during_guards_are_delivered():
                               env=dict(os.environ, **env))
         assert proc.returncode == 0, proc.stderr
         outs.append(proc.stdout.split())
-    assert outs[0] == outs[1] == ["True", "True", "1"]
+    # Plain Python catches every interrupt too; how many land inside the calls depends on
+    # what a call costs (on 3.11 pijit's disabled calls cost what plain ones do: few land).
+    assert outs[0][0] == "True" and outs[0][2] == "1"
+    assert outs[1] == ["True", "True", "1"]
 
 
 NEST = """

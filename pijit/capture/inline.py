@@ -16,6 +16,7 @@ import sysconfig
 import types
 from dataclasses import dataclass
 
+from pijit import eval_frame
 from pijit._compat import GENERATOR_LIKE
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.sources import AttrSource, ConstSource, DictItemSource, ItemSource
@@ -51,6 +52,7 @@ def is_library(func) -> bool:
 
 def inline_call(cap, func, fn_source, args: list, kwargs: dict):
     """The value of func(*args, **kwargs), captured into cap's graph."""
+    func, fn_source = _user_function(cap, func, fn_source)
     why = _why_not(cap, func, fn_source)
     if why is not None:
         e = GraphBreak(Reason.UNSUPPORTED_CALL, f"{func.__qualname__} is not inlined: {why}")
@@ -66,6 +68,29 @@ def inline_call(cap, func, fn_source, args: list, kwargs: dict):
     bound = bind_arguments(cap, func.__code__, func.__qualname__, args, kwargs, defaults,
                            kwdefaults)
     return _run(cap, cap.inline_frame(func, fn_source, bound, None), func, func)
+
+
+def _user_function(cap, func, fn_source):
+    """3.11: a jitted function object runs its user's function's code behind pijit's prefix
+    (call_prefix.py), and follows that function (ops_call's _follow_original has made it
+    take its changes): the user's function is inlined, as a Wrapper's is, when the copy
+    calls it with the same defaults (a default assigned to the copy itself: not inlined)."""
+    code = eval_frame.original_code(func.__code__)
+    if code is func.__code__:
+        return func, fn_source
+    handle = vars(func).get("__pijit__")
+    original = getattr(handle, "original", None)
+    if original is None or original.__code__ is not code \
+            or original.__defaults__ is not func.__defaults__ \
+            or original.__kwdefaults__ is not func.__kwdefaults__:
+        e = GraphBreak(Reason.UNSUPPORTED_CALL,
+                       f"{func.__qualname__} is not inlined: its jitted copy has defaults "
+                       "of its own")
+        e.callee = None
+        raise e
+    if fn_source is not None:
+        fn_source = AttrSource(AttrSource(fn_source, "__pijit__"), "original")
+    return original, fn_source
 
 
 def _guard_definition(cap, func, fn_source):

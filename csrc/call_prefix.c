@@ -232,28 +232,13 @@ prefix_dispatch(PyThreadState *ts, ThreadHook *t, _PyInterpreterFrame *frame, Co
     return res;
 }
 
-/* The answer for `frame`, at its prefix P (a new reference: P to go on, or the result). */
+/* prefix_answer's run of `frame` (of st's code, the copy `func` of the user's function
+ * `fn`): plain, through the hook or by a call.  The caller holds st and fn: the run may
+ * drop the copy's Wrapper, which owns them (a body that pops it from func's __dict__). */
 static PyObject *
-prefix_answer(PyThreadState *ts, _PyInterpreterFrame *frame, CallPrefix *p)
+prefix_run(PyThreadState *ts, _PyInterpreterFrame *frame, CallPrefix *p,
+           PyFunctionObject *func, CodeState *st, PyObject *fn)
 {
-    PyFunctionObject *func = frame->f_func;
-    Wrapper *w = jitted_wrapper((PyObject *)func);
-    if (w == NULL)          /* a function made of the code by someone else: plain */
-        return PyErr_Occurred() ? NULL : Py_NewRef(p);
-    if (!jit_enabled)
-        return Py_NewRef(p);
-    if (original_changed(w)) {
-        Py_INCREF(w);
-        PyObject *res = follow_and_call_again(w, func, frame, p);
-        Py_DECREF(w);
-        return res;
-    }
-    CodeState *st = w->state;
-    PyObject *fn = w->orig;
-    /* The copy runs the user's code it was made of (a __code__ assigned to the copy
-     * itself runs as it is, plain). */
-    if (st == NULL || st->code != p->code || PyFunction_GET_CODE(fn) != (PyObject *)p->code)
-        return Py_NewRef(p);
     /* A tracer (a debugger, coverage) sees the user's function run its own code object. */
     if (pj_traced(ts, st->code))
         return call_frame_args(NULL, fn, frame, p->code);
@@ -277,6 +262,36 @@ prefix_answer(PyThreadState *ts, _PyInterpreterFrame *frame, CallPrefix *p)
         res = call_frame_args(t, fn, frame, p->code);
         st->user_calls--;
     }
+    return res;
+}
+
+/* The answer for `frame`, at its prefix P (a new reference: P to go on, or the result). */
+static PyObject *
+prefix_answer(PyThreadState *ts, _PyInterpreterFrame *frame, CallPrefix *p)
+{
+    PyFunctionObject *func = frame->f_func;
+    Wrapper *w = jitted_wrapper((PyObject *)func);
+    if (w == NULL)          /* a function made of the code by someone else: plain */
+        return PyErr_Occurred() ? NULL : Py_NewRef(p);
+    if (!jit_enabled)
+        return Py_NewRef(p);
+    if (original_changed(w)) {
+        Py_INCREF(w);
+        PyObject *res = follow_and_call_again(w, func, frame, p);
+        Py_DECREF(w);
+        return res;
+    }
+    CodeState *st = w->state;
+    PyObject *fn = w->orig;
+    /* The copy runs the user's code it was made of (a __code__ assigned to the copy
+     * itself runs as it is, plain). */
+    if (st == NULL || st->code != p->code || PyFunction_GET_CODE(fn) != (PyObject *)p->code)
+        return Py_NewRef(p);
+    Py_INCREF(st);
+    Py_INCREF(fn);
+    PyObject *res = prefix_run(ts, frame, p, func, st, fn);
+    Py_DECREF(fn);
+    Py_DECREF(st);
     return res;
 }
 

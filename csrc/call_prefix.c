@@ -233,8 +233,8 @@ prefix_dispatch(PyThreadState *ts, ThreadHook *t, _PyInterpreterFrame *frame, Co
 }
 
 /* prefix_answer's run of `frame` (of st's code, the copy `func` of the user's function
- * `fn`): plain, through the hook or by a call.  The caller holds st and fn: the run may
- * drop the copy's Wrapper, which owns them (a body that pops it from func's __dict__). */
+ * `fn`): plain, through the hook or by a call.  The caller holds st and the Wrapper that
+ * owns fn: the run may drop the Wrapper from func's __dict__ (and with it st). */
 static PyObject *
 prefix_run(PyThreadState *ts, _PyInterpreterFrame *frame, CallPrefix *p,
            PyFunctionObject *func, CodeState *st, PyObject *fn)
@@ -287,11 +287,13 @@ prefix_answer(PyThreadState *ts, _PyInterpreterFrame *frame, CallPrefix *p)
      * itself runs as it is, plain). */
     if (st == NULL || st->code != p->code || PyFunction_GET_CODE(fn) != (PyObject *)p->code)
         return Py_NewRef(p);
+    /* Held: the Wrapper (its `orig` is fn: a reference to fn itself would count against
+     * original_private's count) and st (the Wrapper may take another code's state). */
+    Py_INCREF(w);
     Py_INCREF(st);
-    Py_INCREF(fn);
     PyObject *res = prefix_run(ts, frame, p, func, st, fn);
-    Py_DECREF(fn);
     Py_DECREF(st);
+    Py_DECREF(w);
     return res;
 }
 

@@ -837,7 +837,7 @@ def _store_c(k, op, bail) -> list:
 
 
 def _unit_stride(views: dict, loop: list, clause: str = "") -> list:
-    """C running `loop` (over e, reading view nm's element at nm_p + e * nm_s) in SIMD when
+    """C running `loop` (over e, at view nm's element nm_p + e * nm_s) in SIMD when
     every view of `views` ({C name: element C type}) has unit stride (the usual row or
     column of a C array), else as it is. The nest's function is built with
     no-tree-vectorize, so only `#pragma omp simd` vectorizes, and only with the strides

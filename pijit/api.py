@@ -161,12 +161,35 @@ _WRAPPERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _has_live_wrapper(code) -> bool:
-    refs = [r for r in _WRAPPERS.get(code, ()) if r() is not None]
-    if refs:        # a wrapper nothing holds may still wait in a cycle for the collector
+    refs = [r for r in _WRAPPERS.get(code, ()) if r() is not None and not _dropped(r)]
+    if refs:        # a wrapper nothing holds may still wait in a longer cycle for the collector
         gc.collect()
         refs = [r for r in refs if r() is not None]
     _WRAPPERS[code] = refs
     return bool(refs)
+
+
+def _dropped(ref) -> bool:
+    """Is ref's jitted function object held only by its own Wrapper (the cycle of the two)?
+    Then nothing can call it again: free the pair now by taking the Wrapper out of the
+    function's __dict__. A full collection, the alternative, costs a tenth of a second or more
+    in a big heap, and a test suite re-jits one function under other options thousands of
+    times. The counts are against a probe held the same way (a local and the call's argument),
+    so they do not depend on how the interpreter counts those; anything else holding the
+    function, its __dict__ or its Wrapper leaves the pair alone."""
+    probe = object()
+    base = sys.getrefcount(probe)
+    jitted = ref()
+    if not isinstance(jitted, types.FunctionType):
+        return False
+    attrs = vars(jitted)
+    handle = attrs.get(_HANDLE)
+    if not isinstance(handle, eval_frame.Wrapper) or (
+            sys.getrefcount(jitted), sys.getrefcount(attrs), sys.getrefcount(handle)) != \
+            (base + 1, base + 1, base + 1):
+        return False
+    del attrs[_HANDLE]
+    return True
 
 
 def _variant(fn, config, signature, hash_args):

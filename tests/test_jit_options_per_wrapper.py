@@ -79,6 +79,45 @@ def test_a_dead_wrapper_in_a_cycle_does_not_keep_its_options():
     assert o1(X).tobytes() == (np.exp(X) * 3.0).tobytes()
 
 
+def test_a_dropped_jitted_function_is_seen_without_a_collection():
+    """A jitted function held only by its own Wrapper (the pair's cycle) is freed at the next
+    jit() under other options without a full collection (which costs a tenth of a second in a
+    big heap); one the caller still holds, or whose Wrapper something else holds, keeps its
+    options."""
+    def quad_exp(x):
+        return np.exp(x) * 4.0
+
+    collections = []
+
+    def count(phase, info):
+        if phase == "start":
+            collections.append(info["generation"])
+
+    def o2():
+        return pijit.jit(quad_exp, jit_config={"jit_level": "O2", "adaptive": False})
+
+    gc.disable()
+    gc.callbacks.append(count)
+    try:
+        dropped = o2()
+        assert dropped(X).tobytes() != (np.exp(X) * 4.0).tobytes()
+        del dropped
+        o1 = pijit.jit(quad_exp, jit_config={"adaptive": False})
+        assert collections == [], "a full collection to see a dropped pair"
+        assert o1.fn.__code__ is quad_exp.__code__
+        held = pijit.jit(quad_exp, jit_config={"adaptive": False})
+        handle = pijit.api.wrapper_of(held)
+        del held, o1        # the caller keeps one Wrapper alone: that pair stays
+        kept = o2()
+    finally:
+        gc.callbacks.remove(count)
+        gc.enable()
+    assert kept.fn.__code__ is not quad_exp.__code__, "the held Wrapper's options were dropped"
+    assert pijit.cache.record(quad_exp.__code__).config.jit_level == "O1"
+    assert handle(X).tobytes() == (np.exp(X) * 4.0).tobytes()
+    assert kept(X).tobytes() != handle(X).tobytes()
+
+
 def test_an_equal_input_signature_is_the_same_options():
     """Specs are compared by value: a library that jits a function again with a new but equal
     ArraySpec gets the same code and cache (no copy of the code, no second compile), and one

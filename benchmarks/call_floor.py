@@ -170,6 +170,21 @@ def _make_init_given_back(jitted):
     return _loopn(cls, (1.5,)), (init if jitted else None)
 
 
+def _make_held(jitted):
+    """add1(7) of g = jit(f) while f is kept (its code left to plain Python): given back
+    (3.11: behind its prefix, which checks that f is unchanged, as 3.11 has no function
+    watcher to see f change)."""
+    from pijit import eval_frame
+    f = _copy(_add1)
+    g = _jit(f) if jitted else f
+    if jitted:
+        eval_frame.set_state(eval_frame.original_code(g.__code__), eval_frame.NEVER_COMPILE)
+    g(7)
+    run = _loop1(g, 7)
+    run.held = f
+    return run, (g if jitted else None)
+
+
 def _make_frozen(jitted):
     f = _copy(_add1)
     if jitted:
@@ -250,6 +265,8 @@ CASES = [
          "(compile_after_ms=10**6, inline_plain=False)", _make_init),
     Case("init_given_back", "Point(1.5), its __init__'s code left to plain Python, given "
          "back to its class before the loop first runs", _make_init_given_back),
+    Case("held_given_back", "add1(7) of g = jit(f) while f is kept, f's code left to plain "
+         "Python", _make_held),
     Case("frozen", "add1(7): frozen past limit_graph_count=1 (one array entry)", _make_frozen),
     Case("graph", "a + 1.0 of 4 float64s: a compiled entry (adaptive=False, O1)",
          _make_compiled(_shift, 4)),

@@ -276,11 +276,18 @@ prefix_answer(PyThreadState *ts, _PyInterpreterFrame *frame, CallPrefix *p)
     if (!jit_enabled)
         return Py_NewRef(p);
     if (original_changed(w)) {
+        w->following = 0;           /* the change may give pijit work */
         Py_INCREF(w);
         PyObject *res = follow_and_call_again(w, func, frame, p);
         Py_DECREF(w);
         return res;
     }
+    /* Given back, its function held by someone (wrapper.c's give_back): the user's code
+     * runs in this frame, as if the copy's code were the user's, but a call from inside a
+     * jitted call or a traced one takes the armed path, as a given-back one would reach
+     * the hook or run its own code object. */
+    if (w->following && this_thread()->depth == 0 && !pj_traced(ts, p->code))
+        return Py_NewRef(p);
     CodeState *st = w->state;
     PyObject *fn = w->orig;
     /* The copy runs the user's code it was made of (a __code__ assigned to the copy

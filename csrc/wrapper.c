@@ -44,6 +44,9 @@ typedef struct {
     /* 3.11: the prefixed code of the jitted function object while it is given back
      * (call_prefix.c), or NULL. */
     PyObject *armed_code;
+    /* 3.11: given back while someone else holds the user's function: its prefix only checks
+     * that the function is unchanged (call_prefix.c's prefix_answer). */
+    int following;
     /* A Wrapper kept for an __init__ (3.13: compat's VECTORCALL_SKIPPED_BY): the plain copy
      * of its function (set_init_copy) put in its class's __dict__ in its place while it is
      * given back, and that class then (init_give_back), else NULL. */
@@ -684,10 +687,12 @@ give_back(PyObject *func, CodeState *st)
         pj_function_version_of(f, o);
 #else
     /* 3.11: the function runs the user's code, with no prefix (call_prefix.c), and so no
-     * longer follows the user's function: only one nothing else holds is given back. */
+     * longer follows the user's function: only one nothing else holds is given back so.
+     * One whose function someone holds keeps its prefix, which then only checks that the
+     * function is as the copy took it (w->following: call_prefix.c's prefix_answer). */
     Wrapper *w = jitted_wrapper(func);
     PyCodeObject *code = (PyCodeObject *)PyFunction_GET_CODE(func);
-    PyObject *ref = w != NULL && original_code(code) != code && original_private(w, func, st)
+    PyObject *ref = w != NULL && w->fn == func && original_code(code) != code
         ? PyWeakref_NewRef(func, NULL) : NULL;
     if (ref == NULL || (st->inlined == NULL && (st->inlined = PyList_New(0)) == NULL)
         || PyList_Append(st->inlined, ref) < 0) {
@@ -696,6 +701,12 @@ give_back(PyObject *func, CodeState *st)
         return;
     }
     Py_DECREF(ref);
+    int private = original_private(w, func, st);
+    PyErr_Clear();
+    if (!private) {
+        w->following = 1;
+        return;
+    }
     Py_XSETREF(w->armed_code, Py_NewRef((PyObject *)code));
     if (PyObject_SetAttrString(func, "__code__", (PyObject *)original_code(code)) < 0)
         PyErr_Clear();
@@ -717,8 +728,8 @@ given_back(PyObject *f)
 #if PJ_FUNCTION_VECTORCALL
     return w != NULL && w->fn == f && ((PyFunctionObject *)f)->vectorcall == cpython_function_vc;
 #else
-    return w != NULL && w->armed_code != NULL
-        && PyFunction_GET_CODE(f) == (PyObject *)original_code((PyCodeObject *)w->armed_code);
+    return w != NULL && w->fn == f && (w->following || (w->armed_code != NULL
+        && PyFunction_GET_CODE(f) == (PyObject *)original_code((PyCodeObject *)w->armed_code)));
 #endif
 }
 
@@ -733,7 +744,9 @@ arm_again(PyObject *f)
         pj_function_set_vectorcall((PyFunctionObject *)f, function_vectorcall);
 #else
     Wrapper *w = wrapper_of_function(f);
-    if (w != NULL && PyObject_SetAttrString(f, "__code__", w->armed_code) < 0)
+    if (w != NULL && w->following)
+        w->following = 0;
+    else if (w != NULL && PyObject_SetAttrString(f, "__code__", w->armed_code) < 0)
         PyErr_Clear();
 #endif
 }

@@ -286,7 +286,8 @@ prefix_answer(PyThreadState *ts, _PyInterpreterFrame *frame, CallPrefix *p)
      * runs in this frame, as if the copy's code were the user's, but a call from inside a
      * jitted call or a traced one takes the armed path, as a given-back one would reach
      * the hook or run its own code object. */
-    if (w->following && this_thread()->depth == 0 && !pj_traced(ts, p->code))
+    if (w->following && (active_threads == 0 || this_thread()->depth == 0)
+        && !pj_traced(ts, p->code))
         return Py_NewRef(p);
     CodeState *st = w->state;
     PyObject *fn = w->orig;

@@ -567,17 +567,14 @@ init_give_back(Wrapper *w, PyObject *self)
     }
 }
 
-/* Put the Wrapper back in the class it was given back from, unless the class's __init__ is
- * no longer the copy pijit put there (the user's assignment stays). */
+/* Put the Wrapper back in the class it was given back to (init_given_back(w): the class
+ * still holds the copy pijit put there; else the user's assignment stays). */
 static void
 init_restore(Wrapper *w)
 {
     PyObject *cls = w->init_class;
-    if (cls == NULL)
-        return;
-    int held = init_given_back(w);
     w->init_class = NULL;
-    if (held && PyType_Type.tp_setattro(cls, init_key, (PyObject *)w) < 0)
+    if (PyType_Type.tp_setattro(cls, init_key, (PyObject *)w) < 0)
         PyErr_WriteUnraisable(cls);         /* the copy stays: plain Python, always right */
     Py_DECREF(cls);
 }

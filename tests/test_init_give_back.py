@@ -119,13 +119,14 @@ def test_reset_or_a_state_change_puts_the_wrapper_back_and_it_compiles(again):
 
 def test_a_users_assignment_meanwhile_stays():
     cls = jitted_class()
-    give_back_now(cls)
+    wrapper = give_back_now(cls)        # held: the class no longer does once replaced
 
     def mine(self, x):
         self.x = -x
     cls.__init__ = mine
-    pijit.reset()
+    pijit.reset(wrapper)
     assert vars(cls)["__init__"] is mine and cls(4).x == -4
+    assert not ef.given_back(wrapper)
 
 
 def test_a_new_code_of_the_function_puts_the_wrapper_back_and_runs():

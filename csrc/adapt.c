@@ -552,7 +552,7 @@ wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t na
                                                            kwnames);
         }
     }
-    ThreadHook *t = this_thread();
+    ThreadHook *t = may_defer ? this_thread() : NULL;
     PyObject *res = !may_defer || t->compiling ? NULL
         : wrapper_run_until_hot(t, st, key, fn, args, nargsf, kwnames, go_on);
     if (res == NULL && !PyErr_Occurred())

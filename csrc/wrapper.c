@@ -689,6 +689,8 @@ give_back(PyObject *func, CodeState *st)
      * function is as the copy took it (w->following: call_prefix.c's prefix_answer). */
     Wrapper *w = jitted_wrapper(func);
     PyCodeObject *code = (PyCodeObject *)PyFunction_GET_CODE(func);
+    if (w != NULL && w->following)
+        return;         /* its calls from inside jitted calls still come here */
     PyObject *ref = w != NULL && w->fn == func && original_code(code) != code
         ? PyWeakref_NewRef(func, NULL) : NULL;
     if (ref == NULL || (st->inlined == NULL && (st->inlined = PyList_New(0)) == NULL)

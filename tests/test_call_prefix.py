@@ -167,6 +167,33 @@ def test_a_copy_whose_function_someone_holds_is_given_back_behind_its_prefix():
     assert jitted(5) == 10.0 and not ef.given_back(jitted)
 
 
+@only_3_11
+@pytest.mark.usefixtures("adaptive")
+def test_inside_a_jitted_call_a_held_copy_given_back_is_seen_and_given_back_once():
+    """Calls from inside a jitted call (here a Wrapper's call of a plain driver) take the
+    armed path, as a given-back function's reach the hook: counted, and not given back
+    again at each (code_info's 'inlined' counts the give-backs of live functions)."""
+    clock = [0.0]
+
+    def tick():
+        clock[0] += 1e-7
+        return clock[0]
+    ef.set_perf_clock(tick)
+    f = fresh(plus_one)
+    jitted = pijit.jit(f, jit_config={"compile_after_ms": 0})
+    code = ef.original_code(jitted.__code__)
+    for k in range(1200):
+        jitted(k)
+    assert ef.given_back(jitted)
+    seen = ef.counters(code)["bypassed"]
+
+    def driver(n):
+        return [jitted(k) for k in range(n)]
+    assert ef.Wrapper(driver)(50) == [k + 1.0 for k in range(50)]
+    assert ef.counters(code)["bypassed"] == seen + 50
+    assert ef.given_back(jitted) and pijit.code_info(jitted)["inlined"] == 1
+
+
 @pytest.mark.usefixtures("adaptive")
 def test_a_decorated_function_is_given_back_and_reset_arms_it():
     @pijit.jit(jit_config={"compile_after_ms": 0})

@@ -662,10 +662,8 @@ static void
 give_back(PyObject *func, CodeState *st)
 {
 #if PJ_FUNCTION_VECTORCALL
-    if (function_watcher < 0 && (function_watcher = PyFunction_AddWatcher(on_function_event)) < 0) {
-        PyErr_Clear();          /* no watcher: a new __code__ would go unseen, so stay armed */
-        return;
-    }
+    if (watch_functions() < 0)
+        return;                 /* no watcher: a new __code__ would go unseen, so stay armed */
     PyObject *ref = PyWeakref_NewRef(func, NULL);
     if (ref == NULL || (st->inlined == NULL && (st->inlined = PyList_New(0)) == NULL)
         || PyList_Append(st->inlined, ref) < 0) {

@@ -151,6 +151,40 @@ def _make_init(jitted):
     return _loopn(type("Point", (), {"__init__": init}), (1.5,)), (init if jitted else None)
 
 
+def _make_init_given_back(jitted):
+    """Point(1.5) of a class whose jitted __init__'s code is left to plain Python (as pijit
+    leaves a code it finds nothing to gain in), given back by its first construction: from
+    3.12 its class calls the plain function (3.13: a copy, in the Wrapper's place in the
+    class's __dict__, so that a construction site first run after it specializes as
+    CALL_ALLOC_AND_ENTER_INIT, as the plain one; a site specialized before stays generic);
+    3.11: the prefixed function's code is the user's again."""
+    from pijit import eval_frame
+    ns = {}
+    exec("def __init__(self, x):\n    self.x = x\n", ns)
+    init = ns.pop("__init__")
+    if jitted:
+        init = _jit(init)
+        eval_frame.set_state(eval_frame.original_code(init.__code__), eval_frame.NEVER_COMPILE)
+    cls = type("Point", (), {"__init__": init})
+    cls(1.5)
+    return _loopn(cls, (1.5,)), (init if jitted else None)
+
+
+def _make_held(jitted):
+    """add1(7) of g = jit(f) while f is kept (its code left to plain Python): given back
+    (3.11: behind its prefix, which checks that f is unchanged, as 3.11 has no function
+    watcher to see f change)."""
+    from pijit import eval_frame
+    f = _copy(_add1)
+    g = _jit(f) if jitted else f
+    if jitted:
+        eval_frame.set_state(eval_frame.original_code(g.__code__), eval_frame.NEVER_COMPILE)
+    g(7)
+    run = _loop1(g, 7)
+    run.held = f
+    return run, (g if jitted else None)
+
+
 def _make_frozen(jitted):
     f = _copy(_add1)
     if jitted:
@@ -229,6 +263,10 @@ CASES = [
          _make_not_hot(_lotka(), 0.5, np.array([10.0, 5.0]))),
     Case("init_not_hot", "Point(1.5), its __init__ (self.x = x) not hot yet "
          "(compile_after_ms=10**6, inline_plain=False)", _make_init),
+    Case("init_given_back", "Point(1.5), its __init__'s code left to plain Python, given "
+         "back to its class before the loop first runs", _make_init_given_back),
+    Case("held_given_back", "add1(7) of g = jit(f) while f is kept, f's code left to plain "
+         "Python", _make_held),
     Case("frozen", "add1(7): frozen past limit_graph_count=1 (one array entry)", _make_frozen),
     Case("graph", "a + 1.0 of 4 float64s: a compiled entry (adaptive=False, O1)",
          _make_compiled(_shift, 4)),

@@ -528,13 +528,15 @@ static PyObject *
 wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
                    PyObject *kwnames, PyObject *go_on)
 {
-    ThreadHook *t = this_thread();
+    /* this_thread() only where needed: a TLS read is a call in a shared library, and 3.11's
+     * prefix (go_on) runs a bypassed call in its own frame, with no call_outside. */
     int known = fast_match(st, fn, args, nargsf, kwnames);
     st->plain_streak = known && st->fast_streak ? st->plain_streak + 1 : 0;
     if ((known && st->fast_plain) || all_calls_plain(st)) {
         st->calls += st->state == ST_NEVER_COMPILE;     /* as the hook counted them */
         st->bypassed++;
-        return go_on ? Py_NewRef(go_on) : call_outside(t, fn, args, nargsf, kwnames);
+        return go_on ? Py_NewRef(go_on) : call_outside(this_thread(), fn, args, nargsf,
+                                                       kwnames);
     }
     int may_defer = st->budget > 0 && st->nentries == 0 && st->state == ST_CANDIDATE;
     uint64_t key = st->fast_key;
@@ -546,9 +548,11 @@ wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t na
         remember_fast(st, fn, args, nargsf, key, plain);
         if (plain) {
             st->bypassed++;
-            return go_on ? Py_NewRef(go_on) : call_outside(t, fn, args, nargsf, kwnames);
+            return go_on ? Py_NewRef(go_on) : call_outside(this_thread(), fn, args, nargsf,
+                                                           kwnames);
         }
     }
+    ThreadHook *t = may_defer ? this_thread() : NULL;
     PyObject *res = !may_defer || t->compiling ? NULL
         : wrapper_run_until_hot(t, st, key, fn, args, nargsf, kwnames, go_on);
     if (res == NULL && !PyErr_Occurred())

@@ -244,7 +244,7 @@ prefix_run(PyThreadState *ts, _PyInterpreterFrame *frame, CallPrefix *p,
         return call_frame_args(NULL, fn, frame, p->code);
     if (nothing_to_do(st))
         give_back((PyObject *)func, st);
-    ThreadHook *t = this_thread();
+    ThreadHook *t;              /* this_thread() when needed: a TLS read is a call here */
     PyObject *res = NULL;
     if (st->nargs == p->code->co_argcount) {
         /* Positional parameters only: the slots are what a call passing each one would
@@ -253,8 +253,8 @@ prefix_run(PyThreadState *ts, _PyInterpreterFrame *frame, CallPrefix *p,
                                  (PyObject *)p);
     }
     if (res == NULL && !PyErr_Occurred())
-        res = prefix_dispatch(ts, t, frame, st, p, fn);
-    if (res == (PyObject *)p && t->depth > 0) {
+        res = prefix_dispatch(ts, t = this_thread(), frame, st, p, fn);
+    if (res == (PyObject *)p && active_threads > 0 && (t = this_thread())->depth > 0) {
         /* Inside a jitted call a plain run goes on outside it (as eval_outside runs a
          * frame), so the hook does not see, and slow, the frames it makes: by a call. */
         Py_DECREF(res);
@@ -276,11 +276,19 @@ prefix_answer(PyThreadState *ts, _PyInterpreterFrame *frame, CallPrefix *p)
     if (!jit_enabled)
         return Py_NewRef(p);
     if (original_changed(w)) {
+        w->following = 0;           /* the change may give pijit work */
         Py_INCREF(w);
         PyObject *res = follow_and_call_again(w, func, frame, p);
         Py_DECREF(w);
         return res;
     }
+    /* Given back, its function held by someone (wrapper.c's give_back): the user's code
+     * runs in this frame, as if the copy's code were the user's, but a call from inside a
+     * jitted call or a traced one takes the armed path, as a given-back one would reach
+     * the hook or run its own code object. */
+    if (w->following && (active_threads == 0 || this_thread()->depth == 0)
+        && !pj_traced(ts, p->code))
+        return Py_NewRef(p);
     CodeState *st = w->state;
     PyObject *fn = w->orig;
     /* The copy runs the user's code it was made of (a __code__ assigned to the copy

@@ -44,6 +44,13 @@ typedef struct {
     /* 3.11: the prefixed code of the jitted function object while it is given back
      * (call_prefix.c), or NULL. */
     PyObject *armed_code;
+    /* 3.11: given back while someone else holds the user's function: its prefix only checks
+     * that the function is unchanged (call_prefix.c's prefix_answer). */
+    int following;
+    /* A Wrapper kept for an __init__ (3.13: compat's VECTORCALL_SKIPPED_BY): the plain copy
+     * of its function (set_init_copy) put in its class's __dict__ in its place while it is
+     * given back, and that class then (init_give_back), else NULL. */
+    PyObject *init_copy, *init_class;
 } Wrapper;
 
 /* Give the jitted function object `fn` what w's original function changed since fn last
@@ -127,6 +134,7 @@ call_as_cpython(PyObject *fn, PyObject *const *args, size_t nargsf, PyObject *kw
 }
 
 static void give_back(PyObject *func, CodeState *st);
+static void init_give_back(Wrapper *w, PyObject *self);
 
 /* A jitted call of `fn`, the function of `w` (`own`: a jitted function object, whose
  * vectorcall is pijit's). */
@@ -145,6 +153,9 @@ jit_call(Wrapper *w, PyObject *fn, int own, PyObject *const *args, size_t nargsf
     if (w->state != NULL && (PyCodeObject *)PyFunction_GET_CODE(fn) == w->state->code) {
         if (own && nothing_to_do(w->state))
             give_back(fn, w->state);
+        else if (w->init_copy != NULL && w->init_class == NULL && PyVectorcall_NARGS(nargsf)
+                 && nothing_to_do(w->state))
+            init_give_back(w, args[0]);
         /* Calls that run plain (adapt.c) run outside this thread's jitted calls: called
          * from inside one, the hook would otherwise still see this call's frame. */
         PyObject *res = wrapper_plain_call(w->state, fn, args, nargsf, kwnames, NULL);
@@ -222,6 +233,8 @@ wrapper_traverse(Wrapper *w, visitproc visit, void *arg)
     Py_VISIT(w->orig_defaults);
     Py_VISIT(w->orig_kwdefaults);
     Py_VISIT(w->armed_code);
+    Py_VISIT(w->init_copy);
+    Py_VISIT(w->init_class);
     return 0;
 }
 
@@ -239,6 +252,8 @@ wrapper_clear(Wrapper *w)
     Py_CLEAR(w->orig_defaults);
     Py_CLEAR(w->orig_kwdefaults);
     Py_CLEAR(w->armed_code);
+    Py_CLEAR(w->init_copy);
+    Py_CLEAR(w->init_class);
     return 0;
 }
 
@@ -467,7 +482,110 @@ function_vectorcall(PyObject *func, PyObject *const *args, size_t nargsf, PyObje
 
 #if PJ_FUNCTION_VECTORCALL
 static int function_watcher = -1;
+static PyObject *init_key = NULL;          /* "__init__", interned */
 
+static int on_function_event(PyFunction_WatchEvent event, PyFunctionObject *func,
+                             PyObject *new_value);
+
+/* The watcher that sees a new __code__ of a function given back: 0, or -1 (no watcher
+ * left: then nothing is given back, as a change would go unseen). */
+static int
+watch_functions(void)
+{
+    if (function_watcher < 0 && (function_watcher = PyFunction_AddWatcher(on_function_event)) < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    return 0;
+}
+
+/* Does init_class's __dict__ hold w's plain copy, put there by init_give_back? */
+static int
+init_given_back(Wrapper *w)
+{
+    if (w->init_class == NULL || w->init_copy == NULL)
+        return 0;
+    PyObject *d = ((PyTypeObject *)w->init_class)->tp_dict;
+    return d != NULL && PyDict_GetItemWithError(d, init_key) == w->init_copy;
+}
+
+/* A class calls its Python __init__ without a vectorcall on 3.13 (CALL_ALLOC_AND_ENTER_INIT
+ * pushes its frame; it specializes only for a function in the class's __dict__), so a
+ * jitted __init__ stays a Wrapper there, and each construction took CPython's generic
+ * class call and the Wrapper's (call_floor's init: ~1,000 instructions more than plain).
+ * Once pijit has nothing to do for its calls, the class that holds the Wrapper (the first
+ * of self's MRO whose __dict__ does, as super().__init__ finds it) is given the plain
+ * copy of its function instead, by type.__setattr__ (so the type's version, and with it
+ * every specialization and attribute cache of it and its subclasses, changes); the copy's
+ * __dict__ holds the Wrapper, so the class keeps it (and its code's state) alive.  A class
+ * whose metaclass sets attributes its own way, or a call whose self has no such class,
+ * never gives back (init_copy dropped). */
+static void
+init_give_back(Wrapper *w, PyObject *self)
+{
+    PyFunctionObject *fn = (PyFunctionObject *)w->fn, *g = (PyFunctionObject *)w->init_copy;
+    PyObject *mro = Py_TYPE(self)->tp_mro;
+    PyTypeObject *cls = NULL;
+    for (Py_ssize_t i = 0; mro != NULL && PyTuple_Check(mro) && i < PyTuple_GET_SIZE(mro); i++) {
+        PyTypeObject *t = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+        if (t->tp_dict != NULL && PyDict_GetItemWithError(t->tp_dict, init_key) == (PyObject *)w) {
+            cls = t;
+            break;
+        }
+    }
+    if (cls == NULL || !(cls->tp_flags & Py_TPFLAGS_HEAPTYPE)
+        || (cls->tp_flags & Py_TPFLAGS_IMMUTABLETYPE)
+        || Py_TYPE(cls)->tp_setattro != PyType_Type.tp_setattro || !PyFunction_Check(fn)) {
+        Py_CLEAR(w->init_copy);
+        return;
+    }
+    /* The copy runs what the function runs now (a Wrapper follows its function). */
+    if ((g->func_code != fn->func_code
+         && PyObject_SetAttrString((PyObject *)g, "__code__", fn->func_code) < 0)
+        || (g->func_defaults != fn->func_defaults && PyObject_SetAttrString(
+                (PyObject *)g, "__defaults__", fn->func_defaults ? fn->func_defaults : Py_None) < 0)
+        || (g->func_kwdefaults != fn->func_kwdefaults && PyObject_SetAttrString(
+                (PyObject *)g, "__kwdefaults__",
+                fn->func_kwdefaults ? fn->func_kwdefaults : Py_None) < 0)
+        || watch_functions() < 0) {
+        PyErr_Clear();
+        return;
+    }
+    CodeState *st = w->state;
+    PyObject *ref = PyWeakref_NewRef((PyObject *)w, NULL);
+    if (ref == NULL || (st->inlined == NULL && (st->inlined = PyList_New(0)) == NULL)
+        || PyList_Append(st->inlined, ref) < 0) {
+        Py_XDECREF(ref);
+        PyErr_Clear();          /* stays a Wrapper: always right */
+        return;
+    }
+    Py_DECREF(ref);
+    w->init_class = Py_NewRef((PyObject *)cls);
+    if (PyType_Type.tp_setattro((PyObject *)cls, init_key, (PyObject *)g) < 0) {
+        PyErr_Clear();
+        Py_CLEAR(w->init_class);
+    }
+}
+
+/* Put the Wrapper back in the class it was given back to (init_given_back(w): the class
+ * still holds the copy pijit put there; else the user's assignment stays). */
+static void
+init_restore(Wrapper *w)
+{
+    PyObject *cls = w->init_class;
+    w->init_class = NULL;
+    if (PyType_Type.tp_setattro(cls, init_key, (PyObject *)w) < 0)
+        PyErr_WriteUnraisable(cls);         /* the copy stays: plain Python, always right */
+    Py_DECREF(cls);
+}
+#else
+static void
+init_give_back(Wrapper *w, PyObject *self)
+{
+}
+#endif
+
+#if PJ_FUNCTION_VECTORCALL
 /* A new __code__ of a function given back to CPython may have work for pijit: arm it
  * (the next call follows the code, as a Wrapper's does).  Every function event of the
  * interpreter comes here once a function was given back; all but code changes of
@@ -478,15 +596,34 @@ on_function_event(PyFunction_WatchEvent event, PyFunctionObject *func, PyObject 
     if (event != PyFunction_EVENT_MODIFY_CODE && event != PyFunction_EVENT_MODIFY_DEFAULTS
         && event != PyFunction_EVENT_MODIFY_KWDEFAULTS)
         return 0;
-    if (event == PyFunction_EVENT_MODIFY_CODE && func->vectorcall == cpython_function_vc
-        && wrapper_of_function((PyObject *)func) != NULL)
-        pj_function_set_vectorcall(func, function_vectorcall);
+    if (event == PyFunction_EVENT_MODIFY_CODE && func->vectorcall == cpython_function_vc) {
+        Wrapper *own = wrapper_of_function((PyObject *)func);
+        if (own != NULL && own->fn == (PyObject *)func)
+            pj_function_set_vectorcall(func, function_vectorcall);
+    }
     /* The user's function of given-back copies (they share its code): they take the change
-     * at their next call, armed. */
+     * at their next call, armed.  A given-back __init__ whose function, or the copy in its
+     * class, changes: its Wrapper goes back in the class (and takes a change of the copy,
+     * as an assignment to the Wrapper's attribute would have). */
     CodeState *st = code_state((PyCodeObject *)func->func_code);
     for (Py_ssize_t i = 0; st != NULL && st->inlined != NULL && i < PyList_GET_SIZE(st->inlined);
          i++) {
         PyObject *f = pj_weakref_get(PyList_GET_ITEM(st->inlined, i));
+        if (f != NULL && Py_IS_TYPE(f, &WrapperType)) {
+            Wrapper *iw = (Wrapper *)f;
+            if ((iw->fn == (PyObject *)func || iw->init_copy == (PyObject *)func)
+                && init_given_back(iw)) {
+                init_restore(iw);
+                if (iw->init_copy == (PyObject *)func && iw->fn != NULL) {
+                    const char *name = event == PyFunction_EVENT_MODIFY_CODE ? "__code__"
+                        : event == PyFunction_EVENT_MODIFY_DEFAULTS ? "__defaults__"
+                        : "__kwdefaults__";
+                    (void)PyObject_SetAttrString(iw->fn, name, new_value ? new_value : Py_None);
+                }
+            }
+            Py_DECREF(f);
+            continue;
+        }
         Wrapper *w = f != NULL ? wrapper_of_function(f) : NULL;
         if (w != NULL && w->orig == (PyObject *)func
             && ((PyFunctionObject *)f)->vectorcall == cpython_function_vc)
@@ -525,10 +662,8 @@ static void
 give_back(PyObject *func, CodeState *st)
 {
 #if PJ_FUNCTION_VECTORCALL
-    if (function_watcher < 0 && (function_watcher = PyFunction_AddWatcher(on_function_event)) < 0) {
-        PyErr_Clear();          /* no watcher: a new __code__ would go unseen, so stay armed */
-        return;
-    }
+    if (watch_functions() < 0)
+        return;                 /* no watcher: a new __code__ would go unseen, so stay armed */
     PyObject *ref = PyWeakref_NewRef(func, NULL);
     if (ref == NULL || (st->inlined == NULL && (st->inlined = PyList_New(0)) == NULL)
         || PyList_Append(st->inlined, ref) < 0) {
@@ -547,10 +682,14 @@ give_back(PyObject *func, CodeState *st)
         pj_function_version_of(f, o);
 #else
     /* 3.11: the function runs the user's code, with no prefix (call_prefix.c), and so no
-     * longer follows the user's function: only one nothing else holds is given back. */
+     * longer follows the user's function: only one nothing else holds is given back so.
+     * One whose function someone holds keeps its prefix, which then only checks that the
+     * function is as the copy took it (w->following: call_prefix.c's prefix_answer). */
     Wrapper *w = jitted_wrapper(func);
     PyCodeObject *code = (PyCodeObject *)PyFunction_GET_CODE(func);
-    PyObject *ref = w != NULL && original_code(code) != code && original_private(w, func, st)
+    if (w != NULL && w->following)
+        return;         /* its calls from inside jitted calls still come here */
+    PyObject *ref = w != NULL && w->fn == func && original_code(code) != code
         ? PyWeakref_NewRef(func, NULL) : NULL;
     if (ref == NULL || (st->inlined == NULL && (st->inlined = PyList_New(0)) == NULL)
         || PyList_Append(st->inlined, ref) < 0) {
@@ -559,6 +698,12 @@ give_back(PyObject *func, CodeState *st)
         return;
     }
     Py_DECREF(ref);
+    int private = original_private(w, func, st);
+    PyErr_Clear();
+    if (!private) {
+        w->following = 1;
+        return;
+    }
     Py_XSETREF(w->armed_code, Py_NewRef((PyObject *)code));
     if (PyObject_SetAttrString(func, "__code__", (PyObject *)original_code(code)) < 0)
         PyErr_Clear();
@@ -569,15 +714,19 @@ give_back(PyObject *func, CodeState *st)
 static int
 given_back(PyObject *f)
 {
+#if PJ_FUNCTION_VECTORCALL
+    if (Py_IS_TYPE(f, &WrapperType))        /* an __init__'s, given back to its class */
+        return init_given_back((Wrapper *)f);
+#endif
     if (!PyFunction_Check(f))
         return 0;
     Wrapper *w = wrapper_of_function(f);
     PyErr_Clear();
 #if PJ_FUNCTION_VECTORCALL
-    return w != NULL && ((PyFunctionObject *)f)->vectorcall == cpython_function_vc;
+    return w != NULL && w->fn == f && ((PyFunctionObject *)f)->vectorcall == cpython_function_vc;
 #else
-    return w != NULL && w->armed_code != NULL
-        && PyFunction_GET_CODE(f) == (PyObject *)original_code((PyCodeObject *)w->armed_code);
+    return w != NULL && w->fn == f && (w->following || (w->armed_code != NULL
+        && PyFunction_GET_CODE(f) == (PyObject *)original_code((PyCodeObject *)w->armed_code)));
 #endif
 }
 
@@ -586,10 +735,15 @@ static void
 arm_again(PyObject *f)
 {
 #if PJ_FUNCTION_VECTORCALL
-    pj_function_set_vectorcall((PyFunctionObject *)f, function_vectorcall);
+    if (Py_IS_TYPE(f, &WrapperType))
+        init_restore((Wrapper *)f);
+    else
+        pj_function_set_vectorcall((PyFunctionObject *)f, function_vectorcall);
 #else
     Wrapper *w = wrapper_of_function(f);
-    if (w != NULL && PyObject_SetAttrString(f, "__code__", w->armed_code) < 0)
+    if (w != NULL && w->following)
+        w->following = 0;
+    else if (w != NULL && PyObject_SetAttrString(f, "__code__", w->armed_code) < 0)
         PyErr_Clear();
 #endif
 }
@@ -684,6 +838,25 @@ m_follow_original(PyObject *m, PyObject *f)
     Py_RETURN_NONE;
 }
 
+/* set_init_copy(wrapper, copy): the plain copy of a Wrapper's __init__ (its __dict__
+ * holding the Wrapper) that its class may hold in its place while pijit has nothing to do
+ * for its calls (init_give_back); None: never. */
+static PyObject *
+m_set_init_copy(PyObject *m, PyObject *args)
+{
+    PyObject *w, *g;
+    if (!PyArg_ParseTuple(args, "O!O:set_init_copy", &WrapperType, &w, &g))
+        return NULL;
+    if (g != Py_None && !(PyFunction_Check(g) && PJ_FUNCTION_VECTORCALL
+                          && wrapper_of_function(g) == (Wrapper *)w)) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_TypeError, "set_init_copy: %R is not a copy holding %R", g, w);
+        return NULL;
+    }
+    Py_XSETREF(((Wrapper *)w)->init_copy, g == Py_None ? NULL : Py_NewRef(g));
+    Py_RETURN_NONE;
+}
+
 /* set_inline(code, flag): may jitted functions of the code be given back to CPython
  * (jit_config's inline_plain)?  False arms those given back. */
 static PyObject *
@@ -710,6 +883,10 @@ static int
 functions_init(void)
 {
     handle_key = PyUnicode_InternFromString("__pijit__");
+#if PJ_FUNCTION_VECTORCALL
+    if ((init_key = PyUnicode_InternFromString("__init__")) == NULL)
+        return -1;
+#endif
     PyCodeObject *code = PyCode_NewEmpty("<pijit>", "probe", 0);
     PyObject *globals = PyDict_New();
     PyObject *f = code && globals ? PyFunction_New((PyObject *)code, globals) : NULL;
@@ -724,6 +901,8 @@ functions_init(void)
 #define FUNCTION_METHODS \
     {"arm", m_arm, METH_O, \
      "arm(func): func's calls go through pijit (its __dict__['__pijit__'] is its Wrapper)"}, \
+    {"set_init_copy", m_set_init_copy, METH_VARARGS, \
+     "set_init_copy(wrapper, copy): what a class holds in place of a given-back __init__"}, \
     {"set_inline", m_set_inline, METH_VARARGS, \
      "set_inline(code, flag): may its jitted functions be given back to CPython's calls"}, \
     {"follow_original", m_follow_original, METH_O, \

@@ -89,6 +89,8 @@ def _wrap(fn, signature, hash_args, config):
     if jitted is None:
         jitted = eval_frame.Wrapper(fn)
         functools.update_wrapper(jitted, fn)
+        if fn.__name__ in _compat.VECTORCALL_SKIPPED_BY:
+            _plain_init_copy(fn, jitted)
     _WRAPPERS.setdefault(code, []).append(weakref.ref(jitted))
     assert wrapper_of(jitted).code_state is rec.state
     _follow_autoreload()
@@ -116,6 +118,21 @@ def _jitted_function(fn):
     setattr(jitted, _HANDLE, eval_frame.Wrapper(jitted, fn))
     _arm(jitted)
     return jitted
+
+
+def _plain_init_copy(fn, wrapper):
+    """3.13: the plain copy of a jitted __init__ that its class holds in the Wrapper's place
+    while pijit has nothing to do for its calls (wrapper.c's init_give_back), so that
+    constructions take CPython's specialized call again. It is a function as fn is (what
+    functools.wraps copies, `fn` and `__wrapped__` naming fn) whose __dict__ holds the
+    Wrapper: the class keeps the Wrapper, and pijit.stats, reset and jit find it."""
+    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                              fn.__closure__)
+    copy.__kwdefaults__ = fn.__kwdefaults__
+    functools.update_wrapper(copy, fn)
+    copy.fn = fn
+    setattr(copy, _HANDLE, wrapper)
+    eval_frame.set_init_copy(wrapper, copy)
 
 
 def _armed_code(code):

@@ -220,8 +220,10 @@ OPTIONS = (
            "instead of about 0.5x), and code_info and stats no longer count them (code_info's "
            "'inlined'). Calls from inside a jitted call still reach the hook; pijit.reset, a "
            "new entry, a state change, or a new __code__ of the function (or of the function "
-           "it was made from) give the calls back to pijit (3.11: given back only when nothing "
-           "else holds the function it was made from, whose changes it could not see). "
+           "it was made from) give the calls back to pijit (3.11: a copy whose function someone "
+           "else holds keeps a prefix that only checks that function is unchanged, as 3.11 "
+           "cannot see it change; 3.13: a jitted __init__ is given back by putting a plain copy "
+           "of it in its class's __dict__ in the Wrapper's place). "
            "Meanwhile a signature first seen from plain code (arrays after scalars, say) runs "
            "plain. False: pijit sees every call."),
     Option("PERF_STATISTICS_COUNT", int, 3,

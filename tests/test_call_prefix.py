@@ -3,8 +3,9 @@ behind a prefix that asks pijit first, in the caller's evaluation loop. What the
 down: the prefix leaves the user's code as it was (lines, exception table), a StopIteration a
 compiled call raises leaves the frame once (FOR_ITER, which asks, would take it for "go on"),
 a jitted copy follows its user's function when a call's arguments bind alike and refuses when
-they might not, and a copy whose user's function someone else holds is never given back
-(3.11 has no function watcher to see that function change). The rules hold on every version
+they might not, and a copy whose user's function someone else holds is given back only as
+far as its prefix goes on at once while that function stays as the copy took it (3.11 has no
+function watcher to see it change). The rules hold on every version
 where they apply; the prefix's own layout only on 3.11."""
 import dis
 import types
@@ -126,6 +127,71 @@ def test_a_copy_whose_function_someone_holds_follows_it_after_many_calls():
     assert ef.vectorcall_of(jitted) == ("cpython" if _compat.FUNCTION_VECTORCALL else "pijit")
     f.__code__ = doubled.__code__
     assert jitted(5) == 10.0
+
+
+@only_3_11
+@pytest.mark.usefixtures("adaptive")
+def test_a_copy_whose_function_someone_holds_is_given_back_behind_its_prefix():
+    """Its prefix then only checks the function: the calls are counted nowhere; a change of
+    the function is followed (and arms it), as is a reset. (Plain runs timed on a stand-in
+    clock ticking 0.1 us a read: a give-back waits for calls under 2 us each.)"""
+    clock = [0.0]
+
+    def tick():
+        clock[0] += 1e-7
+        return clock[0]
+    ef.set_perf_clock(tick)         # (the adaptive fixture sets the real one back)
+    f = fresh(plus_one)
+    jitted = pijit.jit(f, jit_config={"compile_after_ms": 0})
+    code = ef.original_code(jitted.__code__)
+    for k in range(1200):
+        assert jitted(k) == k + 1.0
+    assert ef.given_back(jitted) and pijit.code_info(jitted)["inlined"] == 1
+    assert jitted.__code__ is not code                  # the prefix stays
+    seen = ef.counters(code)
+    assert [jitted(k) for k in range(50)] == [k + 1.0 for k in range(50)]
+    assert ef.counters(code) == seen                    # not seen at all
+    pijit.reset(jitted)
+    assert not ef.given_back(jitted)
+    x = np.arange(3.0)
+    np.testing.assert_array_equal(jitted(x), x + 1.0)
+    assert pijit.code_info(jitted)["compile_count"] == 1
+    for k in range(1200):
+        assert jitted(k) == k + 1.0
+    assert not ef.given_back(jitted)                    # a compiled entry: never
+    pijit.reset(jitted)
+    for k in range(1200):
+        assert jitted(k) == k + 1.0
+    assert ef.given_back(jitted)
+    f.__code__ = doubled.__code__
+    assert jitted(5) == 10.0 and not ef.given_back(jitted)
+
+
+@only_3_11
+@pytest.mark.usefixtures("adaptive")
+def test_inside_a_jitted_call_a_held_copy_given_back_is_seen_and_given_back_once():
+    """Calls from inside a jitted call (here a Wrapper's call of a plain driver) take the
+    armed path, as a given-back function's reach the hook: counted, and not given back
+    again at each (code_info's 'inlined' counts the give-backs of live functions)."""
+    clock = [0.0]
+
+    def tick():
+        clock[0] += 1e-7
+        return clock[0]
+    ef.set_perf_clock(tick)
+    f = fresh(plus_one)
+    jitted = pijit.jit(f, jit_config={"compile_after_ms": 0})
+    code = ef.original_code(jitted.__code__)
+    for k in range(1200):
+        jitted(k)
+    assert ef.given_back(jitted)
+    seen = ef.counters(code)["bypassed"]
+
+    def driver(n):
+        return [jitted(k) for k in range(n)]
+    assert ef.Wrapper(driver)(50) == [k + 1.0 for k in range(50)]
+    assert ef.counters(code)["bypassed"] == seen + 50
+    assert ef.given_back(jitted) and pijit.code_info(jitted)["inlined"] == 1
 
 
 @pytest.mark.usefixtures("adaptive")

@@ -119,6 +119,14 @@ def doubled(x):
 
 @pytest.mark.usefixtures("adaptive")
 def test_a_copy_whose_function_someone_holds_follows_it_after_many_calls():
+    """(Plain runs timed on a stand-in clock ticking 0.1 us a read: 3.12+ give the copy back
+    only after calls under 2 us each, a time a loaded machine misses.)"""
+    clock = [0.0]
+
+    def tick():
+        clock[0] += 1e-7
+        return clock[0]
+    ef.set_perf_clock(tick)         # (the adaptive fixture sets the real one back)
     f = fresh(plus_one)
     jitted = pijit.jit(f, jit_config={"compile_after_ms": 0})
     for k in range(1200):

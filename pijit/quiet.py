@@ -10,6 +10,7 @@ touching the version; "ignore" and "error" record nothing in any registry.
 """
 from __future__ import annotations
 
+import ast
 import contextlib
 import warnings
 
@@ -38,6 +39,26 @@ def warning_scope(module_globals: dict | None) -> dict:
     if module_globals is None:
         return {}
     scope = {"__warningregistry__": module_globals.setdefault("__warningregistry__", {})}
+    if module_globals.get("__name__") == "__main__":
+        scope[_MODULE] = module_globals     # for registry_sync
     if "__name__" in module_globals:    # absent: "<string>" (None would silence them all)
         scope["__name__"] = module_globals["__name__"]
     return scope
+
+
+_MODULE = "__pijit_module"
+
+
+def registry_sync(scope: dict) -> list:
+    """Statements that begin a function run in `scope` (warning_scope's): its registry made
+    the module's again when the module's entry was replaced or deleted since. IPython deletes
+    its namespace's entry before each cell, so that a line warns again in the next cell: the
+    registry the scope took at compile time would keep it silent. Only for `__main__` (an
+    IPython namespace, a script), whose registry someone may drop: a check at every call of
+    a library module's code would pay for what nothing there does."""
+    if _MODULE not in scope:
+        return []
+    return ast.parse(
+        "global __warningregistry__\n"
+        f"if {_MODULE}.get('__warningregistry__') is not __warningregistry__:\n"
+        f"    __warningregistry__ = {_MODULE}.setdefault('__warningregistry__', {{}})\n").body

@@ -391,6 +391,59 @@ def test_python_int_past_int64_is_not_a_graph_int(n, dtype):
     assert "n: -2**63 <= value < 2**63 no longer holds" in str(stats["recompile_reasons"]), stats
 
 
+def power_dtype(x, n):
+    m = n ** 5
+    return x * 2, np.asarray(m).dtype
+
+
+def cube_list_kind(x, n):
+    m = n * n * n
+    return x + 1, np.array([m, 1]).dtype.kind
+
+
+def cube_full_sum(x, n):
+    m = -n * n * n
+    return x - 1, np.full(2, m).dtype, type(np.sum(m))
+
+
+def cube_weak(x, n):
+    return (x + n * n * n) * 0.5
+
+
+OPAQUE = {"power_dtype": ["asarray"], "cube_list_kind": ["array"],
+          "cube_full_sum": ["full", "sum"]}
+
+
+@pytest.mark.parametrize("fn", [power_dtype, cube_list_kind, cube_full_sum])
+def test_computed_python_int_typed_by_value(fn):
+    """A Python int computed in the graph from a dynamic int (n ** 5, n * n * n) is exact at
+    run time but its Meta is int64's: np.asarray(m), np.array([m, 1]), np.full(2, m) and
+    np.sum(m) are uint64 or object past int64, and capture folded the int64 of the Meta
+    into `.dtype` (int64 for n = 10**4, object in plain Python). Such an op is refused
+    (int_range.typed_by_value) and left to an opaque call, which checks the type at run time;
+    with an array, where m is weak, it is not (cube_weak)."""
+    jitted = pijit.jit(fn, jit_config={"specialize_scalar": False})
+    x = np.arange(3, dtype=np.int64)
+    for n in (3, 10 ** 4, 3 * 10 ** 6, -3 * 10 ** 6, 2 ** 21, 7):
+        want = run_plain(fn, (x.copy(), n), {})
+        got = run_observed(jitted, (x.copy(), n), {})
+        assert_same_outcome(got, want, [x, n], [x, n], f"n={n}")
+    report = pijit.explain(jitted, x, 3)   # ops checking their result's type at run time
+    assert report.graph_count == 1 and report.graph_break_count == 0, report
+    assert report.opaque_calls == [OPAQUE[fn.__name__]], report
+
+
+def test_computed_python_int_weak_with_an_array():
+    jitted = pijit.jit(cube_weak, jit_config={"specialize_scalar": False})
+    for x in (np.arange(3, dtype=np.int64), np.arange(3.0)):
+        for n in (3, 2 ** 21, 3 * 10 ** 6, 7):
+            want = run_plain(cube_weak, (x.copy(), n), {})
+            got = run_observed(jitted, (x.copy(), n), {})
+            assert_same_outcome(got, want, [x, n], [x, n], f"n={n}")
+        report = pijit.explain(jitted, x, 10 ** 4)
+        assert report.graph_count == 1 and report.graph_break_count == 0, report
+
+
 def noncontiguous(x):
     return np.exp(x) * 2
 

@@ -296,3 +296,57 @@ def test_constants_that_warn_are_not_folded(fn):
     capture: one that warns warned at the first call only, and later calls, running the
     folded constant, did not. It is left to run time (a break), and warns at every call."""
     assert_same(fn, np.arange(3.0), breaks=1, calls=3)
+
+
+_CELLS = """
+def inverse(a):
+    return 1 / a
+
+def inverse_each(a):
+    out = np.empty_like(a)
+    for i in range(a.shape[0]):
+        out[i] = 1.0 / a[i]
+    return out
+"""
+
+
+@pytest.mark.parametrize("level", ["O0", "O1", "O2"])
+@pytest.mark.parametrize("name, op", [("inverse", "truediv"), ("inverse_each", "loop_nest")])
+def test_a_line_warns_again_after_its_module_drops_its_registry(level, name, op):
+    """IPython deletes its namespace's __warningregistry__ before each cell, so a line that
+    warned in one cell warns again in the next. Generated code (graphs, kernels' NumPy
+    fallbacks, loop nests' Python form) runs in a namespace of its own holding the module's
+    registry (quiet.warning_scope): it took it again at each call when the module's entry
+    changed (quiet.registry_sync, for __main__). Before, the registry of the first compile
+    kept the line silent in every later cell."""
+    ns = {"np": np, "__name__": "__main__"}    # an IPython namespace's name
+    exec(_CELLS, ns)
+    jitted = pijit.jit(ns[name], jit_config={"jit_level": level})
+    pijit.reset(jitted)
+
+    def cells(fn):
+        shown = []
+        for _ in range(3):
+            ns.pop("__warningregistry__", None)     # what IPython does before each cell
+            shown += _shown_keeping_registries([lambda: fn(np.zeros(2)),
+                                                lambda: fn(np.zeros(2))])
+        return shown
+    want = cells(ns[name])
+    assert len(want) == 3
+    assert cells(jitted) == want
+    report = pijit.explain(jitted, np.zeros(2))
+    assert report.graph_count == 1 and report.graph_break_count == 0, report
+    assert op in report.ops_per_graph[0], report
+
+
+def _shown_keeping_registries(calls) -> list:
+    """_shown without catch_warnings/simplefilter, which reset every registry."""
+    shown, old = [], warnings.showwarning
+    warnings.showwarning = lambda message, category, filename, lineno, *rest: \
+        shown.append((str(message), lineno))
+    try:
+        for call in calls:
+            call()
+    finally:
+        warnings.showwarning = old
+    return shown

@@ -24,7 +24,7 @@ from pijit.backends import creation
 from pijit.graph.ir import Graph, Ref, arg_refs, node_refs
 from pijit.graph.opaque import OpaqueCall
 from pijit.graph.purity import is_loop, mutates
-from pijit.quiet import warning_scope
+from pijit.quiet import registry_sync, warning_scope
 
 # Constants written as literals in the generated source; everything else is bound by name.
 _LITERAL_TYPES = (bool, int, str, type(None))
@@ -280,8 +280,9 @@ def compile_graph(graph: Graph, name: str, filename: str, firstlineno: int, *,
             stmts.append(set_position(ast.Delete(targets), stmt.lineno))
 
     params = [ast.arg(f"v{r.index}") for r in graph.inputs]
-    func = ast.FunctionDef(name, ast.arguments([], params, None, [], [], None, []), stmts, [],
-                           None, type_comment=None)
+    sync = [set_position(stmt, firstlineno) for stmt in registry_sync(env)]
+    func = ast.FunctionDef(name, ast.arguments([], params, None, [], [], None, []),
+                           sync + stmts, [], None, type_comment=None)
     module = ast.fix_missing_locations(
         ast.Module([set_position(func, firstlineno, deep=False)], []))
     source = "\n".join([ast.unparse(module) + "\n"] + bodies)

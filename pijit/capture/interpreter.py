@@ -13,7 +13,7 @@ import numpy as np
 
 from bytecode import Instr, TryBegin
 
-from pijit.capture import numpy_rules
+from pijit.capture import int_range, numpy_rules
 from pijit.capture.graph_break import (STATIC_REASONS, TO_END_REASONS, CaptureAbandoned,
                                       GraphBreak, Reason)
 from pijit.capture.index_facts import IndexFacts
@@ -186,9 +186,13 @@ class FrameCapture:
         """Record `rule.fn(*args, **kwargs)` as a node; its Meta comes from the rule (given
         infer_args when they are not the args as the rule sees them)."""
         try:
-            if infer_args is None:
+            typed = infer_args is None
+            if typed:
                 infer_args = tuple(infer_arg(a) for a in args)
             metas = rule.infer(infer_args, {k: infer_arg(v) for k, v in kwargs.items()})
+            why = typed and int_range.typed_by_value(self, rule, args, kwargs, metas)
+            if why:
+                raise numpy_rules.Unsupported(why)
         except numpy_rules.Unsupported as e:
             self.unsupported(Reason.UNSUPPORTED_OP, f"{rule.name}: {e}")
         except GraphBreak:

@@ -192,6 +192,13 @@ def infer_arg(value: Value):
     return _convert(value, infer_arg)
 
 
+def map_graph_values(value: Value, fn):
+    """infer_arg with fn(graph_value) for the graph values inside."""
+    if isinstance(value, GraphValue):
+        return fn(value)
+    return _convert(value, lambda v: map_graph_values(v, fn))
+
+
 def node_arg(value: Value):
     """A Value as a node argument: Refs for graph values, objects for constants."""
     if isinstance(value, GraphValue):

@@ -18,7 +18,7 @@ import struct
 from pijit.bytecode_gen.reconstruct import INTERNAL_PREFIX
 from pijit.loopnest import raises, slices
 from pijit.loopnest.ir import Const, Nest, successors
-from pijit.quiet import warning_scope
+from pijit.quiet import registry_sync, warning_scope
 
 _BINOP = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
           "pow": "**", "lshift": "<<", "rshift": ">>", "and": "&", "or": "|", "xor": "^"}
@@ -165,6 +165,11 @@ def compile_run(nest: Nest, name: str, filename: str, module: dict | None = None
             node.col_offset, node.end_col_offset = 0, 0
     _UserNames(nest).visit(tree)
     namespace = warning_scope(module)
+    sync = registry_sync(namespace)
+    for node in (n for stmt in sync for n in ast.walk(stmt) if hasattr(n, "lineno")):
+        node.lineno = node.end_lineno = first
+        node.col_offset, node.end_col_offset = 0, 0
+    tree.body[0].body[:0] = sync
     namespace.update({f"_f_{k}": v for k, v in nest.funcs.items()})
     namespace["_f_range"] = range
     namespace["_f_bool"] = bool

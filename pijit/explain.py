@@ -186,9 +186,15 @@ def report(code) -> ExplainOutput:
     return out
 
 
+def _breaks(entry) -> list:
+    """The graph breaks an entry stands for: the fallback of a plain-Python entry, and the
+    break that ended its graph."""
+    return ([entry.fallback] if entry.fallback is not None else []) + list(entry.breaks)
+
+
 def _add_entry(out: ExplainOutput, entry, is_main: bool):
     out.guards.extend(str(g) for g in entry.guards)
-    for brk in ([entry.fallback] if entry.fallback is not None else []) + list(entry.breaks):
+    for brk in _breaks(entry):
         out.break_reasons.append({"reason": brk.reason, "filename": brk.filename,
                                   "lineno": brk.lineno})
     if entry.fallback is not None:
@@ -237,7 +243,9 @@ def code_info(code) -> dict:
     return {
         "state": STATE_NAMES.get(counters["state"], "candidate"),
         "compile_count": rec.compile_count if rec else 0,
-        "break_count": sum(1 for e in entries if e["fallback"]),
+        # as explain counts them: over the code and its resume functions and callees
+        "break_count": sum(len(_breaks(e)) for member in cache.family(code)
+                           if (r := cache.record(member)) for e in r.entries),
         "call_count": counters["calls"],
         "entries": entries,
         # Jitted function objects of the code given back to CPython because pijit had

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import io
 import logging
 import os
 import signal
@@ -150,6 +151,68 @@ def test_concurrent_first_calls_leave_stdout_alone(tmp_path):
     """, tmp_path)
     assert res.returncode == 0, res.stderr
     assert res.stdout == "printed after the builds\n"
+
+
+# -- 1b. the module name (cache key) changes with whatever the built module depends on ----------
+@pytest.fixture
+def fresh_toolchain_id():
+    build._toolchain_id.cache_clear()
+    yield
+    build._toolchain_id.cache_clear()
+
+
+def _another_python(mp, tmp_path):
+    mp.setattr(sys, "version", sys.version + " (another build)")
+
+
+def _another_numpy(mp, tmp_path):
+    mp.setattr(np, "__version__", np.__version__ + ".post1")
+
+
+def _another_support_table(mp, tmp_path):
+    from pijit.backends.cfused import toolchain
+    header = tmp_path / "kernel_support.h"
+    header.write_text(open(toolchain.SUPPORT_HEADER).read() + "\n/* one more routine */\n")
+    mp.setattr(toolchain, "SUPPORT_HEADER", str(header))
+
+
+def _other_flags(mp, tmp_path):
+    from pijit.backends.cfused import toolchain
+    mp.setattr(toolchain, "CFLAGS", (*toolchain.CFLAGS, "-fno-tree-vectorize"))
+
+
+def _another_cpu(mp, tmp_path):
+    real = open
+
+    def fake(path, *args, **kwargs):
+        if path == "/proc/cpuinfo":
+            return io.StringIO("processor\t: 0\nflags\t\t: fpu sse2\n")
+        return real(path, *args, **kwargs)
+    mp.setattr(build, "open", fake, raising=False)
+
+
+def _another_compiler_version(mp, tmp_path):
+    (tmp_path / "version").write_text("mycc 2.0\n")
+
+
+@pytest.mark.parametrize("change", [_another_python, _another_numpy, _another_support_table,
+                                    _other_flags, _another_cpu, _another_compiler_version])
+def test_the_cache_key_changes_with_what_the_module_was_built_for(
+        tmp_path, monkeypatch, fresh_toolchain_id, change):
+    """A kernel module is found by the key of its source, flags and toolchain: a module
+    built by another Python, NumPy, support table, flag set, CPU or compiler version (one
+    cache dir, <tmp>/pijit-<uid>, serves them all) must never be the one loaded."""
+    (tmp_path / "version").write_text("mycc 1.0\n")
+    cc = tmp_path / "mycc"
+    cc.write_text(f'#!/bin/sh\ncat {tmp_path / "version"}\n')
+    cc.chmod(0o755)
+    source = "/* a kernel */\n"
+    before = build.cache_key(source, [str(cc)])
+    assert build.cache_key(source, [str(cc)]) == before          # the same one: a cache hit
+    assert build.cache_key(source + " ", [str(cc)]) != before
+    build._toolchain_id.cache_clear()
+    change(monkeypatch, tmp_path)
+    assert build.cache_key(source, [str(cc)]) != before
 
 
 # -- 2. a damaged cached module is rebuilt, never loaded (issue 14.3) --------------------------

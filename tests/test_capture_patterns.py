@@ -150,6 +150,30 @@ def test_a_function_made_during_capture_stores_into_its_closure():
     assert_same(nonlocal_total, X, ops=["mul"])
 
 
+def pair_sum(x):
+    t = (x, x + 1.0)
+    return t[0] * t[1]
+
+
+def test_a_stack_effect_below_the_frame_fails_capture(monkeypatch):
+    """A handler that pops more than the frame's stack holds (a wrong stack effect) is an
+    internal error: the call runs as plain Python, instead of a graph built from a stack with
+    every value shifted."""
+    from pijit.capture.registry import HANDLERS
+    build_tuple = HANDLERS["BUILD_TUPLE"]
+
+    def pops_one_too_many(cap, instr):
+        cap.stack.extend(cap.popn(len(cap.stack) + 1))
+        return build_tuple(cap, instr)
+
+    monkeypatch.setitem(HANDLERS, "BUILD_TUPLE", pops_one_too_many)
+    f = pijit.jit(pair_sum)
+    np.testing.assert_array_equal(f(X), pair_sum(X))
+    info = pijit.stats(f)
+    assert (info["compile_count"], info["state"]) == (0, "never_compile"), info
+    assert "capture stack underflow" in info["eager_fallbacks"][0], info
+
+
 def array_kinds(x):
     a = isinstance(x, np.ndarray)
     b = isinstance(x, (float, int))

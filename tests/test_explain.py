@@ -37,6 +37,25 @@ def test_explain_fields():
     assert "Graph count: 1" in text and "exp(%0)  : float32[2,3]" in text
 
 
+def prints_twice(x):
+    y = x + 1
+    print(end="")       # a break: the rest runs in a resume function
+    z = y * 2
+    print(end="")       # and another, in the resume function
+    return z - 3
+
+
+def test_code_info_counts_the_graph_breaks_explain_reports():
+    """break_count counts graph breaks, those of the resume functions too (it was the number
+    of plain-Python entries: 0 here)."""
+    f = pijit.jit(prints_twice)
+    report = pijit.explain(f, Y)
+    assert (report.graph_count, report.graph_break_count) == (3, 2), report
+    f(Y)
+    info = pijit.code_info(f)
+    assert (info["compile_count"], info["break_count"]) == (1, 2), info
+
+
 @pytest.mark.parametrize("how", ["jitted", "plain"])
 def test_explain_reports_the_graphs_of_a_first_call_adaptive_would_run_plain(
         monkeypatch, how):

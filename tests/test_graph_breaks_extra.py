@@ -734,6 +734,23 @@ def test_residual_loop_over_zip_enumerate(fn):
     assert report.fallback is None
 
 
+def residual_loop_over_a_strict_zip(x, y):
+    t = x * 2.0
+    total = 0.0
+    for a, b in zip(t, y, strict=True):
+        print(float(a))             # a break: the rest of the loop runs as residual code
+        total = total + a * b
+    return total
+
+
+def test_a_residual_iterator_is_rebuilt_with_its_keyword_arguments():
+    """The zip rebuilt for the residual loop is called with strict=True by keyword: by
+    position, True would be a third iterable (TypeError: 'bool' object is not iterable)."""
+    report = assert_same(residual_loop_over_a_strict_zip, np.arange(3.0), np.ones(3),
+                         graphs=4, breaks=2)
+    assert report.fallback is None
+
+
 def loop_break_then_pruned_return(x, n):
     t = x + 1
     for a in [x, t]:

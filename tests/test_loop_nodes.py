@@ -4,6 +4,7 @@ how each call ran; the loops a node cannot express fall back to unrolling or res
 dumps, graph passes and the reference semantics of the node."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gc
 
@@ -20,7 +21,7 @@ from pijit.config import JitConfig
 from pijit.graph.cse import cse
 from pijit.graph.dce import dce
 from pijit.graph.fuse import find_groups, schedule
-from pijit.graph.ir import Graph, LoopOp, Ref, run_graph
+from pijit.graph.ir import Graph, LoopOp, Meta, Ref, run_graph
 from pijit.graph.purity import is_pure, mutates
 from pijit.graph.verify import verify
 from differential import assert_equal_values, assert_same
@@ -677,6 +678,38 @@ def test_graph_passes_treat_the_loop_as_one_node():
     assert not mutates(loop) and not is_pure(loop)
     graph.outputs = []
     assert [n.name for n in dce(graph).nodes] == ["loop", "tuple_item"]
+
+
+def test_the_verifier_checks_loop_nodes_and_their_bodies():
+    """A pass that breaks a loop node (its arity, its fixed point) or its body (a use before
+    definition) is caught by verify, at the node or inside the body."""
+    graph = capture(decay, np.ones(3), 5, **SYMBOLIC).graph
+    verify(graph)
+    (at,) = [k for k, n in enumerate(graph.nodes) if isinstance(n.fn, LoopOp)]
+    loop = graph.nodes[at]
+    body = loop.fn.body
+
+    def problem(node) -> str:
+        g = dataclasses.replace(graph, nodes=list(graph.nodes))
+        g.nodes[at] = node
+        try:
+            verify(g)
+        except AssertionError as e:
+            return str(e)
+        return "no problem found"
+
+    def with_body(b):
+        return dataclasses.replace(loop, fn=dataclasses.replace(loop.fn, body=b))
+
+    assert "wrong arity" in problem(dataclasses.replace(loop, args=loop.args + (1.0,)))
+    float32 = Meta.array(body.input_metas[0].shape, np.float32)
+    assert "carried metas are not a fixed point" in problem(with_body(dataclasses.replace(
+        body, input_metas=[float32] + body.input_metas[1:],
+        _metas={**body._metas, body.inputs[0].index: float32})))
+    first, undefined = body.nodes[0], Ref(max(body._metas) + 1)
+    use_before = dataclasses.replace(first, args=(undefined,) + first.args[1:])
+    assert f"uses %{undefined.index} before definition" in problem(with_body(
+        dataclasses.replace(body, nodes=[use_before] + body.nodes[1:])))
 
 
 def test_reference_semantics_match_the_backend():

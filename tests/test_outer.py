@@ -9,7 +9,7 @@ from pijit.backends import cfused
 from pijit.capture.interpreter import capture_frame
 from pijit.config import JitConfig
 from pijit.graph.fuse import find_groups
-from pijit.graph.ir import run_graph
+from pijit.graph.ir import Ref, run_graph
 from pijit.graph.outer import expand_outer
 from pijit.graph.verify import verify
 from differential import assert_equal_values, assert_same
@@ -55,3 +55,18 @@ def test_outer_fused_differential(dtype):
     assert rep.ops_per_graph[0].count("outer") == 2
     # a 2-D operand (ravelled by NumPy) stays np.outer
     assert_same(mixed, u, v, w)
+
+
+@pytest.mark.parametrize("rows, cols", [(5, 3), (3, 5), (1, 4), (4, 1)])
+def test_outer_of_vectors_of_two_lengths(rows, cols):
+    """u[:, None] is (rows, 1) and v[None, :] is (1, cols): the fused product broadcasts
+    each along the other's length (square tests cannot tell a column from a row)."""
+    u1, u2 = vectors(rows, seed=2)[:2]
+    v1, v2 = vectors(cols, seed=3)[:2]
+    rep = assert_same(rank2, np.ones((rows, cols)), u1, v1, u2, v2)
+    assert rep.graph_count == 1 and rep.ops_per_graph[0].count("outer") == 2
+    graph = capture_frame(rank2, (np.ones((rows, cols)), u1, v1, u2, v2), JitConfig()).graph
+    expanded = expand_outer(graph)
+    verify(expanded)
+    assert [expanded.meta(Ref(n.out)).shape for n in expanded.nodes if n.name == "getitem"] \
+        == [(rows, 1), (1, cols)] * 2

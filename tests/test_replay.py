@@ -152,3 +152,22 @@ def test_a_graph_that_wrote_is_not_replayed(level):
                          ops=["iadd", "argmax", "getitem"],
                          jit_kwargs={"jit_config": {"jit_level": level}})
     assert report.graph_break_count == 0, report
+
+
+def keywords_then_index_error(a, idx):
+    s = np.sum(a, axis=0, keepdims=True)       # a node with keyword arguments
+    k = idx.argmax() + 10
+    return s[0, k]                              # IndexError at run time
+
+
+def test_keyword_arguments_are_replayed_as_keywords():
+    """The replay calls a node with its keyword arguments by keyword (3.11, 3.12: KW_NAMES;
+    3.13: CALL_KW): passed by position, np.sum(a, 0, True) takes True for its dtype."""
+    from differential import assert_same
+    a, idx = np.arange(12.0).reshape(3, 4), np.arange(3)
+    capture = capture_frame(keywords_then_index_error, (a, idx), JitConfig())
+    (node,) = [n for n in capture.graph.nodes if n.name == "sum"]
+    assert dict(node.kwargs) == {"axis": 0, "keepdims": True}
+    assert check_replay(keywords_then_index_error, [a, idx], JitConfig()) == "replayed, raising"
+    report = assert_same(keywords_then_index_error, a, idx)
+    assert report.graph_count == 1 and report.graph_break_count == 0, report

@@ -172,6 +172,12 @@ class FrameCapture:
         return self.stack.pop()
 
     def popn(self, n: int) -> list:
+        """The top n values, popped. A count this frame's stack does not hold is a wrong stack
+        effect in a handler: an internal error (the code then runs as plain Python), never a
+        short list that shifts every value below it."""
+        if not 0 <= n <= len(self.stack):
+            raise RuntimeError(f"capture stack underflow: {n} values popped from a stack of "
+                               f"{len(self.stack)} at {self.code.co_name}+{self.pc}")
         if n == 0:
             return []
         items = self.stack[-n:]

@@ -185,15 +185,16 @@ class LoopCapture:
         cap = self.cap
         entries = {name: self._entry(name) for name in self.carried}
         lifted = set()      # constant entries the body changes: walked as graph values
-        while True:
+        # A pass, then at most one more with every changed constant lifted at a time: a
+        # constant still changing after that is refused (never another pass: no bound on them)
+        for _ in range(2):
             walked = self._walk(entries, lifted)
             changed = self._changed_constants(entries, walked.outs, lifted)
             if not changed:
                 break
-            if lifted:      # lifting is done once, for every changed constant at a time
-                self._fail(Reason.LOOP, f"{', '.join(sorted(changed))} changes in the "
-                                        "loop body")
             lifted = changed
+        else:
+            self._fail(Reason.LOOP, f"{', '.join(sorted(changed))} changes in the loop body")
         self._emit(entries, walked)
         return cap.instrs[self._for_iter()].arg
 

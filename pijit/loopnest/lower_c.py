@@ -19,7 +19,7 @@ import struct
 import numpy as np
 
 from pijit.backends.cfused import render
-from pijit.loopnest import (bounds, calls, cse, exit_checks, float_checks, forward,
+from pijit.loopnest import (appends, bounds, calls, cse, exit_checks, float_checks, forward,
                             ifconvert, lanes, ranges, rows, slices, vectorize)
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Block, Const, Nest, reverse_postorder, successors
@@ -423,6 +423,8 @@ class NestKernel:
             return [f"{d} = {a[0]};"] + self.copy_tag(op.dst, op.args[0])
         if k == "raise":            # Python raises it (raises.py)
             return [bail]
+        if k == "append":
+            return appends.lower_c(self, op, bail)
         if k == "finite":           # exit_checks.py
             flags = " || pj_exit_flags()" if op.op == "flags" else ""
             return [f"if (!isfinite({a[0]}){flags}) {self.restart(op)}"]
@@ -864,7 +866,7 @@ class NestKernel:
              f"    PyObject *vec[{1 + len(nest.arrays) + len(nest.variables())}];",
              "    PJ_K_INIT;"]
         for arr, (dtype, ndim) in nest.arrays.items():
-            L.append(f"    char *d_{arr};")
+            L.append(f"    {'PyObject' if (dtype, ndim) == appends.LIST else 'char'} *d_{arr};")
             for j in range(ndim):
                 L.append(f"    npy_intp n_{arr}_{j}, s_{arr}_{j};")
         blocks = _layout(self.blocks, self.vectors)
@@ -888,6 +890,10 @@ class NestKernel:
         nin = len(nest.arrays) + len(nest.inputs)
         L.append(f"    if (nargs != {nin}) goto entry;")
         for k, (arr, (dtype, ndim)) in enumerate(nest.arrays.items()):
+            if (dtype, ndim) == appends.LIST:       # borrowed: the call's argument
+                L += [f"    if (!PyList_CheckExact(args[{k}])) goto entry;",
+                      f"    d_{arr} = args[{k}];"]
+                continue
             flags = "NPY_ARRAY_ALIGNED" + (" | NPY_ARRAY_WRITEABLE" if arr in nest.written else "")
             L += [f"    if (!PyArray_CheckExact(args[{k}])) goto entry;",
                   "    {",

@@ -238,7 +238,7 @@ def rebinds(a):
     for i in range(a.shape[0]):
         out.append(i)
         if i == 1:
-            out = []
+            out = 0         # AttributeError at the next append
     return out
 
 

@@ -27,6 +27,9 @@ Stages, in the order data flows:
                   IEEE operation) and scalar casts; anything else recognise.py cannot call
     inline.py     calls of user functions: their bytecode -> a CFG expanded in the C kernel
                   at the call (the Python form calls the function)
+    appends.py    `out.append(x)` of scalars or tuples of them to a list the loop reads no
+                  other way: the kernel appends at once (PyList_Append), so the list is
+                  plain Python's at every hand-over; the graph ends after the loop
     raises.py     `raise E(args)`: an op that always hands over, so Python raises it at that
                   iteration, every earlier write done
     flags.py      branches on a value the entry guards and the loop never assigns (`if

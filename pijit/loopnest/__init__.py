@@ -15,6 +15,8 @@ Stages, in the order data flows:
                   entry skip their bounds checks (the Python form never sees the copies);
                   an innermost loop's stores into arrays its entry checked apart from the
                   others keep those others' loads
+    hoist.py      views of one geometry at every iteration (`for c in coef[::-1]` inside an
+                  outer loop): checked and measured once at the C kernel's entry
     cse.py        loads and arithmetic the C kernel already holds on every path: copies
     forward.py    an element the previous iteration of a loop stored, read again: taken from
                   a variable the store sets (no round trip through memory)

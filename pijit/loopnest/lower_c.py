@@ -20,7 +20,7 @@ import numpy as np
 
 from pijit.backends.cfused import render
 from pijit.loopnest import (appends, bounds, calls, cse, exit_checks, float_checks, forward,
-                            ifconvert, lanes, ranges, rows, slices, vectorize)
+                            hoist, ifconvert, lanes, ranges, rows, slices, vectorize)
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Block, Const, Nest, reverse_postorder, successors
 
@@ -306,6 +306,8 @@ class NestKernel:
         # made selects (whose sides' variables join the nest's in vtypes); a hand-over in a
         # copied block resumes at its origin
         blocks, self.origin = bounds.version(nest)
+        # views of one geometry at every iteration: made once, before the first block
+        blocks, self.hoisted = hoist.hoist(blocks)
         self.vtypes = dict(nest.types)
         blocks = cse.eliminate(blocks, nest.types)
         blocks = forward.forward(blocks, self.vtypes, nest.arrays, nest.known)
@@ -316,7 +318,8 @@ class NestKernel:
         self.blocks, self.vectors = vectorize.plan(blocks, self.vtypes, self.origin,
                                                    nest.live_in())
         # integer checks that cannot fail are left out (ranges.py)
-        self.ranges = ranges.Ranges(self.blocks, self.vtypes, nest.arrays, nest.inputs,
+        self.ranges = ranges.Ranges(self.blocks + [Block(-1, self.hoisted)], self.vtypes,
+                                    nest.arrays, nest.inputs,
                                     nest.known, nest.live_in()[0] - set(nest.inputs))
         # then an accumulator's float check moves to its loop's exit (restored variables
         # hold values they held before: the ranges stay true)
@@ -919,6 +922,8 @@ class NestKernel:
             # flags some code left before the kernel would make such a loop's exit run it
             # again in Python (right, but slow)
             L.append("    feclearexcept(PJ_FE_ERR | FE_UNDERFLOW);")
+        for op in self.hoisted:         # hoist.py: they cannot fail; if one did, Python
+            L += ["    " + s for s in self.op(op, 0, "goto entry;")]  # run the call anew
         target = _threaded(self.blocks, self.vectors)
         nest_ids = {b.id for b in nest.blocks}
         fallbacks = {target.get(b.term[2], b.term[2]) for b in blocks if b.term[0] == "select"}

@@ -278,3 +278,29 @@ def appends_a_list(a):
 def test_refused_appends_keep_todays_behaviour(fn, args):
     report = assert_same(fn, *args, graphs=None, breaks=None)
     assert not any("loop_nest" in ops for ops in report.ops_per_graph)
+
+
+def first_above(a, t, out):
+    i = 0
+    while i < a.shape[0]:
+        if a[i] > t:
+            out.append((i, a[i]))
+            break
+        out.append(i)
+        i += 1
+    return out
+
+
+@pytest.mark.parametrize("t", [0.5, 2.0])
+def test_appends_in_a_while_loop_with_a_break(t, resumes):
+    appended(first_above, np.linspace(0, 1, 7), t, [])
+    assert resumes == []
+
+
+def test_a_long_list_of_the_caller(resumes):
+    # past MAX_LOOP_UNROLLING items capture holds the list as an opaque object
+    out = list(range(150))
+    appended(into_callers, np.array([1.0, -1.0, 2.0]), out)
+    got = pijit.jit(into_callers)(np.array([1.0, -1.0, 2.0]), out)
+    assert got is out and len(out) == 152 and out[150] == (0, 1.0)
+    assert resumes == []

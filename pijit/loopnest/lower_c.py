@@ -880,7 +880,7 @@ class NestKernel:
                 L.append(f"    unsigned char g_{var} = 0;")
         for name in self.rows.names():
             L.append(f"    char *{name} = NULL;")
-        for kept in sorted({op.kept for b in blocks for op in b.ops if op.kept}):
+        for kept in sorted({op.kept for b in blocks for op in b.ops + self.hoisted if op.kept}):
             L.append(f"    char *kp_{kept} = NULL; npy_intp ks_{kept} = 0;")
         for head, ln in self.lanes.items():
             L.append(f"    int64_t pj_it{head}[{lanes.LANES}]; int pj_nb{head}, pj_ph{head}, "

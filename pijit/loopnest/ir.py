@@ -37,8 +37,8 @@ class Const:
 class Op:
     """dst = kind(args) in `domain`; kinds: copy, binop, cmp, unop, call, load, store, shape,
     range (dst: the iterator's name), truth; append (args[0].append(args[1]), or of the
-    tuple of args[1:] when op is "tuple": appends.py); select (dst = args[1] if args[0] else args[2]:
-    ifconvert.py, C kernel only); finite (args[0] is a finite float, else the pairs after it
+    tuple of args[1:] when op is "tuple": appends.py); select (dst = args[1] if args[0]
+    else args[2]: ifconvert.py, C kernel only); finite (args[0] is a finite float, else the pairs after it
     (variable, saved value) are restored and the kernel hands over at `resume`:
     exit_checks.py, C kernel only); vdot, vsum, vstore, vcheck, vload, vlen (ARRAY_OPS:
     `array` says what, over the operands in args)."""

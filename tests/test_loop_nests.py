@@ -560,14 +560,6 @@ def test_unsupported_loops_keep_todays_behaviour():
                                                  math.isnan(got) and math.isnan(expected))
 
 
-def positives(a):
-    out = []
-    for i in range(a.shape[0]):
-        if a[i] > 0:
-            out.append(i)
-    return np.array(out)
-
-
 def largest_above_half(a):
     m = 0.5
     for i in range(a.shape[0]):
@@ -598,10 +590,6 @@ def last_index_above(a, n):
 
 
 @pytest.mark.parametrize("fn, args", [
-    pytest.param(positives, (np.arange(-3.0, 4.0),), marks=pytest.mark.xfail(strict=True, reason=(
-        "a list the loop appends to: a nest holds scalars only; building it at the exit from "
-        "a buffer needs a variable-length output and the list's identity kept (it may be "
-        "read, aliased or returned), not done"))),
     pytest.param(largest_above_half, (np.array([-3, 7, 2**60 + 1]),),
                  marks=pytest.mark.xfail(strict=True, reason=(
         "a Python float then np.int64 elements: no C type holds both exactly (a double "

@@ -47,8 +47,8 @@ def int_expr(draw, depth=0):
 def statements(draw, indent, depth=0, in_loop=True):
     out = []
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from(["s", "k", "store", "if", "inner", "while", "jump"]
-                                    if depth < 2 else ["s", "k", "store"]))
+        kind = draw(st.sampled_from(["s", "k", "store", "if", "inner", "while", "jump",
+                                     "append"] if depth < 2 else ["s", "k", "store"]))
         pad = " " * indent
         if kind == "s":
             out.append(f"{pad}s = s + {draw(float_expr())}")
@@ -56,6 +56,9 @@ def statements(draw, indent, depth=0, in_loop=True):
             out.append(f"{pad}k = {draw(int_expr())} % 1000")
         elif kind == "store":
             out.append(f"{pad}out[i % {M}] = {draw(float_expr())}")
+        elif kind == "append":      # the caller's list (appends.py), compared after the call
+            out.append(f"{pad}seen.append("
+                       f"{draw(st.sampled_from(['i', 'k', 's', 'a[i]', '(i, k)', '(s, a[i])']))})")
         elif kind == "if":
             cmp = draw(st.sampled_from(["<", "<=", ">", "==", "!="]))
             out.append(f"{pad}if {draw(float_expr())} {cmp} {draw(float_expr())}:")
@@ -88,7 +91,7 @@ def programs(draw):
     head = draw(st.sampled_from([f"for i in range({start}n):", "for i, x in enumerate(a):",
                                  f"for x, i in zip(a, range({start}n)):",
                                  "for i, (x, y) in enumerate(zip(a, b), -1):"]))
-    lines = ["def f(a, b, out, n):", "    s = 0.0", "    k = 0", "    x = a[0]",
+    lines = ["def f(a, b, out, n, seen):", "    s = 0.0", "    k = 0", "    x = a[0]",
              "    j = 0", "    z = b[0]", f"    {head}",
              "        s = s + a[i] * 0.5",      # s: a float or an np.float64 (one break)
              *body, "    return s, k, x, out"]
@@ -101,7 +104,7 @@ def _run(source, level):
     exec(compile(source, "<loop nest program>", "exec"), namespace)
     rng = np.random.default_rng(len(source))
     a, b = rng.random(M), rng.random(M) - 0.5
-    assert_same(namespace["f"], a, b, np.zeros(M), M, ops=["loop_nest"], breaks=1,
+    assert_same(namespace["f"], a, b, np.zeros(M), M, [], ops=["loop_nest"], breaks=1,
                 jit_kwargs={"jit_config": {"jit_level": level}})
 
 

@@ -15,6 +15,8 @@ Stages, in the order data flows:
                   entry skip their bounds checks (the Python form never sees the copies);
                   an innermost loop's stores into arrays its entry checked apart from the
                   others keep those others' loads
+    hoist.py      views of one geometry at every iteration (`for c in coef[::-1]` inside an
+                  outer loop): checked and measured once at the C kernel's entry
     cse.py        loads and arithmetic the C kernel already holds on every path: copies
     forward.py    an element the previous iteration of a loop stored, read again: taken from
                   a variable the store sets (no round trip through memory)
@@ -27,6 +29,9 @@ Stages, in the order data flows:
                   IEEE operation) and scalar casts; anything else recognise.py cannot call
     inline.py     calls of user functions: their bytecode -> a CFG expanded in the C kernel
                   at the call (the Python form calls the function)
+    appends.py    `out.append(x)` of scalars or tuples of them to a list the loop reads no
+                  other way: the kernel appends at once (PyList_Append), so the list is
+                  plain Python's at every hand-over; the graph ends after the loop
     raises.py     `raise E(args)`: an op that always hands over, so Python raises it at that
                   iteration, every earlier write done
     flags.py      branches on a value the entry guards and the loop never assigns (`if

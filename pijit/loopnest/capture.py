@@ -19,10 +19,12 @@ from pijit.bytecode_gen.reconstruct import INTERNAL_PREFIX
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.sources import LocalSource
 from pijit.capture.ops_load_store import DELETED, _global, load_local
-from pijit.capture.values import ConstValue, GraphValue, RangeValue, node_arg
+from pijit.capture.values import (ConstValue, GraphValue, ListValue, RangeValue, Value,
+                                  is_immutable, node_arg)
+from pijit.capture.wrap import LazyListValue, ObjectValue
 from pijit.capture.flow import Loop
 from pijit.graph.ir import Meta
-from pijit.loopnest import calls, flags, inline
+from pijit.loopnest import appends, calls, flags, inline
 from pijit.loopnest import types as T
 from pijit.loopnest.node import NestOp
 from pijit.loopnest.recognise import Entry, recognise
@@ -141,11 +143,21 @@ def _while_test(flow, loop) -> int:
 def _entry(value):
     if isinstance(value, GraphValue) and value.meta.is_array:
         return ("array", value.meta.dtype, value.meta.ndim)
+    if _is_list(value):
+        return ("list",)
     return ("scalar", _static(value))
 
 
 def _entry_of(e: Entry):
+    if e.is_list:
+        return ("list",)
     return ("array",) + tuple(e.array) if e.array is not None else ("scalar", e.type)
+
+
+def _is_list(value) -> bool:
+    """A list: built by the frame, or the caller's (a long one is opaque to capture)."""
+    return isinstance(value, ListValue) or isinstance(value, ObjectValue) and \
+        type(value.obj) is list
 
 
 def _guarded_value(cap, value, unread: str | None):
@@ -209,6 +221,8 @@ def _capture(cap, loop):
             unread.append(name)
             if type(raw) is np.ndarray:
                 value = GraphValue(None, Meta.of(raw))
+            elif type(raw) is list:
+                value = ObjectValue(raw, None)
             else:
                 value = ConstValue(raw)
         if value is None or value is DELETED:
@@ -217,6 +231,8 @@ def _capture(cap, loop):
             if value.meta.dtype not in T.DTYPES:
                 raise Unsupported(f"an array of {value.meta.dtype}")
             entries[name] = Entry(array=(value.meta.dtype, value.meta.ndim))
+        elif _is_list(value):
+            entries[name] = Entry(is_list=True)     # recognise: appended to, nothing else
         else:
             entries[name] = Entry(type=_static(value), value=_guarded_value(
                 cap, value, name if name in unread else None))
@@ -257,6 +273,9 @@ def _capture(cap, loop):
         values[name] = load_local(cap, name)
         if _entry(values[name]) != _entry_of(entries[name]):
             raise Unsupported(f"{name} is not what it seemed")
+    lists = [a[2:] for a, e in nest.arrays.items() if e == appends.LIST]
+    if lists:
+        appends_to(cap, lists, values, nest.returns)
     nest.lineno = cap.lineno
     name = f"{cap.code.co_name}_nest{loop.start}"
     op = NestOp(nest, cap.code, name, cap.func.__globals__)
@@ -283,7 +302,12 @@ def _capture(cap, loop):
             cap.ret = GraphValue(item, metas[k])
         else:
             cap.store(out[2:], GraphValue(item, metas[k]))   # a Binding for the replay
-    if unions:
+    if lists and not nest.returns:
+        # the list is an object of the graph's now: the code after the loop takes it
+        # from a resume function (a real list there, read as plain Python would)
+        cap.stop_at[exit_pos] = GraphBreak(
+            Reason.LOOP, f"the loop appends to {', '.join(lists)}", cap.lineno)
+    elif unions:
         # s = 0.0; for ...: s += x[i] leaves a float or an np.float64 depending on the trip
         # count: the graph ends after the loop, and the code after it is captured again
         # (a resume function, guarded on the type the value has)
@@ -291,6 +315,64 @@ def _capture(cap, loop):
             Reason.LOOP, f"{', '.join(unions)} may be a Python or a NumPy scalar after the "
                          "loop (depending on its trip count)", cap.lineno)
     return exit_pos
+
+
+def appends_to(cap, lists: list, values: dict, returns: bool):
+    """The lists the nest appends to, made graph values (values[name], and the local): a
+    list the frame built (`out = []`) is built by a node before the nest, from its items,
+    so the nest appends to that object, which the code after the loop then reads (the graph
+    ends there); a list read from a source (the caller's) is a graph input, that very
+    object. Unsupported when a list the frame built may be seen through another name, a
+    container or a recorded store (an alias would keep the list capture knew), when an
+    append capture recorded (made after the graph) may reach the list, or when the graph
+    cannot end after the loop (an inlined call's, or strict)."""
+    if cap.parent is not None or cap.config.strict:
+        raise Unsupported("appending to a list needs a graph break after the loop")
+    for name in lists:
+        lst = values[name]
+        if lst.source is not None:
+            if any(s.kind == "append" for s in cap.effects.stores):
+                raise Unsupported("a list.append before the loop is made after the graph")
+            continue
+        if lst.frame is not cap or lst.body is not None:
+            raise Unsupported(f"appending to {name}, a list of another frame")
+        others = [v for k, v in cap.locals.items() if k != name] + list(cap.stack) + \
+            [(s.target, s.value) for s in cap.effects.stores]
+        if _holds(others, lst, set()):
+            raise Unsupported(f"the list {name} is also held elsewhere")
+        if not all(isinstance(i, GraphValue) or isinstance(i, ConstValue) and
+                   is_immutable(i.value) for i in lst.items):
+            raise Unsupported(f"the list {name} holds items the graph cannot rebuild")
+    for name in lists:
+        lst = values[name]
+        if lst.source is not None:
+            values[name] = cap.builder._input(appends.LIST_META, lst.source)
+            continue
+        ref = cap.graph.add_node("build_list", appends.new_list,
+                                 tuple(node_arg(i) for i in lst.items), {}, appends.LIST_META,
+                                 cap.lineno)
+        values[name] = GraphValue(ref, appends.LIST_META)
+        if not returns:
+            cap.store(name, values[name])
+
+
+def _holds(value, target, seen: set) -> bool:
+    """Whether `value` (a capture Value, or a list, tuple or dict of them) reaches
+    `target` (through any Value's fields: a tuple's items, a bound method's object...)."""
+    if value is target:
+        return True
+    if id(value) in seen:
+        return False
+    seen.add(id(value))
+    if isinstance(value, (list, tuple)):
+        return any(_holds(v, target, seen) for v in value)
+    if isinstance(value, dict):
+        return any(_holds(v, target, seen) for v in value.values())
+    if isinstance(value, LazyListValue) or isinstance(value, (ConstValue, GraphValue)):
+        return False
+    if isinstance(value, Value):
+        return any(_holds(v, target, seen) for v in vars(value).values())
+    return False
 
 
 @lru_cache(maxsize=None)

@@ -145,7 +145,7 @@ def _accumulator(by_id, head, body, loops, dom, types, advances):
     checked = []
     for x in seen:
         for n, op in enumerate(by_id[x].ops):
-            if op.kind in ("store", "vstore", "range", "finite"):
+            if op.kind in ("store", "vstore", "range", "finite", "append"):
                 return None
             if _checked_float(op, types):
                 checked.append((x, n, op))

@@ -36,8 +36,9 @@ class Const:
 @dataclass
 class Op:
     """dst = kind(args) in `domain`; kinds: copy, binop, cmp, unop, call, load, store, shape,
-    range (dst: the iterator's name), truth; select (dst = args[1] if args[0] else args[2]:
-    ifconvert.py, C kernel only); finite (args[0] is a finite float, else the pairs after it
+    range (dst: the iterator's name), truth; append (args[0].append(args[1]), or of the
+    tuple of args[1:] when op is "tuple": appends.py); select (dst = args[1] if args[0]
+    else args[2]: ifconvert.py, C kernel only); finite (args[0] is a finite float, else the pairs after it
     (variable, saved value) are restored and the kernel hands over at `resume`:
     exit_checks.py, C kernel only); vdot, vsum, vstore, vcheck, vload, vlen (ARRAY_OPS:
     `array` says what, over the operands in args)."""
@@ -78,7 +79,7 @@ class Op:
             return not (self.kind == "vload" and self.kept)
         if self.kind == "load" or self.kind == "binop" and not self.checked:
             return self.checked
-        if self.kind in ("store", "range", "finite", "raise"):
+        if self.kind in ("store", "range", "finite", "raise", "append"):
             return True
         if self.kind not in ("binop", "unop", "cmp", "call"):
             return False
@@ -231,7 +232,7 @@ class Nest:
 
     def __str__(self):
         lines = ["loop nest(" + ", ".join(
-            [f"{a}: {d}[{n}d]" for a, (d, n) in self.arrays.items()] +
+            [f"{a}: {d}[{n}d]" if n else f"{a}: {d}" for a, (d, n) in self.arrays.items()] +
             [f"{v}: {T.vt_name(self.types[v])}" for v in self.inputs]) +
             ") -> (" + ", ".join(self.outputs) + ")"]
         for b in self.blocks:

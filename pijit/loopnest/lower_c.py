@@ -19,8 +19,8 @@ import struct
 import numpy as np
 
 from pijit.backends.cfused import render
-from pijit.loopnest import (bounds, calls, cse, exit_checks, float_checks, forward,
-                            ifconvert, lanes, ranges, rows, slices, vectorize)
+from pijit.loopnest import (appends, bounds, calls, cse, exit_checks, float_checks, forward,
+                            hoist, ifconvert, lanes, ranges, rows, slices, vectorize)
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Block, Const, Nest, reverse_postorder, successors
 
@@ -306,6 +306,8 @@ class NestKernel:
         # made selects (whose sides' variables join the nest's in vtypes); a hand-over in a
         # copied block resumes at its origin
         blocks, self.origin = bounds.version(nest)
+        # views of one geometry at every iteration: made once, before the first block
+        blocks, self.hoisted = hoist.hoist(blocks)
         self.vtypes = dict(nest.types)
         blocks = cse.eliminate(blocks, nest.types)
         blocks = forward.forward(blocks, self.vtypes, nest.arrays, nest.known)
@@ -316,7 +318,8 @@ class NestKernel:
         self.blocks, self.vectors = vectorize.plan(blocks, self.vtypes, self.origin,
                                                    nest.live_in())
         # integer checks that cannot fail are left out (ranges.py)
-        self.ranges = ranges.Ranges(self.blocks, self.vtypes, nest.arrays, nest.inputs,
+        self.ranges = ranges.Ranges(self.blocks + [Block(-1, self.hoisted)], self.vtypes,
+                                    nest.arrays, nest.inputs,
                                     nest.known, nest.live_in()[0] - set(nest.inputs))
         # then an accumulator's float check moves to its loop's exit (restored variables
         # hold values they held before: the ranges stay true)
@@ -423,6 +426,8 @@ class NestKernel:
             return [f"{d} = {a[0]};"] + self.copy_tag(op.dst, op.args[0])
         if k == "raise":            # Python raises it (raises.py)
             return [bail]
+        if k == "append":
+            return appends.lower_c(self, op, bail)
         if k == "finite":           # exit_checks.py
             flags = " || pj_exit_flags()" if op.op == "flags" else ""
             return [f"if (!isfinite({a[0]}){flags}) {self.restart(op)}"]
@@ -864,7 +869,7 @@ class NestKernel:
              f"    PyObject *vec[{1 + len(nest.arrays) + len(nest.variables())}];",
              "    PJ_K_INIT;"]
         for arr, (dtype, ndim) in nest.arrays.items():
-            L.append(f"    char *d_{arr};")
+            L.append(f"    {'PyObject' if (dtype, ndim) == appends.LIST else 'char'} *d_{arr};")
             for j in range(ndim):
                 L.append(f"    npy_intp n_{arr}_{j}, s_{arr}_{j};")
         blocks = _layout(self.blocks, self.vectors)
@@ -875,7 +880,7 @@ class NestKernel:
                 L.append(f"    unsigned char g_{var} = 0;")
         for name in self.rows.names():
             L.append(f"    char *{name} = NULL;")
-        for kept in sorted({op.kept for b in blocks for op in b.ops if op.kept}):
+        for kept in sorted({op.kept for b in blocks for op in b.ops + self.hoisted if op.kept}):
             L.append(f"    char *kp_{kept} = NULL; npy_intp ks_{kept} = 0;")
         for head, ln in self.lanes.items():
             L.append(f"    int64_t pj_it{head}[{lanes.LANES}]; int pj_nb{head}, pj_ph{head}, "
@@ -888,6 +893,10 @@ class NestKernel:
         nin = len(nest.arrays) + len(nest.inputs)
         L.append(f"    if (nargs != {nin}) goto entry;")
         for k, (arr, (dtype, ndim)) in enumerate(nest.arrays.items()):
+            if (dtype, ndim) == appends.LIST:       # borrowed: the call's argument
+                L += [f"    if (!PyList_CheckExact(args[{k}])) goto entry;",
+                      f"    d_{arr} = args[{k}];"]
+                continue
             flags = "NPY_ARRAY_ALIGNED" + (" | NPY_ARRAY_WRITEABLE" if arr in nest.written else "")
             L += [f"    if (!PyArray_CheckExact(args[{k}])) goto entry;",
                   "    {",
@@ -913,6 +922,8 @@ class NestKernel:
             # flags some code left before the kernel would make such a loop's exit run it
             # again in Python (right, but slow)
             L.append("    feclearexcept(PJ_FE_ERR | FE_UNDERFLOW);")
+        for op in self.hoisted:         # hoist.py: they cannot fail; if one did, Python
+            L += ["    " + s for s in self.op(op, 0, "goto entry;")]  # run the call anew
         target = _threaded(self.blocks, self.vectors)
         nest_ids = {b.id for b in nest.blocks}
         fallbacks = {target.get(b.term[2], b.term[2]) for b in blocks if b.term[0] == "select"}

@@ -16,7 +16,7 @@ import ast
 import struct
 
 from pijit.bytecode_gen.reconstruct import INTERNAL_PREFIX
-from pijit.loopnest import raises, slices
+from pijit.loopnest import appends, raises, slices
 from pijit.loopnest.ir import Const, Nest, successors
 from pijit.quiet import registry_sync, warning_scope
 
@@ -54,6 +54,8 @@ def _op_line(op) -> str:
         return slices.python_line(op, _operand)
     if op.kind == "raise":
         return raises.python_line(op, _operand)
+    if op.kind == "append":
+        return appends.python_line(op, _operand)
     a = [_operand(x) for x in op.args]
     if op.kind == "copy":
         return f"{op.dst} = {a[0]}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from pijit import tracebacks
+from pijit.loopnest import appends
 from pijit.loopnest.ir import Nest
 from pijit.loopnest.lower_py import compile_run
 
@@ -23,7 +24,9 @@ class NestOp:
         function's globals (quiet.warning_scope)."""
         self.nest = nest
         self.name = name
-        self.writes_arrays = bool(nest.written)     # graph/purity.py: an effect in order
+        # graph/purity.py: an effect in order, never run twice (a replay after an error
+        # would append to its lists again: appends.py)
+        self.writes_arrays = bool(nest.written) or appends.LIST in nest.arrays.values()
         self.run, self.python_source = compile_run(nest, name, origin.co_filename, module)
         # An error the Python form raises reads as the user's: its frame is named as the
         # user's function and continues that function's frame (pijit.tracebacks collapses

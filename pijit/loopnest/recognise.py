@@ -29,7 +29,7 @@ import struct
 from bytecode import BinaryOp, Compare, Instr, Label, SetLineno, TryBegin, TryEnd
 
 from pijit import _compat
-from pijit.loopnest import calls, flags, raises, slices, views
+from pijit.loopnest import appends, calls, flags, raises, slices, views
 from pijit.loopnest import types as T
 from pijit.loopnest.ir import Block, Const, Nest, Op
 from pijit.loopnest.types import Unsupported
@@ -58,12 +58,14 @@ RETURN = "rv"           # the variable a return copies its value into (a nest's,
 
 class Entry:
     """What capture knows of a local at the loop's start: an array (dtype, ndim) or a scalar
-    of a static type, and its value when the graph's guards fix it (flags.py)."""
+    of a static type, and its value when the graph's guards fix it (flags.py); or a list
+    the loop may only append scalars to (`is_list`: appends.py)."""
 
-    def __init__(self, array=None, type=None, value=flags.UNKNOWN):
+    def __init__(self, array=None, type=None, value=flags.UNKNOWN, is_list=False):
         self.array = array
         self.type = type
         self.value = value
+        self.is_list = is_list
 
 
 def recognise(instrs, start: int, end: int, entries: dict, range_args: list | None,
@@ -95,7 +97,7 @@ def _recognise(instrs, start, end, entries, range_args, resolve, live_after, ite
                returns: bool) -> tuple:
     types = {}
     for name, e in entries.items():
-        if e.array is None:
+        if e.array is None and not e.is_list:
             types["l_" + name] = (e.type,)
     if range_args is not None:
         for k, t in enumerate(range_args):
@@ -121,8 +123,11 @@ def _recognise(instrs, start, end, entries, range_args, resolve, live_after, ite
     outputs = sorted("l_" + n for n in stored & read_after) if not returns else [RETURN]
     arrays = {"a_" + n: (e.array[0], e.array[1]) for n, e in entries.items()
               if e.array is not None and n in walk.arrays_used}
+    # the lists it appends to pass as arrays do (the object itself, after the arrays)
+    arrays.update({"a_" + n: appends.LIST for n, e in entries.items()
+                   if e.is_list and n in walk.arrays_used})
     inputs = [f"r{k}" for k in range(len(range_args))] if range_args is not None else []
-    inputs += sorted("l_" + n for n, e in entries.items() if e.array is None)
+    inputs += sorted("l_" + n for n, e in entries.items() if e.array is None and not e.is_list)
     exact_ints = check_ints_in_doubles(walk.blocks, types, inputs)
     nest = Nest(walk.blocks, {v: t for v, t in types.items()}, arrays, inputs, outputs,
                 walk.written, walk.funcs, returns=returns,
@@ -454,8 +459,9 @@ class _Walk:
                 return None
             if item[0] != "v":
                 raise Unsupported(f"storing a {item[0]} in {ins.arg}")
-            if ins.arg in self.entries and self.entries[ins.arg].array is not None:
-                raise Unsupported(f"assigning to array {ins.arg}")
+            if ins.arg in self.entries and (self.entries[ins.arg].array is not None or
+                                            self.entries[ins.arg].is_list):
+                raise Unsupported(f"assigning to array or list {ins.arg}")
             var = "l_" + ins.arg
             block = self.keep_loaded(block, stack, var, pos)
             self.define(var, self.type(item[1]))
@@ -479,6 +485,9 @@ class _Walk:
             method, attr = ins.arg if facts.attr_pair and name == "LOAD_ATTR" else \
                 (name == "LOAD_METHOD", ins.arg)
             obj = stack.pop()
+            if obj[0] == "list" and attr == "append" and method:
+                self.push_callable(stack, ("append", obj[1]), True)
+                return None
             if obj[0] == "arr" and attr == "shape" and not method:
                 stack.append(("shape", obj[1]))
                 return None
@@ -696,6 +705,9 @@ class _Walk:
         if e is not None and e.array is not None:
             self.arrays_used.add(name)
             return ("arr", name)
+        if e is not None and e.is_list:
+            self.arrays_used.add(name)
+            return ("list", name)
         return ("v", "l_" + name)
 
     def push_callable(self, stack, item, with_null: bool):
@@ -894,6 +906,9 @@ class _Walk:
         args = stack[len(stack) - nargs:]
         del stack[len(stack) - nargs:]
         a, b = stack.pop(), stack.pop()
+        if ("null",) in (a, b) and "append" in (a[0], b[0]):
+            target = a if a[0] == "append" else b
+            return appends.append(self, block, stack, pos, target[1], args)
         fn = a if a[0] == "obj" else b if b[0] == "obj" else None
         if fn is None or ("null",) not in (a, b):
             raise Unsupported("a call of a method or an unknown object")

@@ -239,6 +239,12 @@ static PyObject *
 prefix_run(PyThreadState *ts, _PyInterpreterFrame *frame, CallPrefix *p,
            PyFunctionObject *func, CodeState *st, PyObject *fn)
 {
+    /* A profiler is told when the frame returns, the answer too (its RETURN_VALUE), but not
+     * of its call, which is RESUME's: its return ended the caller's entry instead (cProfile
+     * lost the caller of every jitted call).  Profiled, the frame goes on into the user's
+     * code, as plain Python, whose call and return it sees. */
+    if (ts->c_profilefunc != NULL)
+        return Py_NewRef(p);
     /* A tracer (a debugger, coverage) sees the user's function run its own code object. */
     if (pj_traced(ts, st->code))
         return call_frame_args(NULL, fn, frame, p->code);

@@ -281,4 +281,24 @@ pj_traced(PyThreadState *ts, PyCodeObject *code)
     return 0;
 }
 
+/* Does anything watch this thread's frames run: a tracer or a profiler (sys.settrace,
+ * sys.setprofile), or, from 3.12, a sys.monitoring tool asking for any event of every code?
+ * A transformed frame asks at a graph break (eval_frame.c's Observed): watched, it goes on
+ * in its own frame as plain Python instead of handing the rest to a resume function, whose
+ * return and call a tracer or profiler would see. */
+static inline int
+pj_observed(PyThreadState *ts)
+{
+    if (ts->c_tracefunc != NULL || ts->c_profilefunc != NULL)
+        return 1;
+#if PJ_PY312
+    const _Py_GlobalMonitors *g = &ts->interp->monitors;
+    for (int event = 0; event < _PY_MONITORING_UNGROUPED_EVENTS; event++) {
+        if (g->tools[event])
+            return 1;
+    }
+#endif
+    return 0;
+}
+
 #endif /* PIJIT_COMPAT_H */

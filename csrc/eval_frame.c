@@ -398,6 +398,7 @@ move_to_front(CodeState *st, Entry *e, Py_ssize_t i)
  * globals), not at every break: MAKE_FUNCTION and the function's release cost a break
  * about 250 instructions. */
 static PyObject *resume_marker = NULL;      /* strong, set at module creation */
+static PyObject *observed = NULL;           /* OBSERVED (below): strong, likewise */
 static PyObject *resume_functions_key = NULL;   /* "__pijit_resume_functions__", interned */
 
 /* The function of resume code `code` with the globals of transformed function `owner` (a
@@ -468,6 +469,31 @@ call_with_slots(PyObject *fn, _PyInterpreterFrame *frame, Py_ssize_t n)
         return answer_request(fn, res);
     return res;
 }
+
+/* A request is seen by whatever watches the thread: its frame returns (a tracer's or
+ * profiler's `return`, sys.monitoring's PY_RETURN) and the resume function is called (a
+ * second `call` of the user's function; pdb's `next` left the function there).  So at a
+ * break transformed code first tests the constant OBSERVED (true while pj_observed: a
+ * truth test, no call a profiler would see) and, watched, jumps to its plain copy of the
+ * code it runs (transform._plain_rest): the rest of the call runs there as plain Python,
+ * in the same frame, with the user's lines and locals. */
+static int
+observed_bool(PyObject *self)
+{
+    (void)self;
+    return pj_observed(PyThreadState_GET());
+}
+
+static PyNumberMethods observed_as_number = {.nb_bool = observed_bool};
+
+static PyTypeObject ObservedType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pijit._eval_frame.Observed",
+    .tp_basicsize = sizeof(PyObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_as_number = &observed_as_number,
+    .tp_doc = "true while a tracer, profiler or sys.monitoring tool watches this thread",
+};
 
 /* Is compiling now a bad idea?  Capture recurses in Python and in C; a frame close to
  * the recursion limit or to the end of the C stack runs plain this time (and compiles on

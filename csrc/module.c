@@ -361,11 +361,13 @@ create_module(void)
         return -1;
     }
     if (the_module == NULL) {
-        if (PyType_Ready(&WrapperType) < 0 || PyType_Ready(&CodeStateType) < 0)
+        if (PyType_Ready(&WrapperType) < 0 || PyType_Ready(&CodeStateType) < 0
+            || PyType_Ready(&ObservedType) < 0)
             return -1;
         resume_marker = PyObject_CallNoArgs((PyObject *)&PyBaseObject_Type);
+        observed = PyType_GenericAlloc(&ObservedType, 0);
         resume_functions_key = PyUnicode_InternFromString("__pijit_resume_functions__");
-        if (resume_marker == NULL || resume_functions_key == NULL)
+        if (resume_marker == NULL || observed == NULL || resume_functions_key == NULL)
             return -1;
         PyObject *m = PyModule_Create(&module_def);
         if (m == NULL)
@@ -373,6 +375,7 @@ create_module(void)
         if (PyModule_AddObjectRef(m, "Wrapper", (PyObject *)&WrapperType) < 0
             || PyModule_AddObjectRef(m, "CodeState", (PyObject *)&CodeStateType) < 0
             || PyModule_AddObjectRef(m, "RESUME", resume_marker) < 0
+            || PyModule_AddObjectRef(m, "OBSERVED", observed) < 0
             || PyModule_AddIntConstant(m, "NEVER_COMPILE", ST_NEVER_COMPILE) < 0
             || PyModule_AddIntConstant(m, "CANDIDATE", ST_CANDIDATE) < 0
             || PyModule_AddIntConstant(m, "BUILDING", ST_BUILDING) < 0

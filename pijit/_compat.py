@@ -68,21 +68,24 @@ class BytecodeFacts:
     # 3.11 names each conditional jump's direction (POP_JUMP_FORWARD_IF_NONE), 3.12+ have
     # only forward ones and do not name it (POP_JUMP_IF_NONE).
     forward_jump: str
+    # 3.13's conditional jumps take a bool, which TO_BOOL makes of any object; 3.11 and
+    # 3.12's test the truth of any object themselves.
+    to_bool: bool
 
 
 _FACTS = {
     (3, 11): BytecodeFacts(null_first=True, precall=True, call_kw=False, attr_pair=False,
                            make_function_flags=True, for_iter_exit=(),
                            checked_load="LOAD_FAST", cell_load="LOAD_CLOSURE",
-                           forward_jump="POP_JUMP_FORWARD_"),
+                           forward_jump="POP_JUMP_FORWARD_", to_bool=False),
     (3, 12): BytecodeFacts(null_first=True, precall=False, call_kw=False, attr_pair=True,
                            make_function_flags=True, for_iter_exit=("END_FOR",),
                            checked_load="LOAD_FAST_CHECK", cell_load="LOAD_CLOSURE",
-                           forward_jump="POP_JUMP_"),
+                           forward_jump="POP_JUMP_", to_bool=False),
     (3, 13): BytecodeFacts(null_first=False, precall=False, call_kw=True, attr_pair=True,
                            make_function_flags=False, for_iter_exit=("END_FOR", "POP_TOP"),
                            checked_load="LOAD_FAST_CHECK", cell_load="LOAD_FAST",
-                           forward_jump="POP_JUMP_"),
+                           forward_jump="POP_JUMP_", to_bool=True),
 }
 # None on an unsupported interpreter, where nothing is captured.
 BYTECODE = _FACTS.get(VERSION) if SUPPORTED else None

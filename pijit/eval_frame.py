@@ -27,6 +27,9 @@ re-exported here:
 * ``install()``, ``uninstall()`` (this thread enters / leaves a jitted call),
   ``is_installed()``, ``depth()`` (this thread's), ``active_threads()``,
   ``set_compiling(flag)``, ``after_fork_child()``, ``set_array_type(numpy.ndarray)``.
+* ``RESUME``: the marker leading a transformed function's resume request; ``OBSERVED``: true
+  while a tracer, profiler or sys.monitoring tool watches this thread (transformed code
+  tests it at a graph break: see ``transform._plain_rest``).
 * The kernels' buffer pool (``csrc/pool.c``): ``pool_handler()``,
   ``set_pool_limit(bytes)``, ``release_pool()``, ``pool_stats()``.
 * Jitted function objects (3.12+, ``csrc/wrapper.c``): ``arm(func)`` gives a function

@@ -291,3 +291,43 @@ def test_resume_requests_do_not_leak():
     assert after_refs == before_refs
     assert after_rss - before_rss < RSS_LIMIT
     assert pijit.stats(f)["cache_hits"] >= 40_000
+
+
+def _no_profile(frame, event, arg):
+    pass
+
+
+def _profiled_after_a_break(x, y, z):
+    a = x * y
+    sys.setprofile(_no_profile)     # a break; watched from here: the rest runs plain
+    b = a + z
+    sys.setprofile(None)
+    return b, y
+
+
+def test_a_break_watched_by_a_profiler_does_not_leak():
+    """Watched at a break, transformed code tests eval_frame.OBSERVED and goes on in its
+    plain copy (transform._plain_rest): nothing held, on returns and on raises."""
+    from pijit import eval_frame
+    x, y = np.arange(3.0), np.full(3, 2.0)
+    report = pijit.explain(_profiled_after_a_break, x, y, y)
+    assert report.graph_break_count >= 1
+    f = pijit.jit(_profiled_after_a_break)
+    for _ in range(100):
+        r = f(x, y, y)
+    assert r[1] is y and np.array_equal(r[0], x * y + y)
+    del r
+    bad = np.ones(4)                            # a + bad raises in the plain copy
+    counts = []
+    for _ in range(3):              # OBSERVED: also held by entries compiled (promoted) meanwhile
+        for _ in range(10_000):
+            f(x, y, y)
+            try:
+                f(x, y, bad)
+            except ValueError:
+                pass
+            finally:
+                sys.setprofile(None)
+        counts.append(refcounts(x, y, bad, f, eval_frame.OBSERVED))
+    assert counts[0] == counts[1] == counts[2]
+    assert pijit.stats(f)["cache_hits"] >= 60_000

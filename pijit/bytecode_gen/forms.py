@@ -70,6 +70,12 @@ def jump_forward(condition: str, target, *, lineno) -> Instr:
     return Instr(f"{_compat.BYTECODE.forward_jump}IF_{condition}", target, lineno=lineno)
 
 
+def jump_if_truthy(target, *, lineno) -> list:
+    """Pop TOS (any object) and jump forward to `target` when it is true."""
+    truth = [Instr("TO_BOOL", lineno=lineno)] if _compat.BYTECODE.to_bool else []
+    return truth + [jump_forward("TRUE", target, lineno=lineno)]
+
+
 def for_exit(*, lineno) -> list:
     """What follows the target of a FOR_ITER (a `for` loop's exit): nothing on 3.11; the
     END_FOR (3.12; 3.13: END_FOR, POP_TOP) that an exhausted FOR_ITER jumps past."""

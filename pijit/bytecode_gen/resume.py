@@ -26,7 +26,7 @@ from pijit.bytecode_gen.reconstruct import INTERNAL_PREFIX
 STACK_NAME = INTERNAL_PREFIX + "s{}"
 
 # Prologue instructions of the original code that must not run again in a resume function.
-_PROLOGUE = frozenset({"RESUME", "COPY_FREE_VARS", "MAKE_CELL"})
+PROLOGUE = frozenset({"RESUME", "COPY_FREE_VARS", "MAKE_CELL"})
 
 
 def build_resume(func, instrs: list, position: int, depth: int, live: tuple) -> types.CodeType:
@@ -40,7 +40,7 @@ def build_resume(func, instrs: list, position: int, depth: int, live: tuple) -> 
         label = Label()
         body.insert(position, label)
         target = label
-    body = [i for i in body if not (isinstance(i, Instr) and i.name in _PROLOGUE)]
+    body = [i for i in body if not (isinstance(i, Instr) and i.name in PROLOGUE)]
     lineno = line_at(instrs, position, code.co_firstlineno)
     prefix = prologue(code, lineno) + _push_stack(depth, lineno)
     prefix.append(Instr("JUMP_FORWARD", target, lineno=lineno))

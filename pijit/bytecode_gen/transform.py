@@ -33,7 +33,7 @@ from pijit.bytecode_gen.copy import (assemble, copy_handlers, copy_instructions,
 from pijit.bytecode_gen.reconstruct import OUT_NAME, Emitter, emit_load, is_internal
 from pijit.bytecode_gen.replay import Replay
 from pijit.bytecode_gen.stores import emit_stores
-from pijit.bytecode_gen.resume import STACK_NAME
+from pijit.bytecode_gen.resume import PROLOGUE, STACK_NAME
 from pijit.capture.flow import LOCAL_ACCESS
 from pijit.capture.instructions import read_instructions
 
@@ -72,10 +72,16 @@ def build_transformed(func, capture, graph_fn, out_index: dict, resume_code_for,
         rest += stores
         rest += _forget_temporaries(code, len(out_index) if graph else 0, emitter, lineno,
                                     store_temps)
-        rest += _residual(capture.instructions, bp, code, resume_code_for, body_code_for)
+        residual, plain = _residual(capture.instructions, bp, code, resume_code_for,
+                                    body_code_for)
+        rest += residual
     replay = Replay(code, capture, lambda c: tracebacks.register(c, code, True))
     instrs = frames.protect(prologue(code, code.co_firstlineno), graph, rest, replay,
                             tracebacks.clean, code.co_firstlineno)
+    if bp is not None:
+        # Outside the handlers: an exception there leaves the frame as plain Python's does,
+        # and a tracer sees no handler of pijit's run.
+        instrs += plain
     n = arg_slot_count(code)
     new_code = assemble(instrs, code, code.co_varnames[:n], code.co_name, code.co_qualname)
     tracebacks.register(new_code, code, tracebacks.continues(code))
@@ -183,9 +189,11 @@ def _call_graph(graph_fn, input_sources, lineno) -> list:
                       [emit_load(source, lineno) for source in input_sources], lineno=lineno)
 
 
-def _residual(original: list, bp, code, resume_code_for, body_code_for) -> list:
+def _residual(original: list, bp, code, resume_code_for, body_code_for) -> tuple:
     """The break span's original instructions, with exits calling resume functions (and a
-    residual loop's body replaced by a call of its outlined, jitted function)."""
+    residual loop's body replaced by a call of its outlined, jitted function), and the
+    plain copy of the code (_plain_rest) where they go on instead while the thread is
+    watched."""
     label_pos = {item: pos for pos, item in enumerate(original) if isinstance(item, Label)}
     exit_labels = {pos: Label() for pos, _, _ in bp.exits}
     retarget = {label: exit_labels[pos] for label, pos in label_pos.items() if pos in exit_labels}
@@ -197,6 +205,8 @@ def _residual(original: list, bp, code, resume_code_for, body_code_for) -> list:
     # bodies, whose frames then hold every local the user's frame would.
     visible = {name for name in bp.untouched if not is_internal(name)}
     body = bp.body if body_code_for is not None else None
+    plain, plain_at = _plain_rest(original, [pos for pos, _, _ in bp.exits] +
+                                  ([body.start] if body is not None else []))
     span, _ = copy_instructions(original[bp.start:bp.end + 1], retarget)
     if body is not None:
         body = dataclasses.replace(body, params=tuple(sorted(visible | set(body.params))))
@@ -206,16 +216,43 @@ def _residual(original: list, bp, code, resume_code_for, body_code_for) -> list:
         out += _make_function(body_code_for(body), code, at)
         out.append(Instr("STORE_FAST", BODY_NAME, lineno=at))
         # The copy with the loop body's instructions replaced by the call of its function.
-        out += span[:body.start - bp.start] + _call_body(body, at) + \
+        out += span[:body.start - bp.start] + \
+            _unless_observed(plain_at[body.start], at) + _call_body(body, at) + \
             span[body.end + 1 - bp.start:]
     # The fall-through exit (if any) comes first: control reaches it from the span's end.
     exits = sorted(bp.exits, key=lambda e: e[0] != bp.end + 1)
     for pos, depth, live in exits:
         names = tuple(live) + tuple(sorted(visible - set(live)))
         out.append(exit_labels[pos])
+        out += _unless_observed(plain_at[pos], line_at(original, pos, code.co_firstlineno))
         out += _call_resume(resume_code_for(pos, depth, names), depth, names, code, original,
                             pos)
-    return out + handlers
+    return out + handlers, plain
+
+
+def _plain_rest(original: list, positions: list) -> tuple:
+    """A copy of the code's instructions, run as they are (prologue left out), and
+    {position: label of its copy} for each of `positions`. A frame jumps in at a break
+    when something watches the thread (eval_frame.OBSERVED, see csrc/eval_frame.c): its
+    stack and locals there are the original frame's, so the rest of the call runs as
+    plain Python, in this frame: a tracer or profiler sees one call of the user's function
+    and every line of it, as without pijit, and a debugger steps on through it."""
+    copied, _ = copy_instructions(original, {})
+    labels = {}
+    for pos in sorted(set(positions), reverse=True):
+        if isinstance(copied[pos], Label):
+            labels[pos] = copied[pos]
+        else:
+            labels[pos] = Label()
+            copied.insert(pos, labels[pos])
+    return [i for i in copied if not (isinstance(i, Instr) and i.name in PROLOGUE)], labels
+
+
+def _unless_observed(plain, at) -> list:
+    """Go on in the plain copy at `plain` when the thread is watched (a truth test of a
+    constant: a profiler sees no call)."""
+    return [Instr("LOAD_CONST", eval_frame.OBSERVED, lineno=at)] + \
+        forms.jump_if_truthy(plain, lineno=at)
 
 
 BODY_NAME = "__pijit_body"

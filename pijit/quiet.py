@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import sys
 import warnings
 
 
@@ -39,8 +40,9 @@ def warning_scope(module_globals: dict | None) -> dict:
     if module_globals is None:
         return {}
     scope = {"__warningregistry__": module_globals.setdefault("__warningregistry__", {})}
-    if module_globals.get("__name__") == "__main__":
-        scope[_MODULE] = module_globals     # for registry_sync
+    main = sys.modules.get("__main__")
+    if getattr(main, "__dict__", None) is module_globals:
+        scope[_MODULE] = main               # for registry_sync
     if "__name__" in module_globals:    # absent: "<string>" (None would silence them all)
         scope["__name__"] = module_globals["__name__"]
     return scope
@@ -55,10 +57,15 @@ def registry_sync(scope: dict) -> list:
     its namespace's entry before each cell, so that a line warns again in the next cell: the
     registry the scope took at compile time would keep it silent. Only for `__main__` (an
     IPython namespace, a script), whose registry someone may drop: a check at every call of
-    a library module's code would pay for what nothing there does."""
+    a library module's code would pay for what nothing there does. The scope holds the
+    module, not its globals: the entries of a function of it hold the scope from its code's
+    state, which the collector does not see, and at exit CPython clears the globals of a
+    module still alive (a script's open files are then flushed, its objects finalized), not
+    those of a dict whose module is gone."""
     if _MODULE not in scope:
         return []
     return ast.parse(
         "global __warningregistry__\n"
-        f"if {_MODULE}.get('__warningregistry__') is not __warningregistry__:\n"
-        f"    __warningregistry__ = {_MODULE}.setdefault('__warningregistry__', {{}})\n").body
+        f"if {_MODULE}.__dict__.get('__warningregistry__') is not __warningregistry__:\n"
+        f"    __warningregistry__ = {_MODULE}.__dict__.setdefault('__warningregistry__', {{}})"
+        "\n").body

@@ -5,6 +5,8 @@ the random-program fuzzers found. NumPy's scalar math warns when it overflows an
 op a constant decides (x & False) is NumPy's, or C would drop what its operand computes."""
 from __future__ import annotations
 
+import sys
+import types
 import warnings
 
 import numpy as np
@@ -312,14 +314,18 @@ def inverse_each(a):
 
 @pytest.mark.parametrize("level", ["O0", "O1", "O2"])
 @pytest.mark.parametrize("name, op", [("inverse", "truediv"), ("inverse_each", "loop_nest")])
-def test_a_line_warns_again_after_its_module_drops_its_registry(level, name, op):
+def test_a_line_warns_again_after_its_module_drops_its_registry(level, name, op,
+                                                                 monkeypatch):
     """IPython deletes its namespace's __warningregistry__ before each cell, so a line that
     warned in one cell warns again in the next. Generated code (graphs, kernels' NumPy
     fallbacks, loop nests' Python form) runs in a namespace of its own holding the module's
     registry (quiet.warning_scope): it took it again at each call when the module's entry
     changed (quiet.registry_sync, for __main__). Before, the registry of the first compile
     kept the line silent in every later cell."""
-    ns = {"np": np, "__name__": "__main__"}    # an IPython namespace's name
+    main = types.ModuleType("__main__")         # IPython's user module is __main__
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    ns = vars(main)
+    ns["np"] = np
     exec(_CELLS, ns)
     jitted = pijit.jit(ns[name], jit_config={"jit_level": level})
     pijit.reset(jitted)

@@ -27,6 +27,14 @@ def list_build(n):
     return out
 
 
+def text_build(n):
+    out = []
+    for i in range(n):
+        if i % 3:
+            out.append(str(i * i))
+    return out
+
+
 def scalar_work(a, b):
     return (a * a + b) % 7
 
@@ -45,13 +53,26 @@ def test_a_pure_python_loop_runs_inline_and_plain():
     """The loop breaks (its body branches on a value): it used to be outlined as a function
     called per iteration (0.03x plain). A body that touched no array runs inline, and with
     no array anywhere the function is plain Python."""
-    jitted = pijit.jit(list_build, jit_config={"compile_after_ms": 0})
+    jitted = pijit.jit(text_build, jit_config={"compile_after_ms": 0})
     for n in (50, 60, 70):
-        assert jitted(n) == list_build(n)
+        assert jitted(n) == text_build(n)
     assert family_compiles(jitted) == 1
     info = pijit.stats(jitted)
     assert info["entries"][0]["fallback"].startswith("no array work")
-    assert len(pijit.cache.family(list_build.__code__)) == 1        # no outlined loop body
+    assert len(pijit.cache.family(text_build.__code__)) == 1        # no outlined loop body
+
+
+def test_a_loop_appending_numbers_to_a_list_is_one_loop_nest():
+    """The same loop appending ints is a loop nest (C appends to the list), not plain: it
+    compiles for the first n and once more when n goes dynamic, never per iteration."""
+    jitted = pijit.jit(list_build, jit_config={"compile_after_ms": 0})
+    for n in (50, 60, 70, 80):
+        assert jitted(n) == list_build(n)
+    assert family_compiles(jitted) == 2
+    info = pijit.stats(jitted)
+    assert all(e["fallback"] is None for e in info["entries"]), info["entries"]
+    report = pijit.explain(list_build, 50)
+    assert report.ops_per_graph[0] == ["build_list", "loop_nest"], report
 
 
 def running_max_then_scale(a):

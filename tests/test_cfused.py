@@ -485,8 +485,8 @@ def _tanh_chain(x):
 @pytest.mark.parametrize("level", ["O1", "O2"])
 def test_values_read_after_a_numpy_loop_are_computed_there(level, caplog):
     """At O1, sqrt(abs(x)) and x * x are computed in the loop after NumPy's tanh loop,
-    which reads them (fuse.sink), so the kernel keeps only tanh's operand and result in
-    scratch rows; NumPy's bits over flat chunks, rows, strided and reversed operands, odd
+    which reads them (fuse.sink), so the kernel keeps only tanh's operand in a scratch row
+    (tanh's loop writes over it); NumPy's bits over flat chunks, rows, strided and reversed operands, odd
     sizes and chunk boundaries, NaN, infinities and signed zeros (NaN from sqrt of a
     negative: handed to NumPy, which warns)."""
     x = rng.standard_normal(1000)

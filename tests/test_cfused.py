@@ -485,8 +485,8 @@ def _tanh_chain(x):
 @pytest.mark.parametrize("level", ["O1", "O2"])
 def test_values_read_after_a_numpy_loop_are_computed_there(level, caplog):
     """At O1, sqrt(abs(x)) and x * x are computed in the loop after NumPy's tanh loop,
-    which reads them (fuse.sink), so the kernel keeps only tanh's operand and result in
-    scratch rows; NumPy's bits over flat chunks, rows, strided and reversed operands, odd
+    which reads them (fuse.sink), so the kernel keeps only tanh's operand in a scratch row
+    (tanh's loop writes over it); NumPy's bits over flat chunks, rows, strided and reversed operands, odd
     sizes and chunk boundaries, NaN, infinities and signed zeros (NaN from sqrt of a
     negative: handed to NumPy, which warns)."""
     x = rng.standard_normal(1000)
@@ -504,6 +504,74 @@ def test_values_read_after_a_numpy_loop_are_computed_there(level, caplog):
     with np.errstate(invalid="ignore", over="ignore"):
         run(_tanh_chain, special, level=level, groups=1, handed_back=None)
     run(_tanh_chain, np.abs(special[:4]), level=level, groups=1, handed_back=None)
+
+
+def _softmax_rows(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def _exp_and_its_operand(x):        # x - m is read again after np.exp's loop
+    d = x - x.max(axis=1, keepdims=True)
+    e = np.exp(d)
+    return e / e.sum(axis=1, keepdims=True) + d
+
+
+def _tanh_of_exp(x):                # two NumPy loops in a row over one scratch row
+    return np.tanh(np.exp(x * 0.25)) - x
+
+
+def _exp_kept(x):                   # np.exp's row is an output: tanh may not write over it
+    e = np.exp(x * 0.25)
+    return np.tanh(e) * 2.0, e
+
+
+def test_numpy_loop_runs_in_place_over_an_operand_nothing_else_reads(caplog):
+    """At O1 np.exp's loop writes over its operand's scratch row (x - max) when no later
+    loop reads that row, so softmax keeps one scratch row, not two; an operand read again
+    keeps its row (the result goes to a row of its own), bit for bit like NumPy's."""
+    x = rng.standard_normal((9, 1024)) * 4.0
+    x[2, :7] = [np.inf, -np.inf, np.nan, 0.0, -0.0, 800.0, -800.0]
+    x[3] = -np.inf
+    for fn, in_place in ((_softmax_rows, True), (_exp_and_its_operand, False),
+                         (_tanh_of_exp, True), (_exp_kept, False)):
+        with np.errstate(all="ignore"):
+            src = _source(caplog, fn, x, level="O1")
+        calls = re.findall(r"pj_ufunc1\(\d+, (\w+), sizeof\(double\), (\w+),", src)
+        assert calls and any(a == b for a, b in calls) == in_place, (fn.__name__, calls)
+        assert not any(a == b and a[0] != "w" for a, b in calls), (fn.__name__, calls)
+        if fn is not _exp_kept:
+            rows = set(re.findall(r"double \*(w\d+) = 1 \?", src))
+            assert len(rows) == (1 if in_place else 2), (fn.__name__, rows)
+        with np.errstate(all="ignore"):
+            run(fn, x, groups=1, handed_back=None)
+            run(fn, x[:, 1:999], groups=1, handed_back=None)
+        run(fn, x[4:], groups=1)
+    for n in (5, 16384, 16385):
+        run(_tanh_of_exp, rng.standard_normal(n), groups=1)
+
+
+def test_flat_chunks_of_a_group_calling_numpy_loops_stay_short(caplog):
+    """A flat group that calls NumPy's loops and neither reduces nor writes runs in chunks
+    of PJ_CALL_CHUNK (its scratch rows stay in L1); a group without such calls, or with a
+    reduction, keeps PJ_CHUNK. Bit for bit across chunk boundaries, with NaN, infinities
+    and signed zeros at them."""
+    chunk = re.compile(r"nrows = flat \? \(N \+ (PJ_\w+) - 1\)")
+    x = rng.standard_normal(3000) * 3.0
+    for fn, used in ((_tanh_chain, "PJ_CALL_CHUNK"), (_tanh_of_exp, "PJ_CALL_CHUNK"),
+                     (lambda v: v * v + 1.0, "PJ_CHUNK"),
+                     (lambda v: np.tanh(v * 0.5).max(), "PJ_CHUNK")):
+        assert chunk.findall(_source(caplog, fn, x, level="O1")) == [used]
+    n = render.CALL_CHUNK
+    for size in (n - 1, n, n + 1, 3 * n + 5, render.CHUNK + 3):
+        x = rng.standard_normal(size) * 3.0
+        run(_tanh_chain, x, groups=1)
+        run(_tanh_of_exp, x, groups=1)
+        run(lambda v: np.tanh(v * 0.5).max(), x, groups=1)
+    x = np.abs(rng.standard_normal(2 * n + 1))
+    x[[n - 1, n, 2 * n]] = [np.inf, -0.0, np.nan]
+    with np.errstate(all="ignore"):
+        run(_tanh_chain, x, groups=1, handed_back=None)
 
 
 def test_row_values_as_outputs_and_nan_rows():

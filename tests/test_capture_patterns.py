@@ -795,3 +795,40 @@ def test_dicts_keyed_by_specialised_arguments():
     report = assert_same(keyed_by_arguments, X, "a", "b")
     assert report.ops_per_graph == [["mul", "add", "sub", "mul", "sub"]], report
 
+
+
+def list_iadd_seen_by_alias(a):
+    out = [1]
+    kept, held = out, (out,)
+    out += [a[0], 2]
+    out += (3,)
+    return kept, held, a + 1
+
+
+def list_imul_seen_by_alias(a, n):
+    out = [a[0], 1]
+    kept = out
+    out *= n
+    return kept, a + 1
+
+
+def callers_list_imul(a, out):
+    out *= 2
+    return a + 1
+
+
+def callers_lists_added(a, x, y):
+    return x + y, x * 2, a + 1
+
+
+@pytest.mark.parametrize("fn, args, breaks", [
+    (list_iadd_seen_by_alias, (np.arange(3.0),), 0),
+    (list_imul_seen_by_alias, (np.arange(3.0), 3), 0),
+    (list_imul_seen_by_alias, (np.arange(3.0), -1), 0),
+    (callers_list_imul, (np.arange(3.0), [1, 2]), 1),       # the caller's: Python changes it
+    (callers_lists_added, (np.arange(3.0), [1], [2.5]), 0),
+], ids=["+= seen by an alias", "*= 3 seen by an alias", "*= -1", "caller's *=", "caller's +"])
+def test_inplace_operators_change_the_list_itself(fn, args, breaks):
+    # list += / *= change the list every name holding it sees (capture made a new one: the
+    # alias kept [1]); a list read from the caller made capture fail with an internal error
+    assert_same(fn, *args, graphs=1, breaks=breaks)

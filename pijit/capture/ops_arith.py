@@ -49,6 +49,8 @@ def BINARY_OP(cap, instr):
     name, fn = BINARY[member.removeprefix("INPLACE_")]
     if inplace and isinstance(left, GraphValue) and left.meta.is_array:
         cap.push(writes.inplace(cap, name, left, right))
+    elif inplace and isinstance(left, ListValue):
+        cap.push(_list_inplace(cap, name, left, right))
     else:
         cap.push(apply_operator(cap, name, fn, (left, right)))
 
@@ -141,7 +143,7 @@ def _sequence_op(cap, name, operands):
         return None
     left, right = operands
     if name == "add" and type(left) is type(right) and isinstance(left, (TupleValue, ListValue)):
-        return type(left)(list(left.items) + list(right.items))
+        return _like(left)(list(left.items) + list(right.items))
     if name == "add" and isinstance(left, TupleValue) and isinstance(right, ConstValue) \
             and type(right.value) is tuple:
         return TupleValue(list(left.items) + [ConstValue(v) for v in right.value])
@@ -150,8 +152,31 @@ def _sequence_op(cap, name, operands):
         return TupleValue([ConstValue(v) for v in left.value] + list(right.items))
     if name == "mul" and isinstance(left, (TupleValue, ListValue)) and \
             isinstance(right, ConstValue) and type(right.value) is int:
-        return type(left)(list(left.items) * right.value)
+        return _like(left)(list(left.items) * right.value)
     return None
+
+
+def _like(seq):
+    """The Value class of a new tuple or list like `seq` (a list read from a source is a
+    LazyListValue, which a new list made from its items is not)."""
+    return TupleValue if isinstance(seq, TupleValue) else ListValue
+
+
+def _list_inplace(cap, name, left, right):
+    """`lst += it`, `lst *= n`: list.__iadd__ and __imul__ change the list itself, which
+    every name and container holding it then sees (a new list would leave `kept = lst`
+    as it was). Only a list this frame built is changed at capture (own_list); any other
+    operator, or another's list, is left to Python."""
+    from pijit.capture.ops_build import own_list, sequence_items    # ops_build imports us
+    if name == "add":
+        items = sequence_items(cap, right)
+        own_list(cap, left).items.extend(items)
+        return left
+    if name == "mul" and isinstance(right, ConstValue) and type(right.value) is int:
+        lst = own_list(cap, left)
+        lst.items[:] = lst.items * right.value
+        return left
+    cap.unsupported(Reason.UNSUPPORTED_OP, f"in-place operator {name} on a list")
 
 
 def fold(cap, fn, args):

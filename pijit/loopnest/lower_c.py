@@ -243,9 +243,10 @@ def _layout(blocks: list, keep=()) -> list:
     return [by_id[k] for k in order]
 
 
-def _innermost_heads(blocks: list, where: dict, target: dict) -> set:
-    """Heads of the loops with no loop inside: no back edge (an edge to a block no later in
-    `where`, a reverse postorder) but their own goes to a block of the loop's body."""
+def _innermost_heads(blocks: list, where: dict, target: dict) -> dict:
+    """Heads of the loops with no loop inside (no back edge (an edge to a block no later in
+    `where`, a reverse postorder) but their own goes to a block of the loop's body), each
+    with its body's block ids."""
     to = lambda k: target.get(k, k)                                 # noqa: E731
     preds = {}
     for b in blocks:
@@ -253,7 +254,7 @@ def _innermost_heads(blocks: list, where: dict, target: dict) -> set:
             preds.setdefault(to(s), []).append(b.id)
     back = {(b.id, to(s)) for b in blocks for s in successors(b.term)
             if where[to(s)] <= where[b.id]}
-    heads = set()
+    heads = {}
     for head in {h for _, h in back}:
         body, todo = {head}, [p for p, h in back if h == head]
         while todo:
@@ -262,7 +263,7 @@ def _innermost_heads(blocks: list, where: dict, target: dict) -> set:
                 body.add(k)
                 todo += preds.get(k, [])
         if not any(h in body and h != head for _, h in back):
-            heads.add(head)
+            heads[head] = body
     return heads
 
 
@@ -934,6 +935,8 @@ class NestKernel:
             {b.id: b for b in self.blocks}, 0, lambda k: target.get(k, k)))}
         innermost = _innermost_heads(blocks, where, target)
         kinds = {b.id: b.term[0] for b in blocks}
+        appending = {h for h, body in innermost.items()
+                     if any(op.kind == "append" for b in blocks if b.id in body for op in b.ops)}
         polled = set()
 
         def goto(frm, to) -> str:
@@ -942,10 +945,12 @@ class NestKernel:
             loops run inside it (a poll every pass cost csr_matvec 9%), every PJ_POLL_EVERY
             passes in an innermost while loop, never in an innermost for loop (its range
             bounds it, the loop around it polls; there a counted poll cost 30-90% of a short
-            body's time: running_max, iir_filter)."""
+            body's time: running_max, iir_filter) unless it appends to a list (an allocation
+            a pass dwarfs the count; unpolled, `for i in range(n): out.append(i)` ran
+            to n, the list growing, where Python stopped at Ctrl-C)."""
             resume = self.origin.get(to, to)
             if where[to] > where[frm] or resume not in nest_ids or \
-                    to in innermost and kinds[to] == "foriter":
+                    to in innermost and kinds[to] == "foriter" and to not in appending:
                 return f"goto b{to};"
             polled.add(resume)
             poll = "PJ_POLL()" if to in innermost else "PJ_POLL_OUTER()"

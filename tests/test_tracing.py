@@ -430,3 +430,64 @@ def test_pdb_steps_through_the_rest_of_a_jitted_function_after_a_break():
                            io.StringIO())
     sys.settrace(None)
     assert report.graph_break_count
+
+
+class Shows:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def raises_in_a_with_after_a_break(x, tracer):
+    a = x + 1
+    with Shows():
+        print("a break", end="")
+        _trace_the_caller(tracer)
+        a = a * 2
+        raise ValueError("boom")
+    return a
+
+
+def reraises_after_a_break(x, tracer):
+    a = x + 1
+    try:
+        raise KeyError("k")
+    except KeyError:
+        print("a break", end="")
+        _trace_the_caller(tracer)
+        a = a * 2
+        raise
+
+
+@pytest.mark.parametrize("fn", [raises_in_a_with_after_a_break, reraises_after_a_break])
+def test_an_exception_leaving_a_traced_frame_after_a_break_has_the_users_lines(fn, capsys):
+    """The exception leaves through pijit's cleaning handler, whose instructions had the
+    function's first line: a tracer started after the break saw a 'line' event there (on
+    the `def` line) before the frame's return, which plain Python has not."""
+    code = fn.__code__
+    runs = []
+    jitted = pijit.jit(fn)
+    for f in (fn, jitted, jitted):
+        seen = []
+
+        def tracer(frame, event, arg):
+            if frame.f_code.co_filename == __file__ and frame.f_code.co_name == code.co_name:
+                seen.append((event, frame.f_lineno - code.co_firstlineno))
+            return tracer
+
+        try:
+            f(np.ones(3), tracer)
+        except (ValueError, KeyError) as e:
+            sys.settrace(None)
+            runs.append((seen, type(e), str(e)))
+        finally:
+            sys.settrace(None)
+    assert len(runs) == 3 and pijit.stats(jitted)["cache_hits"] == 1
+    assert runs[0][0] == ([("line", 5), ("line", 6), ("exception", 6), ("line", 2),
+                           ("return", 6)] if fn is raises_in_a_with_after_a_break else
+                          [("line", 7), ("line", 8), ("return", 8)])
+    assert runs[2] == runs[0]
+    stats = pijit.stats(jitted)
+    assert stats["break_count"] and stats["entries"][0]["ops"] == ["add"]

@@ -491,3 +491,41 @@ def test_an_exception_leaving_a_traced_frame_after_a_break_has_the_users_lines(f
     assert runs[2] == runs[0]
     stats = pijit.stats(jitted)
     assert stats["break_count"] and stats["entries"][0]["ops"] == ["add"]
+
+
+def traced_inside_a_loop_after_a_break(x, tracer):
+    a = x + 1
+    for k in range(3):
+        a = a * 2
+        print("a break", end="")
+        if k == 1:
+            _trace_the_caller(tracer)
+        a = a + k
+    return a
+
+
+@pytest.mark.xfail(strict=True, reason="a break inside a for loop's body outlines the body "
+                   "(a function of its own, transform._call_body): a tracer started in it "
+                   "traces that frame, sees it return a tuple, and never the loop's own "
+                   "frame; the rest of the call is plain only from the next iteration on")
+def test_a_tracer_started_inside_an_outlined_loop_body_sees_the_users_events(capsys):
+    code = traced_inside_a_loop_after_a_break.__code__
+    runs = []
+    jitted = pijit.jit(traced_inside_a_loop_after_a_break)
+    for fn in (traced_inside_a_loop_after_a_break, jitted, jitted):
+        seen = []
+
+        def tracer(frame, event, arg):
+            if frame.f_code.co_filename == __file__ and frame.f_code.co_name == code.co_name:
+                seen.append((event, frame.f_lineno - code.co_firstlineno))
+            return tracer
+
+        try:
+            result = fn(np.ones(3), tracer)
+        finally:
+            sys.settrace(None)
+        runs.append((seen, result.tolist()))
+    assert pijit.stats(jitted)["cache_hits"] == 1
+    assert runs[0][0] == [("line", 7), ("line", 2), ("line", 3), ("line", 4), ("line", 5),
+                          ("line", 7), ("line", 2), ("line", 8), ("return", 8)]
+    assert runs[2] == runs[0]

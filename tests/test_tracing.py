@@ -529,3 +529,48 @@ def test_a_tracer_started_inside_an_outlined_loop_body_sees_the_users_events(cap
     assert runs[0][0] == [("line", 7), ("line", 2), ("line", 3), ("line", 4), ("line", 5),
                           ("line", 7), ("line", 2), ("line", 8), ("return", 8)]
     assert runs[2] == runs[0]
+
+
+def _monitor_this_frame(on_line):
+    """What a sys.monitoring debugger does: the LINE events of the calling frame's code."""
+    mon = sys.monitoring
+    mon.use_tool_id(mon.DEBUGGER_ID, "pijit-test")
+    mon.register_callback(mon.DEBUGGER_ID, mon.events.LINE, on_line)
+    mon.set_local_events(mon.DEBUGGER_ID, sys._getframe(1).f_code, mon.events.LINE)
+
+
+def locally_monitored_after_a_break(x, on_line):
+    a = x + 1
+    print("a break", end="")
+    _monitor_this_frame(on_line)
+    b = a * 2
+    c = b + 1
+    return c
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring is new in 3.12")
+def test_a_tool_watching_the_frames_own_code_after_a_break_sees_the_users_lines(capsys):
+    """Local events of the frame's code (no global event): the break handed the rest to a
+    resume function, whose code the tool does not watch (it saw one line of three)."""
+    code = locally_monitored_after_a_break.__code__
+    mon = sys.monitoring
+    runs = []
+    jitted = pijit.jit(locally_monitored_after_a_break)
+    for fn in (locally_monitored_after_a_break, jitted, jitted):
+        seen, codes = [], []
+
+        def on_line(c, line):
+            if c.co_filename == __file__ and c.co_name == code.co_name:
+                seen.append(line - code.co_firstlineno)
+                codes.append(c)
+
+        try:
+            result = fn(np.ones(3), on_line)
+        finally:
+            for c in set(codes):
+                mon.set_local_events(mon.DEBUGGER_ID, c, 0)
+            mon.register_callback(mon.DEBUGGER_ID, mon.events.LINE, None)
+            mon.free_tool_id(mon.DEBUGGER_ID)
+        runs.append((seen, result.tolist()))
+    assert pijit.stats(jitted)["cache_hits"] == 1
+    assert runs[0] == ([4, 5, 6], [5.0] * 3) and runs[2] == runs[0]

@@ -282,7 +282,9 @@ pj_traced(PyThreadState *ts, PyCodeObject *code)
 }
 
 /* Does anything watch this thread's frames run: a tracer or a profiler (sys.settrace,
- * sys.setprofile), or, from 3.12, a sys.monitoring tool asking for any event of every code?
+ * sys.setprofile), or, from 3.12, a sys.monitoring tool asking for any event of every code,
+ * or any tool in use at all (one may ask for the events of this frame's code only, as a
+ * debugger does with set_local_events on frame.f_code: a resume function's are not)?
  * A transformed frame asks at a graph break (eval_frame.c's Observed): watched, it goes on
  * in its own frame as plain Python instead of handing the rest to a resume function, whose
  * return and call a tracer or profiler would see. */
@@ -295,6 +297,10 @@ pj_observed(PyThreadState *ts)
     const _Py_GlobalMonitors *g = &ts->interp->monitors;
     for (int event = 0; event < _PY_MONITORING_UNGROUPED_EVENTS; event++) {
         if (g->tools[event])
+            return 1;
+    }
+    for (int tool = 0; tool < PY_MONITORING_TOOL_IDS; tool++) {
+        if (ts->interp->monitoring_tool_names[tool] != NULL)
             return 1;
     }
 #endif

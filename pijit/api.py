@@ -125,11 +125,14 @@ def _plain_init_copy(fn, wrapper):
     while pijit has nothing to do for its calls (wrapper.c's init_give_back), so that
     constructions take CPython's specialized call again. It is a function as fn is (what
     functools.wraps copies, `fn` and `__wrapped__` naming fn) whose __dict__ holds the
-    Wrapper: the class keeps the Wrapper, and pijit.stats, reset and jit find it."""
+    Wrapper: the class keeps the Wrapper, and pijit.stats, reset and jit find it. That
+    __dict__ is the Wrapper's own: an attribute a user sets on the class's __init__ stays
+    there when one of the two replaces the other."""
     copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
                               fn.__closure__)
     copy.__kwdefaults__ = fn.__kwdefaults__
     functools.update_wrapper(copy, fn)
+    copy.__dict__ = wrapper.__dict__
     copy.fn = fn
     setattr(copy, _HANDLE, wrapper)
     eval_frame.set_init_copy(wrapper, copy)

@@ -210,3 +210,21 @@ def test_the_copy_given_back_runs_what_the_function_runs_by_then():
     ef.set_state(code_of(cls), ef.NEVER_COMPILE)
     assert cls(5).x == 7 and vars(cls)["__init__"] is not wrapper
     assert cls(5).x == 7                            # ...and so does the copy given back
+
+
+def test_an_attribute_set_on_the_classs_init_stays_through_give_back_and_restore():
+    """The copy had a __dict__ of its own: an attribute set on the jitted __init__ (a
+    decorator's mark, a registry's tag) was gone once the class held the copy (an
+    AttributeError plain Python has not), and one set on the copy was gone once the Wrapper
+    was back."""
+    cls = jitted_class()
+    cls.__init__.tag = "set on the Wrapper"
+    wrapper = give_back_now(cls)
+    assert type(vars(cls)["__init__"]) is types.FunctionType
+    assert getattr(cls.__init__, "tag", None) == "set on the Wrapper"
+    cls.__init__.mark = "set on the copy"
+    pijit.reset(wrapper)
+    assert vars(cls)["__init__"] is wrapper and not ef.given_back(wrapper)
+    assert (getattr(cls.__init__, "tag", None), getattr(cls.__init__, "mark", None)) == \
+        ("set on the Wrapper", "set on the copy")
+    assert cls(3).x == 6 and pijit.stats(cls.__init__)["call_count"] >= 1

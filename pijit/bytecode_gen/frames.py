@@ -29,7 +29,9 @@ def protect(head: list, graph: list, rest: list, replay, clean, lineno) -> list:
         begin = TryBegin(to_replay, True, 0)
         body = [begin] + list(graph) + [TryEnd(begin)] + body + \
             _handler(to_replay, replay, lineno, _raise_result)
-    return head + _cover(body, to_clean) + _handler(to_clean, clean, lineno, _reraise)
+    # No line: a tracer (one started inside the call, transform._plain_rest) sees an
+    # exception leave the user's frame with no line event of pijit's handler.
+    return head + _cover(body, to_clean) + _handler(to_clean, clean, None, _reraise)
 
 
 def _cover(items: list, target: Label) -> list:

@@ -231,7 +231,8 @@ def _compile(func, args, rec, declared, dynamic, extra, known_breaks):
     makers = _resume_makers(func, rec)
     try:
         compiled = compile_frame(func, args, rec.config, dynamic, extra, *makers)
-        if dynamic != declared and any(b.reason not in known_breaks for b in compiled[0].breaks):
+        if dynamic != declared and any(b.reason not in known_breaks for b in compiled[0].breaks) \
+                and not _varied_lists(dynamic, declared, func, args):
             raise _Specialize
     except (GraphBreak, _Specialize):
         if dynamic == declared:
@@ -246,6 +247,20 @@ def _compile(func, args, rec, declared, dynamic, extra, known_breaks):
 def _automatic(dynamic, declared) -> set:
     """The sources whose dims or value are dynamic by the automatic rule, not declared."""
     return {s for s, dims in dynamic.items() if set(dims) != set(declared.get(s, ()))}
+
+
+def _varied_lists(dynamic, declared, func, args) -> bool:
+    """Whether a list whose length changed is among the automatic dynamic sources. Its new
+    breaks (where its items are read) are kept: an entry specialised on a length would be
+    followed by one per length (collected indices, values of a search), none of them hit
+    again, and the code would end as plain Python."""
+    for source in _automatic(dynamic, declared):
+        try:
+            if type(source.read(func, args)) is list:
+                return True
+        except Exception:
+            continue
+    return False
 
 
 class _Specialize(Exception):
@@ -380,7 +395,7 @@ def changed_dims(entries, func, args) -> dict:
     changed, values = {}, {}
     for entry in entries:
         for guard in entry.guards:
-            if not (guard.kind == "array"
+            if not (guard.kind in ("array", "len")
                     or guard.kind == "eq" and type(guard.params[0]) in (int, float)):
                 continue
             if guard.source not in values:
@@ -389,6 +404,10 @@ def changed_dims(entries, func, args) -> dict:
                 except Exception:
                     values[guard.source] = _UNREADABLE
             value = values[guard.source]
+            if guard.kind == "len":
+                if type(value) is list and len(value) != guard.params[0]:
+                    changed[guard.source] = {DYNAMIC_VALUE}
+                continue
             if guard.kind == "eq":
                 old = guard.params[0]
                 if type(value) is type(old) and value != old:

@@ -139,6 +139,12 @@ class ValueBuilder:
             self.guard(source, "len", len(obj))
             return TupleValue([self.wrap(item, ItemSource(source, i))
                                for i, item in enumerate(obj)], source=source)
+        if t is list and DYNAMIC_VALUE in self.dynamic_dims.get(source, ()):
+            # Its length changed between calls (collected indices, values): guarding it
+            # would capture an entry per length. Opaque like a long list: the graph breaks
+            # where its items are read, and the rest of the code is captured once.
+            self.guard(source, "type", t)
+            return ObjectValue(obj, source)
         if t is list:
             # A list's length and items are guarded only once capture reads them: a list the
             # function only appends to (a side effect, residual code) may grow between calls.

@@ -17,7 +17,7 @@ import pytest
 import pijit
 from pijit import cache, eval_frame, runtime
 
-from differential import assert_equal_values
+from differential import assert_equal_values, assert_same
 from test_hook import _graph_mode  # noqa: F401 - autouse: GRAPH_MODE, hook left uninstalled
 
 O0 = {"jit_level": "O0"}
@@ -526,3 +526,27 @@ def test_a_list_of_one_length_keeps_its_length_guarded(monkeypatch):
     assert s["compile_count"] == 2 and s["eager_fallbacks"] == [], s
     info = pijit.explain(f, x, [1.0, 2.0, 4.0])
     assert info.graph_count == 1 and info.graph_break_count == 0, info
+
+
+def _appends_and_prints(x, n):
+    out = []
+    for i in range(n):
+        out.append(x * 2.0)
+        print(len(out))
+    return out
+
+
+def test_a_loop_body_appending_to_a_growing_list_compiles_twice():
+    """The print breaks the loop body, which is outlined and gets `out` one item longer at
+    every call: `out` goes dynamic at the second iteration. The append is still captured
+    (no break there); len(out) breaks where print breaks anyway."""
+    x = np.linspace(-1.0, 1.0, 8)
+    report = assert_same(_appends_and_prints, x, 30, graphs=None, breaks=None, calls=1)
+    reasons = [b["reason"] for b in report.break_reasons]
+    assert not any("append" in r for r in reasons), reasons
+    assert any("length changes between calls" in r for r in reasons), reasons
+    f = pijit.jit(_appends_and_prints, jit_config=O0)
+    f(x, 30)
+    code = pijit.api._code_of(f)
+    counts = [cache.record(c).compile_count for c in cache.family(code)]
+    assert max(counts) == 2 and sum(counts) <= len(counts) + 1, counts     # was: 8, frozen

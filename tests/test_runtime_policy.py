@@ -550,3 +550,27 @@ def test_a_loop_body_appending_to_a_growing_list_compiles_twice():
     code = pijit.api._code_of(f)
     counts = [cache.record(c).compile_count for c in cache.family(code)]
     assert max(counts) == 2 and sum(counts) <= len(counts) + 1, counts     # was: 8, frozen
+
+
+def _head_by_mean(x, vals, n):
+    if n < 1:                       # a branch on n: capture needs it constant
+        raise ValueError("n must be positive")
+    return x[:n] * np.mean(vals)
+
+
+def test_a_varied_list_stays_dynamic_beside_a_value_that_must_be_constant(monkeypatch):
+    """n and the length of vals change at the same call: the entry is specialised on n
+    only; vals stays dynamic (was: both specialised, vals then never dynamic)."""
+    f = pijit.jit(_head_by_mean, jit_config=O0)
+    pijit.reset(f)
+    captures = _count_captures(monkeypatch)
+    x = np.linspace(-1.0, 1.0, 40)
+    for i in range(12):
+        vals = [float(v) for v in range(1 + i % 5)]
+        assert_equal_values(f(x, vals, 1 + i % 7), _head_by_mean(x, vals, 1 + i % 7))
+    # n=1 static; n=2: n, vals dynamic (n breaks), then vals only (its break at np.mean
+    # kept), and its resume function; n=3: specialised at once, vals dynamic, and the resume
+    # function gets another mean (dynamic); then frozen by n.
+    assert captures == [[], ["n", "vals"], ["vals"], [], ["vals"], ["__pijit_s0"]], captures
+    (why,) = pijit.stats(f)["eager_fallbacks"]
+    assert "_head_by_mean: n took new values or sizes again" in why, why

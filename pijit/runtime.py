@@ -394,9 +394,10 @@ def changed_dims(entries, func, args) -> dict:
     """What changed since the entries in a way the next entry can leave dynamic: {source:
     dims} for arrays of the dtype and ndim an entry saw with other sizes (and the dims that
     entry left dynamic already), {source: {DYNAMIC_VALUE}} for int and float scalars of
-    another value than an entry saw (loop indices, step counts). Every entry counts, not
-    only the newest: calls alternating between ndims or dtypes would otherwise never compare
-    two sizes of one kind, and compile a static entry per call."""
+    another value than an entry saw (loop indices, step counts) and for lists of another
+    length (wrap.py then guards only their type). Every entry counts, not only the newest:
+    calls alternating between ndims or dtypes would otherwise never compare two sizes of one
+    kind, and compile a static entry per call."""
     changed, values = {}, {}
     for entry in entries:
         for guard in entry.guards:

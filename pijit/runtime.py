@@ -15,7 +15,7 @@ import numpy as np
 from pijit import cache, eval_frame, explain, tracebacks
 from pijit.cache import BreakInfo, EntryInfo
 from pijit.capture.graph_break import STATIC_REASONS, CaptureAbandoned, GraphBreak
-from pijit.capture.sources import LocalSource
+from pijit.capture.sources import ItemSource, LocalSource
 from pijit.capture.wrap import DYNAMIC_VALUE
 from pijit.bytecode_gen.resume import STACK_NAME, build_loop_body, build_resume
 from pijit.compile_frame import compile_frame
@@ -227,25 +227,45 @@ def _signal_exception(e):
 def _compile(func, args, rec, declared, dynamic, extra, known_breaks):
     """compile_frame (-> info, fn, plan, set()) with the automatic dynamic dims and values,
     or without them when they make capture break where the entries compiled so far did not
-    (-> ..., the sources that were dynamic automatically)."""
+    (-> ..., the sources that were dynamic automatically). Lists whose length changed stay
+    dynamic, breaks and all (see _varied_lists)."""
     makers = _resume_makers(func, rec)
+    automatic = _automatic(dynamic, declared)
+    lists = _varied_lists(automatic, func, args)
     try:
         compiled = compile_frame(func, args, rec.config, dynamic, extra, *makers)
-        if dynamic != declared and any(b.reason not in known_breaks for b in compiled[0].breaks):
+        if automatic and automatic != lists and \
+                any(b.reason not in known_breaks for b in compiled[0].breaks):
             raise _Specialize
     except (GraphBreak, _Specialize):
-        if dynamic == declared:
+        if not automatic:
             raise
         # Some op needs the automatic dynamic dims or values to be constants (a shape,
-        # a branch on a recursion depth): specialize this entry instead.
-        compiled = compile_frame(func, args, rec.config, declared, extra, *makers)
-        return (*compiled, _automatic(dynamic, declared))
+        # a branch on a recursion depth): specialize this entry on them instead.
+        kept = {s: dims for s, dims in dynamic.items() if s in lists or s not in automatic}
+        compiled = compile_frame(func, args, rec.config, kept, extra, *makers)
+        return (*compiled, automatic - lists)
     return (*compiled, set())
 
 
 def _automatic(dynamic, declared) -> set:
     """The sources whose dims or value are dynamic by the automatic rule, not declared."""
     return {s for s, dims in dynamic.items() if set(dims) != set(declared.get(s, ()))}
+
+
+def _varied_lists(automatic, func, args) -> set:
+    """The automatic dynamic sources that are lists whose length changed, and items of them.
+    New breaks where their items are read are kept: an entry specialised on a length would
+    be followed by one per length (collected indices, values of a search), none of them hit
+    again, and the code would end as plain Python."""
+    lists = set()
+    for source in automatic:
+        try:
+            if type(source.read(func, args)) is list:
+                lists.add(source)
+        except Exception:
+            continue
+    return lists | {s for s in automatic if isinstance(s, ItemSource) and s.base in lists}
 
 
 class _Specialize(Exception):
@@ -374,13 +394,14 @@ def changed_dims(entries, func, args) -> dict:
     """What changed since the entries in a way the next entry can leave dynamic: {source:
     dims} for arrays of the dtype and ndim an entry saw with other sizes (and the dims that
     entry left dynamic already), {source: {DYNAMIC_VALUE}} for int and float scalars of
-    another value than an entry saw (loop indices, step counts). Every entry counts, not
-    only the newest: calls alternating between ndims or dtypes would otherwise never compare
-    two sizes of one kind, and compile a static entry per call."""
+    another value than an entry saw (loop indices, step counts) and for lists of another
+    length (wrap.py then guards only their type). Every entry counts, not only the newest:
+    calls alternating between ndims or dtypes would otherwise never compare two sizes of one
+    kind, and compile a static entry per call."""
     changed, values = {}, {}
     for entry in entries:
         for guard in entry.guards:
-            if not (guard.kind == "array"
+            if not (guard.kind in ("array", "len")
                     or guard.kind == "eq" and type(guard.params[0]) in (int, float)):
                 continue
             if guard.source not in values:
@@ -389,6 +410,10 @@ def changed_dims(entries, func, args) -> dict:
                 except Exception:
                     values[guard.source] = _UNREADABLE
             value = values[guard.source]
+            if guard.kind == "len":
+                if type(value) is list and len(value) != guard.params[0]:
+                    changed[guard.source] = {DYNAMIC_VALUE}
+                continue
             if guard.kind == "eq":
                 old = guard.params[0]
                 if type(value) is type(old) and value != old:

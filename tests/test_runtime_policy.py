@@ -17,7 +17,7 @@ import pytest
 import pijit
 from pijit import cache, eval_frame, runtime
 
-from differential import assert_equal_values
+from differential import assert_equal_values, assert_same
 from test_hook import _graph_mode  # noqa: F401 - autouse: GRAPH_MODE, hook left uninstalled
 
 O0 = {"jit_level": "O0"}
@@ -444,3 +444,133 @@ def test_dims_capture_needs_constant_are_specialised_once_known(monkeypatch):
         x = np.arange(float(n))
         assert_equal_values(f(x), _row_steps(x))
     assert pijit.stats(f)["cache_hits"] == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 18: a list whose length changes between calls is not captured once per length.
+
+def _scaled_by_mean(x, vals):
+    return np.sqrt(x * x + 1.0) * np.mean(vals)
+
+
+def _lists(count):
+    rng = np.random.default_rng(18)
+    return [[float(v) for v in rng.random(1 + i % 9)] for i in range(count)]
+
+
+def test_a_list_of_new_lengths_goes_dynamic_at_its_first_change(monkeypatch):
+    """len(vals) guarded once, then vals opaque: np.mean(vals) runs where the graph breaks,
+    the array work around it stays compiled (was: an entry per length up to
+    limit_graph_count, then plain Python)."""
+    f = pijit.jit(_scaled_by_mean, jit_config=O0)
+    pijit.reset(f)
+    captures = _count_captures(monkeypatch)
+    x = np.linspace(-1.0, 1.0, 40)
+    for vals in _lists(30):
+        assert_equal_values(f(x, list(vals)), _scaled_by_mean(x, vals))
+    # vals=[v0] static; then vals (and v0, which changed too) dynamic; then the resume
+    # function after the break, whose inputs do not change kind.
+    assert captures == [[], ["vals", "vals[0]"], []], captures
+    s = pijit.stats(f)
+    assert s["compile_count"] == 2 and s["eager_fallbacks"] == [], s
+    assert s["cache_misses"] == 2, s
+    dynamic = s["entries"][0]           # the newest
+    assert "type(vals) is list" in dynamic["guards"], dynamic
+    assert not any("vals" in g for g in dynamic["guards"] if g != "type(vals) is list"), dynamic
+    assert dynamic["ops"] == ["mul", "add", "sqrt"], dynamic     # then the break at np.mean
+    assert s["break_count"] == 1, s
+
+
+def _collected(a, t):
+    idx = []
+    for i in range(a.shape[0]):
+        if a[i] > t:
+            idx.append(i)
+    return a[np.array(idx, dtype=np.int64)].sum() * 2.0 + a.mean()
+
+
+def test_indices_collected_in_a_loop_compile_once_after_it(monkeypatch):
+    """The code after a loop that collects indices gets the list as an argument of its
+    resume function: a new count of indices does not capture it again."""
+    f = pijit.jit(_collected, jit_config=O0)
+    pijit.reset(f)
+    captures = _count_captures(monkeypatch)
+    a = np.random.default_rng(5).random(60)
+    for t in np.linspace(0.02, 0.98, 40):
+        assert_equal_values(f(a, float(t)), _collected(a, float(t)))
+    s = pijit.stats(f)
+    assert s["eager_fallbacks"] == [], s
+    # The function: t static, then dynamic. The resume function after the loop: idx of
+    # one length, then idx dynamic (was: a capture per count of indices until
+    # limit_graph_count, then plain Python). Its own resume function after the break at
+    # np.array(idx): static, then dynamic in the array it gets.
+    assert len(captures) == 6 and sum("idx" in c for c in captures) == 1, captures
+
+
+def _items_summed(x, vals):
+    return x * np.array(vals).sum()
+
+
+def test_a_list_of_one_length_keeps_its_length_guarded(monkeypatch):
+    """Items that change become dynamic scalars; the length, which did not change, stays
+    guarded and the list is read item by item in the graph (no break)."""
+    f = pijit.jit(_items_summed, jit_config=O0)
+    pijit.reset(f)
+    captures = _count_captures(monkeypatch)
+    x = np.linspace(-1.0, 1.0, 40)
+    for vals in _lists(30):
+        vals = (vals * 3)[:3]
+        assert_equal_values(f(x, list(vals)), _items_summed(x, vals))
+    assert captures == [[], ["vals[0]", "vals[1]", "vals[2]"]], captures
+    s = pijit.stats(f)
+    assert s["compile_count"] == 2 and s["eager_fallbacks"] == [], s
+    info = pijit.explain(f, x, [1.0, 2.0, 4.0])
+    assert info.graph_count == 1 and info.graph_break_count == 0, info
+
+
+def _appends_and_prints(x, n):
+    out = []
+    for i in range(n):
+        out.append(x * 2.0)
+        print(len(out))
+    return out
+
+
+def test_a_loop_body_appending_to_a_growing_list_compiles_twice():
+    """The print breaks the loop body, which is outlined and gets `out` one item longer at
+    every call: `out` goes dynamic at the second iteration. The append is still captured
+    (no break there); len(out) breaks where print breaks anyway."""
+    x = np.linspace(-1.0, 1.0, 8)
+    report = assert_same(_appends_and_prints, x, 30, graphs=None, breaks=None, calls=1)
+    reasons = [b["reason"] for b in report.break_reasons]
+    assert not any("append" in r for r in reasons), reasons
+    assert any("length changes between calls" in r for r in reasons), reasons
+    f = pijit.jit(_appends_and_prints, jit_config=O0)
+    f(x, 30)
+    code = pijit.api._code_of(f)
+    counts = [cache.record(c).compile_count for c in cache.family(code)]
+    assert max(counts) == 2 and sum(counts) <= len(counts) + 1, counts     # was: 8, frozen
+
+
+def _head_by_mean(x, vals, n):
+    if n < 1:                       # a branch on n: capture needs it constant
+        raise ValueError("n must be positive")
+    return x[:n] * np.mean(vals)
+
+
+def test_a_varied_list_stays_dynamic_beside_a_value_that_must_be_constant(monkeypatch):
+    """n and the length of vals change at the same call: the entry is specialised on n
+    only; vals stays dynamic (was: both specialised, vals then never dynamic)."""
+    f = pijit.jit(_head_by_mean, jit_config=O0)
+    pijit.reset(f)
+    captures = _count_captures(monkeypatch)
+    x = np.linspace(-1.0, 1.0, 40)
+    for i in range(12):
+        vals = [float(v) for v in range(1 + i % 5)]
+        assert_equal_values(f(x, vals, 1 + i % 7), _head_by_mean(x, vals, 1 + i % 7))
+    # n=1 static; n=2: n, vals dynamic (n breaks), then vals only (its break at np.mean
+    # kept), and its resume function; n=3: specialised at once, vals dynamic, and the resume
+    # function gets another mean (dynamic); then frozen by n.
+    assert captures == [[], ["n", "vals"], ["vals"], [], ["vals"], ["__pijit_s0"]], captures
+    (why,) = pijit.stats(f)["eager_fallbacks"]
+    assert "_head_by_mean: n took new values or sizes again" in why, why

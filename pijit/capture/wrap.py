@@ -11,6 +11,7 @@ import types
 
 import numpy as np
 
+from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.sources import AttrSource, DictItemSource, ItemSource, LocalSource, Source
 from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, MethodValue,
                                   TupleValue, Value)
@@ -69,6 +70,10 @@ class LazyListValue(ListValue):
             self._appended.append(value)
         else:
             self._items.append(value)
+
+
+def _varied_length():
+    raise GraphBreak(Reason.UNSUPPORTED_VALUE, "reads a list whose length changes between calls")
 
 
 class ValueBuilder:
@@ -139,6 +144,12 @@ class ValueBuilder:
             self.guard(source, "len", len(obj))
             return TupleValue([self.wrap(item, ItemSource(source, i))
                                for i, item in enumerate(obj)], source=source)
+        if t is list and DYNAMIC_VALUE in self.dynamic_dims.get(source, ()):
+            # Its length changed between calls (collected indices, values): guarding it
+            # would capture an entry per length. Appends to it are still captured; reading
+            # its items or length breaks the graph there, and the rest is captured once.
+            self.guard(source, "type", t)
+            return LazyListValue(_varied_length, source, self.effects)
         if t is list:
             # A list's length and items are guarded only once capture reads them: a list the
             # function only appends to (a side effect, residual code) may grow between calls.

@@ -12,23 +12,10 @@ import numpy as np
 import pytest
 
 import pijit
-from pijit.loopnest import node as nest_node
 from tests.differential import assert_same
+from tests.test_loop_nests import resumes  # noqa: F401 - the fixture
 
 LEVELS = ["O0", "O1"]
-
-
-@pytest.fixture
-def resumes(monkeypatch):
-    seen = []
-    original = nest_node.NestOp.resume
-
-    def spy(self, block, *state):
-        seen.append(block)
-        return original(self, block, *state)
-
-    monkeypatch.setattr(nest_node.NestOp, "resume", spy)
-    return seen
 
 
 def appended(fn, *args, level="O1", graphs=None):

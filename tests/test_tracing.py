@@ -285,11 +285,12 @@ def traced_after_a_break(x, tracer):
     return c
 
 
-def test_a_tracer_started_after_a_break_sees_the_users_events(capsys):
-    code = traced_after_a_break.__code__
+def _traced_runs(fn, jitted):
+    """[(events, exception or None)] of fn, then jitted twice, called with a tracer each run
+    starts inside: (event, line from the def) of fn's own frames only."""
+    code = fn.__code__
     runs = []
-    jitted = pijit.jit(traced_after_a_break)
-    for fn in (traced_after_a_break, jitted, jitted):
+    for f in (fn, jitted, jitted):
         seen = []
 
         def tracer(frame, event, arg):
@@ -298,11 +299,21 @@ def test_a_tracer_started_after_a_break_sees_the_users_events(capsys):
             return tracer
 
         try:
-            fn(np.ones(3), tracer)
+            f(np.ones(3), tracer)
+            raised = None
+        except (ValueError, KeyError) as e:
+            raised = e
         finally:
             sys.settrace(None)
-        runs.append(seen)
-    assert pijit.stats(jitted)["cache_hits"] == 1
+        runs.append((seen, raised))
+    return runs
+
+
+def test_a_tracer_started_after_a_break_sees_the_users_events(capsys):
+    jitted = pijit.jit(traced_after_a_break)
+    runs = _traced_runs(traced_after_a_break, jitted)
+    assert all(e is None for _, e in runs) and pijit.stats(jitted)["cache_hits"] == 1
+    runs = [seen for seen, _ in runs]
     assert runs[0] == [("line", 4), ("line", 5), ("line", 6), ("return", 6)]
     assert runs[2] == runs[0]
     assert pijit.explain(traced_after_a_break, np.ones(3), lambda *a: None).graph_break_count
@@ -466,25 +477,9 @@ def test_an_exception_leaving_a_traced_frame_after_a_break_has_the_users_lines(f
     """The exception leaves through pijit's cleaning handler, whose instructions had the
     function's first line: a tracer started after the break saw a 'line' event there (on
     the `def` line) before the frame's return, which plain Python has not."""
-    code = fn.__code__
-    runs = []
     jitted = pijit.jit(fn)
-    for f in (fn, jitted, jitted):
-        seen = []
-
-        def tracer(frame, event, arg):
-            if frame.f_code.co_filename == __file__ and frame.f_code.co_name == code.co_name:
-                seen.append((event, frame.f_lineno - code.co_firstlineno))
-            return tracer
-
-        try:
-            f(np.ones(3), tracer)
-        except (ValueError, KeyError) as e:
-            sys.settrace(None)
-            runs.append((seen, type(e), str(e)))
-        finally:
-            sys.settrace(None)
-    assert len(runs) == 3 and pijit.stats(jitted)["cache_hits"] == 1
+    runs = [(seen, type(e), str(e)) for seen, e in _traced_runs(fn, jitted)]
+    assert all(e is not None for _, e, _ in runs) and pijit.stats(jitted)["cache_hits"] == 1
     assert runs[0][0] == ([("line", 5), ("line", 6), ("exception", 6), ("line", 2),
                            ("return", 6)] if fn is raises_in_a_with_after_a_break else
                           [("line", 7), ("line", 8), ("return", 8)])

@@ -110,11 +110,7 @@ def _jitted_function(fn):
     are someone else's (a vectorcall of another JIT's)."""
     if eval_frame.vectorcall_of(fn) != "cpython":
         return None
-    jitted = types.FunctionType(_armed_code(fn.__code__), fn.__globals__, fn.__name__,
-                                fn.__defaults__, fn.__closure__)
-    jitted.__kwdefaults__ = fn.__kwdefaults__
-    functools.update_wrapper(jitted, fn)
-    jitted.fn = fn
+    jitted = _function_like(fn, _armed_code(fn.__code__))
     setattr(jitted, _HANDLE, eval_frame.Wrapper(jitted, fn))
     _arm(jitted)
     return jitted
@@ -128,14 +124,23 @@ def _plain_init_copy(fn, wrapper):
     Wrapper: the class keeps the Wrapper, and pijit.stats, reset and jit find it. That
     __dict__ is the Wrapper's own: an attribute a user sets on the class's __init__ stays
     there when one of the two replaces the other."""
-    copy = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
-                              fn.__closure__)
-    copy.__kwdefaults__ = fn.__kwdefaults__
-    functools.update_wrapper(copy, fn)
+    copy = _function_like(fn, fn.__code__)
     copy.__dict__ = wrapper.__dict__
     copy.fn = fn
     setattr(copy, _HANDLE, wrapper)
     eval_frame.set_init_copy(wrapper, copy)
+
+
+def _function_like(fn, code):
+    """A function of `code` made from fn's parts (globals, name, defaults, closure,
+    kwdefaults) with what functools.wraps copies (`__wrapped__` being fn), and `fn` naming
+    fn, as on a Wrapper."""
+    new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__,
+                             fn.__closure__)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    functools.update_wrapper(new, fn)
+    new.fn = fn
+    return new
 
 
 def _armed_code(code):

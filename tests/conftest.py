@@ -65,6 +65,14 @@ def no_internal_errors(request):
 
 
 @pytest.fixture
+def cheap_plain_runs():
+    """Plain runs timed on the stand-in clock of clocks.py for the whole test."""
+    from clocks import cheap_plain_runs
+    with cheap_plain_runs():
+        yield
+
+
+@pytest.fixture
 def adaptive(monkeypatch):
     """The suite compiles at the first call (PIJIT_ADAPTIVE=0): a test asking for this turns
     adaptive execution on, and the stand-in clocks it may set are the real ones again after."""

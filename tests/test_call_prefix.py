@@ -117,16 +117,8 @@ def doubled(x):
     return x * 2.0
 
 
-@pytest.mark.usefixtures("adaptive")
+@pytest.mark.usefixtures("adaptive", "cheap_plain_runs")
 def test_a_copy_whose_function_someone_holds_follows_it_after_many_calls():
-    """(Plain runs timed on a stand-in clock ticking 0.1 us a read: 3.12+ give the copy back
-    only after calls under 2 us each, a time a loaded machine misses.)"""
-    clock = [0.0]
-
-    def tick():
-        clock[0] += 1e-7
-        return clock[0]
-    ef.set_perf_clock(tick)         # (the adaptive fixture sets the real one back)
     f = fresh(plus_one)
     jitted = pijit.jit(f, jit_config={"compile_after_ms": 0})
     for k in range(1200):
@@ -138,17 +130,10 @@ def test_a_copy_whose_function_someone_holds_follows_it_after_many_calls():
 
 
 @only_3_11
-@pytest.mark.usefixtures("adaptive")
+@pytest.mark.usefixtures("adaptive", "cheap_plain_runs")
 def test_a_copy_whose_function_someone_holds_is_given_back_behind_its_prefix():
     """Its prefix then only checks the function: the calls are counted nowhere; a change of
-    the function is followed (and arms it), as is a reset. (Plain runs timed on a stand-in
-    clock ticking 0.1 us a read: a give-back waits for calls under 2 us each.)"""
-    clock = [0.0]
-
-    def tick():
-        clock[0] += 1e-7
-        return clock[0]
-    ef.set_perf_clock(tick)         # (the adaptive fixture sets the real one back)
+    the function is followed (and arms it), as is a reset."""
     f = fresh(plus_one)
     jitted = pijit.jit(f, jit_config={"compile_after_ms": 0})
     code = ef.original_code(jitted.__code__)
@@ -176,17 +161,11 @@ def test_a_copy_whose_function_someone_holds_is_given_back_behind_its_prefix():
 
 
 @only_3_11
-@pytest.mark.usefixtures("adaptive")
+@pytest.mark.usefixtures("adaptive", "cheap_plain_runs")
 def test_inside_a_jitted_call_a_held_copy_given_back_is_seen_and_given_back_once():
     """Calls from inside a jitted call (here a Wrapper's call of a plain driver) take the
     armed path, as a given-back function's reach the hook: counted, and not given back
     again at each (code_info's 'inlined' counts the give-backs of live functions)."""
-    clock = [0.0]
-
-    def tick():
-        clock[0] += 1e-7
-        return clock[0]
-    ef.set_perf_clock(tick)
     f = fresh(plus_one)
     jitted = pijit.jit(f, jit_config={"compile_after_ms": 0})
     code = ef.original_code(jitted.__code__)

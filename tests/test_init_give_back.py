@@ -71,15 +71,10 @@ def test_nothing_to_do_gives_the_class_a_plain_copy_and_constructions_bypass_pij
     assert calls[1:] == ["CALL_ALLOC_AND_ENTER_INIT"]       # CPython's specialized call
 
 
+@pytest.mark.usefixtures("cheap_plain_runs")
 def test_a_thousand_plain_constructions_in_a_row_give_it_back():
-    """(adapt.c's nothing_to_do: its calls not hot yet cost under 2 us each, here on a
-    stand-in clock ticking 0.1 us a read.)"""
-    clock = [0.0]
-
-    def tick():
-        clock[0] += 1e-7
-        return clock[0]
-    ef.set_perf_clock(tick)
+    """(adapt.c's nothing_to_do: its calls not hot yet cost under 2 us each, here on
+    clocks.py's stand-in clock.)"""
     cls = jitted_class(compile_after_ms=10 ** 6)
     wrapper = vars(cls)["__init__"]
     for k in range(900):

@@ -6,7 +6,6 @@ plain calls. What these tests pin down: the version fact (3.11's calls skip a fu
 vectorcall), when a function is given back and when never, that its calls then bypass pijit
 (its counters stop), what arms it again, and that it behaves as the function it was made
 from. `vectorcall_of` says "pijit" for an armed one on every version."""
-import contextlib
 import copy
 import pickle
 import sys
@@ -18,6 +17,7 @@ import numpy as np
 import pytest
 
 import pijit
+from clocks import cheap_plain_runs
 from pijit import _compat, api, eval_frame as ef
 
 needs_function_vectorcall = pytest.mark.skipif(
@@ -153,22 +153,6 @@ def test_every_construction_reaches_a_jitted_init():
 
 def fib(n):
     return n if n < 2 else fib(n - 1) + fib(n - 2)
-
-
-@contextlib.contextmanager
-def cheap_plain_runs():
-    """A stand-in clock ticking 0.1 us a read: plain runs cost what fib's cost on a quiet
-    machine whatever the load (a give-back waits for calls under 2 us each: a time)."""
-    clock = [0.0]
-
-    def tick():
-        clock[0] += 1e-7
-        return clock[0]
-    ef.set_perf_clock(tick)
-    try:
-        yield
-    finally:
-        ef.set_perf_clock(None)
 
 
 def jitted_fib(**config):

@@ -286,8 +286,8 @@ def traced_after_a_break(x, tracer):
 
 
 def _traced_runs(fn, jitted):
-    """[(events, exception or None)] of fn, then jitted twice, called with a tracer each run
-    starts inside: (event, line from the def) of fn's own frames only."""
+    """[(events, exception or None, result)] of fn, then jitted twice, called with a tracer
+    each run starts inside: (event, line from the def) of fn's own frames only."""
     code = fn.__code__
     runs = []
     for f in (fn, jitted, jitted):
@@ -298,22 +298,22 @@ def _traced_runs(fn, jitted):
                 seen.append((event, frame.f_lineno - code.co_firstlineno))
             return tracer
 
+        result = raised = None
         try:
-            f(np.ones(3), tracer)
-            raised = None
+            result = f(np.ones(3), tracer)
         except (ValueError, KeyError) as e:
             raised = e
         finally:
             sys.settrace(None)
-        runs.append((seen, raised))
+        runs.append((seen, raised, result))
     return runs
 
 
 def test_a_tracer_started_after_a_break_sees_the_users_events(capsys):
     jitted = pijit.jit(traced_after_a_break)
     runs = _traced_runs(traced_after_a_break, jitted)
-    assert all(e is None for _, e in runs) and pijit.stats(jitted)["cache_hits"] == 1
-    runs = [seen for seen, _ in runs]
+    assert all(e is None for _, e, _ in runs) and pijit.stats(jitted)["cache_hits"] == 1
+    runs = [seen for seen, _, _ in runs]
     assert runs[0] == [("line", 4), ("line", 5), ("line", 6), ("return", 6)]
     assert runs[2] == runs[0]
     assert pijit.explain(traced_after_a_break, np.ones(3), lambda *a: None).graph_break_count
@@ -478,7 +478,7 @@ def test_an_exception_leaving_a_traced_frame_after_a_break_has_the_users_lines(f
     function's first line: a tracer started after the break saw a 'line' event there (on
     the `def` line) before the frame's return, which plain Python has not."""
     jitted = pijit.jit(fn)
-    runs = [(seen, type(e), str(e)) for seen, e in _traced_runs(fn, jitted)]
+    runs = [(seen, type(e), str(e)) for seen, e, _ in _traced_runs(fn, jitted)]
     assert all(e is not None for _, e, _ in runs) and pijit.stats(jitted)["cache_hits"] == 1
     assert runs[0][0] == ([("line", 5), ("line", 6), ("exception", 6), ("line", 2),
                            ("return", 6)] if fn is raises_in_a_with_after_a_break else
@@ -504,23 +504,10 @@ def traced_inside_a_loop_after_a_break(x, tracer):
                    "traces that frame, sees it return a tuple, and never the loop's own "
                    "frame; the rest of the call is plain only from the next iteration on")
 def test_a_tracer_started_inside_an_outlined_loop_body_sees_the_users_events(capsys):
-    code = traced_inside_a_loop_after_a_break.__code__
-    runs = []
     jitted = pijit.jit(traced_inside_a_loop_after_a_break)
-    for fn in (traced_inside_a_loop_after_a_break, jitted, jitted):
-        seen = []
-
-        def tracer(frame, event, arg):
-            if frame.f_code.co_filename == __file__ and frame.f_code.co_name == code.co_name:
-                seen.append((event, frame.f_lineno - code.co_firstlineno))
-            return tracer
-
-        try:
-            result = fn(np.ones(3), tracer)
-        finally:
-            sys.settrace(None)
-        runs.append((seen, result.tolist()))
-    assert pijit.stats(jitted)["cache_hits"] == 1
+    runs = _traced_runs(traced_inside_a_loop_after_a_break, jitted)
+    assert all(e is None for _, e, _ in runs) and pijit.stats(jitted)["cache_hits"] == 1
+    runs = [(seen, result.tolist()) for seen, _, result in runs]
     assert runs[0][0] == [("line", 7), ("line", 2), ("line", 3), ("line", 4), ("line", 5),
                           ("line", 7), ("line", 2), ("line", 8), ("return", 8)]
     assert runs[2] == runs[0]

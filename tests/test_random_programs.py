@@ -514,7 +514,7 @@ def check_program(src, args, raises, args2=None, level="O0"):
     assert raises == (want.exc is not None), f"the generator expected raises={raises}, " \
                                              f"plain Python gave {want.exc!r}{where}"
     if want.exc is not None:
-        inputs = inputs_tol(fn, args, level)
+        inputs = inputs_tol(fn, args, level) if _inputs_defined(want) else None
         jitted = pijit.jit(fn, **config)
         pijit.reset(jitted)
         for call in range(2):
@@ -595,8 +595,17 @@ def check_other_values(fn, args2, config):
     assert after["cache_hits"] > before["cache_hits"]
     level = config["jit_config"]["jit_level"]
     tol, scale = level_tol(fn, args2, level) if want.exc is None else (EXACT, None)
-    assert_same_outcome(got, want, got_args, plain_args, "second inputs", tol, scale,
-                        inputs_tol(fn, args2, level))
+    inputs = inputs_tol(fn, args2, level) if _inputs_defined(want) else None
+    assert_same_outcome(got, want, got_args, plain_args, "second inputs", tol, scale, inputs)
+
+
+def _inputs_defined(want) -> bool:
+    """Whether plain Python's failed call left the inputs defined. An integer power that
+    meets a negative exponent raises after NumPy has copied its cast buffer, never written,
+    back into the output (`a **= c`, a int8, c an int16 0-d array): plain Python left -32 there
+    in one process and -23 in another, so there is nothing to compare."""
+    return not (isinstance(want.exc, ValueError)
+                and str(want.exc) == "Integers to negative integer powers are not allowed.")
 
 
 @settings(max_examples=300, deadline=None,
@@ -644,6 +653,11 @@ def test_random_program_fused(program):
           False,
           [np.array([0.0, np.nan], np.float32), np.array([0.0, 0.0], np.float32),
            np.array(False)], 2))
+# The integer power raises on a negative exponent and leaves `a` undefined (_inputs_defined);
+# the exception itself must still match (found by a fresh-clone CI run on 3.12).
+@example(("def prog(a, b, c):\n    a[...] = 0\n    a **= c\n    return a[0]\n",
+          [np.array([0], np.int8), np.array(0, np.int8), np.array(0, np.int16)], False,
+          [np.array([0], np.int8), np.array(0, np.int8), np.array(-32768, np.int16)], 3))
 def test_random_program_o2(program):
     _straight_line_test(program, "O2")
 

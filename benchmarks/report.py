@@ -44,7 +44,7 @@ def _busy(rec) -> bool:
 def _speedup(rec, with_spread=True):
     if not rec or rec.get("speedup") is None:
         return _status(rec)
-    star = "*" if _busy(rec) else ""
+    star = ("*" if _busy(rec) else "") + ("?" if rec.get("unsettled") else "")
     if not with_spread:
         return f"{rec['speedup']:.2f}x{star}"
     return f"{rec['speedup']:.2f}x{star} [{rec['speedup_q1']:.2f}-{rec['speedup_q3']:.2f}]"
@@ -131,6 +131,11 @@ def notes(results):
     if any(_busy(r) for w in results["workloads"] for r in w["variants"].values()):
         out.append(f"* kept more than {BUSY} cores busy while timed (process CPU time / wall "
                    f"time): not a {env['threads']}-thread number")
+    for w in results["workloads"]:
+        for name, rec in w["variants"].items():
+            if rec.get("unsettled") and rec.get("speedup") is not None:
+                out.append(f"? {w['name']} [{name}] was timed before it settled "
+                           f"({rec['unsettled']}): its samples may mix plain calls in")
     missing = [p for p, a in results["peers"].items() if not a["installed"]]
     if missing:
         out.append(f"peers not installed: {', '.join(missing)}")

@@ -107,12 +107,15 @@ def settle_pijit(fn, inputs, *, warm_s=0.25, min_calls=3, limit_s=20.0, patience
     them, lu_nopivot 81 us where its kernel takes 32 us), then, with its background kernel
     builds waited for, until no entry of fn's code or its resume functions awaits a
     promotion and its perf_statistics trials are done (each wait at most patience_s); at most
-    limit_s in all."""
+    limit_s in all. Returns None once settled, else what was still pending, which the report
+    shows beside the speedup: samples taken before pijit settled time plain calls or a trial
+    among the compiled ones (a loaded machine printed 0.82x with nothing to say so)."""
     import pijit
     from pijit import cache
     from pijit.backends.cfused import build as kernel_build
     start = time.perf_counter()
     calls = 0
+    pending = []
     # Hotness is asked every 20 ms (code_info costs more than a tiny workload's call, and
     # its time does not count toward the signature's compile_after_ms), for at most
     # patience_s past warm_s: a signature not hot by then (one given back to CPython stays
@@ -126,6 +129,7 @@ def settle_pijit(fn, inputs, *, warm_s=0.25, min_calls=3, limit_s=20.0, patience
         if calls < min_calls or now - start < warm_s:
             return True
         if now > hot_by:
+            pending.append("its signature was still a candidate (plain Python)")
             return False
         if now < next_ask:
             return True
@@ -135,7 +139,7 @@ def settle_pijit(fn, inputs, *, warm_s=0.25, min_calls=3, limit_s=20.0, patience
         call_all(fn, inputs)
         calls += 1
         if time.perf_counter() - start > limit_s:
-            return
+            return f"still calling after {limit_s:g} s"
 
     def awaiting(trials):
         """A promotion, or (`trials`) a perf_statistics trial (its calls alternate plain
@@ -152,6 +156,9 @@ def settle_pijit(fn, inputs, *, warm_s=0.25, min_calls=3, limit_s=20.0, patience
         for build in list(kernel_build._builds.values()):
             build.thread.join(max(limit_s - (time.perf_counter() - start), 0.0))
         call_all(fn, inputs)
+    if awaiting(False):
+        pending.append(f"a promotion was still pending after {limit_s:g} s")
+    return "; ".join(pending) or None
 
 
 def timed_call(fn, inputs):
@@ -321,8 +328,9 @@ def measure_workload(workload, scale, backends, *, threads=1, repeat=None, budge
             continue
         if name.startswith("pijit"):
             # tiny: checks only, the timings mean little; no waits for hotness or trials
-            settle_pijit(fn, call_inputs, warm_s=max(warmup_s, 0.01) * 5 / 3,
-                         patience_s=0.0 if scale == "tiny" else 2.0)
+            rec["unsettled"] = settle_pijit(fn, call_inputs,
+                                            warm_s=max(warmup_s, 0.01) * 5 / 3,
+                                            patience_s=0.0 if scale == "tiny" else 2.0)
         timers[name] = make_timer(fn, call_inputs)
         prepared[name] = (fn, call_inputs, own, to_np, name in OWN)
 

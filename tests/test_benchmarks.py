@@ -32,7 +32,7 @@ VARIANT_FIELDS = {"status", "error", "check", "first_call_s", "steady", "calls_p
 PIJIT_FIELDS = VARIANT_FIELDS | {"first_call_cold_s", "first_call_warm_disk_s", "disk_cache",
                                  "disk_cache_note", "graph_count", "graph_break_count",
                                  "op_count", "ops_per_graph", "break_reasons", "fallback",
-                                 "compile_count", "cache_misses", "recompiles"}
+                                 "compile_count", "cache_misses", "recompiles", "unsettled"}
 STEADY_FIELDS = {"median_s", "q1_s", "q3_s", "min_s", "max_s", "samples"}
 CHECK_FIELDS = {"ok", "exact", "max_abs_err", "max_rel_err", "reason"}
 
@@ -96,7 +96,7 @@ def test_a_variant_using_more_cores_is_marked(tiny_run):
                for v in w["variants"].values())
     assert ("not a 1-thread number" in report.table(res)) == busy
     rec = res["workloads"][0]["variants"]["pijit"]
-    rec["cores"] = report.BUSY + 0.3
+    rec["cores"], rec["unsettled"] = report.BUSY + 0.3, None
     text = report.table(res)
     assert f"{rec['speedup']:.2f}x* [" in text and "not a 1-thread number" in text
 
@@ -231,11 +231,28 @@ def test_settle_times_the_compiled_entry_not_the_warm_up(monkeypatch):
     monkeypatch.setenv("PIJIT_ADAPTIVE", "1")
     fn = pijit.jit(_running_sum, jit_config={"compile_after_ms": 20})
     x = np.arange(20000, dtype=np.float64)
-    settle_pijit(fn, [(x,)], warm_s=0.0, min_calls=1, limit_s=120.0)
+    unsettled = settle_pijit(fn, [(x,)], warm_s=0.0, min_calls=1, limit_s=120.0)
     info = pijit.code_info(fn)
-    assert info["state"] != "candidate", info
+    assert unsettled is None and info["state"] != "candidate", (unsettled, info)
     assert "loop_nest" in info["entries"][0]["ops"], info
     (entry,) = cache.record(_running_sum.__code__).entries
     assert entry.level == "O1" and entry.promote is None and entry.perf is not None, info
     assert fn(x) == _running_sum(x)
+    pijit.reset(fn)
+
+
+def test_a_variant_timed_before_it_settled_is_marked(monkeypatch):
+    """A signature still running plain Python when the samples start (it needs more calls to
+    get hot than the patience allowed) is timed as it is, but the speedup says so."""
+    import pijit
+    from benchmarks import report
+    from benchmarks.runner import settle_pijit
+    monkeypatch.setenv("PIJIT_ADAPTIVE", "1")
+    fn = pijit.jit(_running_sum, jit_config={"compile_after_ms": 60_000})
+    x = np.arange(100, dtype=np.float64)
+    unsettled = settle_pijit(fn, [(x,)], warm_s=0.0, min_calls=1, patience_s=0.0)
+    assert "candidate" in unsettled and pijit.code_info(fn)["state"] == "candidate"
+    rec = {"status": "ok", "speedup": 0.82, "speedup_q1": 0.8, "speedup_q3": 0.9}
+    assert report._speedup(rec) == "0.82x [0.80-0.90]"
+    assert report._speedup(dict(rec, unsettled=unsettled)) == "0.82x? [0.80-0.90]"
     pijit.reset(fn)

@@ -9,7 +9,7 @@ import pytest
 from pijit.graph.cse import cse
 from pijit.graph.dce import dce
 from pijit.graph.fuse import find_groups, schedule
-from pijit.graph.ir import Graph, Meta
+from pijit.graph.ir import Graph, Meta, Ref, arg_refs, map_refs
 from pijit.graph.simplify import simplify
 from pijit.graph.verify import verify
 from differential import assert_same
@@ -469,3 +469,14 @@ def test_cse_keeps_apart_values_read_through_views(fn, level):
     equal value made a returned view alias another result."""
     assert_same(fn, np.array([False, True, True]), ops=["add"],
                 jit_kwargs={"jit_config": {"jit_level": level}})
+
+
+def test_every_ref_arg_refs_finds_map_refs_replaces():
+    """What a pass reads (arg_refs) and what it rewrites (map_refs) are the same Refs, dict
+    keys and slice parts included, or a renumbering pass would leave a key pointing at a value
+    that moved."""
+    arg = ([Ref(1), {Ref(2): Ref(3), "k": (Ref(4),)}], slice(Ref(5), None, Ref(6)))
+    assert list(arg_refs(arg)) == [Ref(i) for i in range(1, 7)]
+    moved = map_refs(arg, lambda r: Ref(r.index + 10))
+    assert list(arg_refs(moved)) == [Ref(i) for i in range(11, 17)]
+    assert map_refs(arg, lambda r: r) == arg

@@ -291,7 +291,8 @@ def format_arg(arg: Any) -> str:
 
 
 def map_refs(arg: Any, fn: Callable) -> Any:
-    """Rebuild a nested argument with every Ref replaced by fn(ref)."""
+    """Rebuild a nested argument with every Ref replaced by fn(ref): dict keys too, as
+    arg_refs yields them (a key is a value the program computed, like any other)."""
     if isinstance(arg, Ref):
         return fn(arg)
     if type(arg) is tuple:
@@ -299,7 +300,7 @@ def map_refs(arg: Any, fn: Callable) -> Any:
     if type(arg) is list:
         return [map_refs(a, fn) for a in arg]
     if type(arg) is dict:
-        return {k: map_refs(v, fn) for k, v in arg.items()}
+        return {map_refs(k, fn): map_refs(v, fn) for k, v in arg.items()}
     if type(arg) is slice:
         return slice(map_refs(arg.start, fn), map_refs(arg.stop, fn), map_refs(arg.step, fn))
     return arg

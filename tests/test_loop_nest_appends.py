@@ -307,6 +307,17 @@ def returns_inside(a, t):
     return out
 
 
+def grows_then_returns(a, t):
+    out = []
+    s = 1
+    for i in range(a.shape[0]):
+        if a[i] > t:
+            return out
+        s = s * 3          # past int64 at i = 39: the rest of the nest runs in Python
+        out.append(s)
+    return out
+
+
 def returns_inside_or_a_number(a, t):
     out = []
     for i in range(a.shape[0]):
@@ -320,6 +331,14 @@ def returns_inside_or_a_number(a, t):
 def test_a_loop_returning_its_list_from_inside(t, resumes):
     appended(returns_inside, np.linspace(0, 1, 7), t, graphs=1)
     assert resumes == []
+
+
+@pytest.mark.parametrize("stop", [60, 50, 10])
+def test_a_hand_over_in_a_loop_returning_its_list(stop, resumes):
+    a = np.zeros(60)
+    a[stop:] = 1.0
+    appended(grows_then_returns, a, 0.5, graphs=1)
+    assert bool(resumes) == (stop > 39), resumes
 
 
 def test_a_loop_returning_its_list_or_a_number_is_not_a_nest():

@@ -344,8 +344,9 @@ def appends_to(cap, nest, lists: list, values: dict):
             [(s.target, s.value) for s in cap.effects.stores]
         if _holds(others, lst, set()):      # (an alias would keep what capture knew of it)
             raise Unsupported(f"the list {name} is also held elsewhere")
-        if isinstance(lst, ListValue) and not all(isinstance(i, GraphValue) or isinstance(i, ConstValue) and
-                   is_immutable(i.value) for i in lst.items):
+        if isinstance(lst, ListValue) and not all(
+                isinstance(i, GraphValue) or isinstance(i, ConstValue) and
+                is_immutable(i.value) for i in lst.items):
             raise Unsupported(f"the list {name} holds items the graph cannot rebuild")
     callers = []
     for name in lists:

@@ -490,8 +490,10 @@ def _collected(a, t):
 
 
 def test_indices_collected_in_a_loop_compile_once_after_it(monkeypatch):
-    """The code after a loop that collects indices gets the list as an argument of its
-    resume function: a new count of indices does not capture it again."""
+    """The list a loop nest collects indices into is a graph value after the loop, and
+    np.array(idx, dtype=np.int64) of it a graph node: one graph, whatever the count of
+    indices; the function captured for t static, then dynamic (was: a resume function
+    after the loop, captured again per count of indices until the list went dynamic)."""
     f = pijit.jit(_collected, jit_config=O0)
     pijit.reset(f)
     captures = _count_captures(monkeypatch)
@@ -500,11 +502,32 @@ def test_indices_collected_in_a_loop_compile_once_after_it(monkeypatch):
         assert_equal_values(f(a, float(t)), _collected(a, float(t)))
     s = pijit.stats(f)
     assert s["eager_fallbacks"] == [], s
-    # The function: t static, then dynamic. The resume function after the loop: idx of
-    # one length, then idx dynamic (was: a capture per count of indices until
-    # limit_graph_count, then plain Python). Its own resume function after the break at
-    # np.array(idx): static, then dynamic in the array it gets.
-    assert len(captures) == 6 and sum("idx" in c for c in captures) == 1, captures
+    assert captures == [[], ["t"]], captures
+
+
+def _collected_untyped(a, t):
+    idx = []
+    for i in range(a.shape[0]):
+        if a[i] > t:
+            idx.append(i)
+    return a[np.array(idx)].sum() * 2.0 + a.mean()     # np.array of ints: a break there
+
+
+def test_indices_collected_in_a_loop_and_read_after_a_break_compile_once(monkeypatch):
+    """np.array of the indices breaks the graph (its dtype is float64 when the list is
+    empty): its resume function gets the list as an argument, and a new count of indices
+    does not capture it again once the list went dynamic."""
+    f = pijit.jit(_collected_untyped, jit_config=O0)
+    pijit.reset(f)
+    captures = _count_captures(monkeypatch)
+    a = np.random.default_rng(5).random(60)
+    for t in np.linspace(0.02, 0.9, 40):
+        assert_equal_values(f(a, float(t)), _collected_untyped(a, float(t)))
+    s = pijit.stats(f)
+    assert s["eager_fallbacks"] == [], s
+    # the function: t static, then dynamic; the resume function at np.array: the list of
+    # one length, then dynamic (the list is the one dynamic source other than t)
+    assert len(captures) == 4 and sum(c not in ([], ["t"]) for c in captures) == 1, captures
 
 
 def _items_summed(x, vals):

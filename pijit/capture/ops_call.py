@@ -32,6 +32,7 @@ from pijit.capture.values import (NULL, BoundValue, ConstValue, DictValue, Funct
 from pijit.capture.wrap import LazyListValue, ObjectValue, class_attribute
 from pijit.capture.writes import ufunc_at
 from pijit.graph.ir import Meta
+from pijit.loopnest import appends
 from pijit.quiet import warnings_as
 
 # Builtins that are pure functions of their (constant) arguments.
@@ -153,7 +154,8 @@ def call_value(cap, fn, args: list, kwargs: dict):
         if _is_pure(target) or kind == "pure":
             return _fold_call(cap, target, name, args, kwargs)
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"{_qualname(target)}")
-    special = _builtin_on_graph(cap, target, args, kwargs)
+    special = appends.on_graph(cap, target, args, kwargs) or \
+        _builtin_on_graph(cap, target, args, kwargs)
     if special is not None:
         return special
     rule = numpy_rules.lookup_call(target)

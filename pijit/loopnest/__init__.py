@@ -31,7 +31,9 @@ Stages, in the order data flows:
                   at the call (the Python form calls the function)
     appends.py    `out.append(x)` of scalars or tuples of them to a list the loop reads no
                   other way: the kernel appends at once (PyList_Append), so the list is
-                  plain Python's at every hand-over; the graph ends after the loop
+                  plain Python's at every hand-over; after the loop a list the function
+                  built is a graph value (len, np.array where exact), the caller's ends
+                  the graph
     raises.py     `raise E(args)`: an op that always hands over, so Python raises it at that
                   iteration, every earlier write done
     flags.py      branches on a value the entry guards and the loop never assigns (`if

@@ -155,9 +155,10 @@ def _entry_of(e: Entry):
 
 
 def _is_list(value) -> bool:
-    """A list: built by the frame, or the caller's (a long one is opaque to capture)."""
-    return isinstance(value, ListValue) or isinstance(value, ObjectValue) and \
-        type(value.obj) is list
+    """A list: built by the frame (also one an earlier nest appended to), or the caller's
+    (a long one is opaque to capture)."""
+    return isinstance(value, (ListValue, appends.AppendedList)) or \
+        isinstance(value, ObjectValue) and type(value.obj) is list
 
 
 def _guarded_value(cap, value, unread: str | None):
@@ -274,8 +275,7 @@ def _capture(cap, loop):
         if _entry(values[name]) != _entry_of(entries[name]):
             raise Unsupported(f"{name} is not what it seemed")
     lists = [a[2:] for a, e in nest.arrays.items() if e == appends.LIST]
-    if lists:
-        appends_to(cap, lists, values, nest.returns)
+    callers = appends_to(cap, nest, lists, values) if lists else []
     nest.lineno = cap.lineno
     name = f"{cap.code.co_name}_nest{loop.start}"
     op = NestOp(nest, cap.code, name, cap.func.__globals__)
@@ -302,11 +302,12 @@ def _capture(cap, loop):
             cap.ret = GraphValue(item, metas[k])
         else:
             cap.store(out[2:], GraphValue(item, metas[k]))   # a Binding for the replay
-    if lists and not nest.returns:
-        # the list is an object of the graph's now: the code after the loop takes it
-        # from a resume function (a real list there, read as plain Python would)
+    if nest.returned is not None:       # `return out`: the list the nest appended to
+        cap.ret = values[nest.returned]
+    if callers and not nest.returns:
         cap.stop_at[exit_pos] = GraphBreak(
-            Reason.LOOP, f"the loop appends to {', '.join(lists)}", cap.lineno)
+            Reason.LOOP, f"the loop appends to {', '.join(callers)}, a list of the caller's",
+            cap.lineno)
     elif unions:
         # s = 0.0; for ...: s += x[i] leaves a float or an np.float64 depending on the trip
         # count: the graph ends after the loop, and the code after it is captured again
@@ -317,15 +318,17 @@ def _capture(cap, loop):
     return exit_pos
 
 
-def appends_to(cap, lists: list, values: dict, returns: bool):
-    """The lists the nest appends to, made graph values (values[name], and the local): a
-    list the frame built (`out = []`) is built by a node before the nest, from its items,
-    so the nest appends to that object, which the code after the loop then reads (the graph
-    ends there); a list read from a source (the caller's) is a graph input, that very
-    object. Unsupported when a list the frame built may be seen through another name, a
-    container or a recorded store (an alias would keep the list capture knew), when an
-    append capture recorded (made after the graph) may reach the list, or when the graph
-    cannot end after the loop (an inlined call's, or strict)."""
+def appends_to(cap, nest, lists: list, values: dict):
+    """The lists the nest appends to, made graph values (values[name], and the local:
+    appends.AppendedList, which the code after the loop reads as a list whose length and
+    items are known only at run time): a list the frame built (`out = []`) is built by a
+    node before the nest, from its items, so the nest appends to that object; a list read
+    from a source (the caller's) is a graph input, that very object. Unsupported when a list
+    the frame built may be seen through another name, a container or a recorded store (an
+    alias would keep the list capture knew), when an append capture recorded (made after the
+    graph) may reach the list, or in an inlined call or strict mode. The caller's lists,
+    which capture may know through other names too, returned: the graph ends after the loop
+    (the code after it reads the real list)."""
     if cap.parent is not None or cap.config.strict:
         raise Unsupported("appending to a list needs a graph break after the loop")
     for name in lists:
@@ -334,26 +337,36 @@ def appends_to(cap, lists: list, values: dict, returns: bool):
             if any(s.kind == "append" for s in cap.effects.stores):
                 raise Unsupported("a list.append before the loop is made after the graph")
             continue
-        if lst.frame is not cap or lst.body is not None:
+        if not isinstance(lst, appends.AppendedList) and (lst.frame is not cap or
+                                                          lst.body is not None):
             raise Unsupported(f"appending to {name}, a list of another frame")
         others = [v for k, v in cap.locals.items() if k != name] + list(cap.stack) + \
             [(s.target, s.value) for s in cap.effects.stores]
-        if _holds(others, lst, set()):
+        if _holds(others, lst, set()):      # (an alias would keep what capture knew of it)
             raise Unsupported(f"the list {name} is also held elsewhere")
-        if not all(isinstance(i, GraphValue) or isinstance(i, ConstValue) and
-                   is_immutable(i.value) for i in lst.items):
+        if isinstance(lst, ListValue) and not all(
+                isinstance(i, GraphValue) or isinstance(i, ConstValue) and
+                is_immutable(i.value) for i in lst.items):
             raise Unsupported(f"the list {name} holds items the graph cannot rebuild")
+    callers = []
     for name in lists:
         lst = values[name]
         if lst.source is not None:
             values[name] = cap.builder._input(appends.LIST_META, lst.source)
+            callers.append(name)
             continue
-        ref = cap.graph.add_node("build_list", appends.new_list,
-                                 tuple(node_arg(i) for i in lst.items), {}, appends.LIST_META,
-                                 cap.lineno)
-        values[name] = GraphValue(ref, appends.LIST_META)
-        if not returns:
+        if isinstance(lst, appends.AppendedList):      # an earlier nest's
+            ref = lst.ref
+        else:
+            ref = cap.graph.add_node("build_list", appends.new_list,
+                                     tuple(node_arg(i) for i in lst.items), {},
+                                     appends.LIST_META, cap.lineno)
+        float64, numbers = appends.item_types(nest, name, lst)
+        values[name] = appends.AppendedList(ref, appends.LIST_META, float64=float64,
+                                            numbers=numbers)
+        if not nest.returns:
             cap.store(name, values[name])
+    return callers
 
 
 def _holds(value, target, seen: set) -> bool:

@@ -170,8 +170,10 @@ class Nest:
     # same in every call of the node (ranges.py starts from it)
     known: dict = field(default_factory=dict)
     # every path out of the region returns (recognise._tail_return): the one output is the
-    # value the function returns
+    # value the function returns, or none when every path returns the list `returned` (the
+    # name of a list it appends to: capture.py makes that list's graph value the result)
     returns: bool = False
+    returned: str | None = None
     # variables of a Python float and np.float32 whose C value is a float
     # (recognise.float32_carried)
     narrow: frozenset = frozenset()

@@ -113,14 +113,17 @@ def _recognise(instrs, start, end, entries, range_args, resolve, live_after, ite
     if exit_pos is None:
         raise Unsupported("the loop never exits")
     read_after = set(live_after(exit_pos)) if not returns else set()
-    if returns and len(types[RETURN]) > 1:
+    if walk.returned is not None and RETURN in types:
+        raise Unsupported(f"the loop returns the list {walk.returned} or another value")
+    if returns and walk.returned is None and len(types[RETURN]) > 1:
         raise Unsupported("the loop may return a Python or a NumPy scalar")
     for row in walk.aliases:
         if row in read_after:
             raise Unsupported(f"the row {row} is read after the loop")
     stored = {v[2:] for b in walk.blocks for op in b.ops if op.dst and op.dst.startswith("l_")
               for v in [op.dst]}
-    outputs = sorted("l_" + n for n in stored & read_after) if not returns else [RETURN]
+    outputs = sorted("l_" + n for n in stored & read_after) if not returns else \
+        [RETURN] if walk.returned is None else []
     arrays = {"a_" + n: (e.array[0], e.array[1]) for n, e in entries.items()
               if e.array is not None and n in walk.arrays_used}
     # the lists it appends to pass as arrays do (the object itself, after the arrays)
@@ -130,7 +133,7 @@ def _recognise(instrs, start, end, entries, range_args, resolve, live_after, ite
     inputs += sorted("l_" + n for n, e in entries.items() if e.array is None and not e.is_list)
     exact_ints = check_ints_in_doubles(walk.blocks, types, inputs)
     nest = Nest(walk.blocks, {v: t for v, t in types.items()}, arrays, inputs, outputs,
-                walk.written, walk.funcs, returns=returns,
+                walk.written, walk.funcs, returns=returns, returned=walk.returned,
                 narrow=float32_carried(walk.blocks, types), exact_ints=exact_ints,
                 module_attrs=walk.module_attrs)
     return nest, exit_pos
@@ -285,6 +288,7 @@ class _Walk:
     def __init__(self, instrs, start, end, entries, types, resolve, returns=False):
         self.instrs, self.start, self.end = instrs, start, end
         self.returns = returns      # the region ends in returns (_tail_return)
+        self.returned = None        # the list entry its returns return (`return out`)
         self.entries, self.types, self.resolve = entries, types, resolve
         self.label_pos = {item: p for p, item in enumerate(instrs) if isinstance(item, Label)}
         self.blocks = []
@@ -678,6 +682,10 @@ class _Walk:
             item = ("v", Const(ins.arg, t))
         else:
             item = stack.pop()
+        if item[0] == "list" and self.returns and self.returned in (None, item[1]):
+            self.returned = item[1]     # the list itself: capture returns its graph value
+            block.term = ("jump", self.edge(block, self.end + 1, []))
+            return True
         if item[0] != "v":
             raise Unsupported(f"returning a {item[0]}")
         self.define(RETURN, self.type(item[1]))

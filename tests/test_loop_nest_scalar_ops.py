@@ -154,6 +154,22 @@ def test_numpy_float64_operators(op, handovers):
     check(handovers, nest(f"x {op} y"), FLOAT_OPS[op], pairs, np.float64, np.float64, np.float64)
 
 
+@pytest.mark.parametrize("rel", COMPARES)
+def test_int_compares(rel, handovers):
+    """Two ints compared as int64 over every pair of INTS (2**62 and -2**63 are 0 in their
+    low 32 bits: a comparison of truncated operands tells them from 0 wrongly), as NumPy
+    int64 scalars and as Python ints, all in the kernel."""
+    fn = {"<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
+          ">": operator.gt, ">=": operator.ge}[rel]
+    pairs = [(x, y) for x in INTS for y in INTS]
+    xs, ys = (np.array(v, dtype=np.int64) for v in zip(*pairs))
+    assert len({fn(x, y) for x, y in pairs}) == 2
+    for conv in ("xs[i]", "int(xs[i])"):
+        f = nest(f"x {rel} y", conv, conv.replace("xs", "ys"))
+        assert_same(f, xs, ys, np.zeros(len(pairs), np.bool_), len(pairs), ops=["loop_nest"])
+    assert handovers == [], "the kernel handed ordinary ints over to Python"
+
+
 @pytest.mark.parametrize("y", ["float(ys[i])", "ys[i] * 1.0"], ids=["float", "np.float64"])
 @pytest.mark.parametrize("rel", COMPARES)
 def test_mixed_int_float_compares(rel, y, handovers):

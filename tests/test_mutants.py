@@ -90,3 +90,37 @@ def test_probe_map_reports_an_unreadable_hits_file_and_keeps_the_others(tmp_path
     covered, unreadable = sweep.read_hits(tmp_path)
     assert covered == {3: {"tests/a.py::t"}, 4: {"tests/b.py::u"}}
     assert [pathlib.Path(f).name for f, _ in unreadable] == ["hits-2.json"]
+
+
+def _c_mutants(text, py=True):
+    return sorted(sweep.snippet(text, s["edits"])[1].strip() for s in sweep.c_sites(text, py))
+
+
+def test_c_sites_mutate_the_c_text_of_strings_only():
+    """A planted fault in a C generator is a change of the C text in its strings: binary
+    operators between blanks, integers, casts, min/max calls; not the f-string's Python
+    expressions, C comments, docstrings, error messages, `*p`, `&x`, `->` or `a<<b`."""
+    text = ('def f(n, ct):\n'
+            '    """Doc: i < n."""\n'
+            '    if n < 0:\n'
+            '        raise ValueError("n < 0")\n'
+            '    return f"if (i < {n + 1}) x = ({ct})fmin(*p, &q->a); /* i < 2 */"\n')
+    assert _c_mutants(text) == [
+        'return f"if (i < {n + 1}) x = ({ct})fmax(*p, &q->a); /* i < 2 */"',
+        'return f"if (i <= {n + 1}) x = ({ct})fmin(*p, &q->a); /* i < 2 */"']
+    assert _c_mutants('OPS = {"lt": "<", "s": "a<<b", "k": "x = (double)y + 1;"}\n') == [
+        'OPS = {"lt": "<", "s": "a<<b", "k": "x = (double)y + 2;"}',
+        'OPS = {"lt": "<", "s": "a<<b", "k": "x = (double)y - 1;"}',
+        'OPS = {"lt": "<", "s": "a<<b", "k": "x = (float)y + 1;"}',
+        'OPS = {"lt": "<=", "s": "a<<b", "k": "x = (double)y + 1;"}']
+
+
+def test_c_sites_of_a_c_file_skip_its_strings_includes_and_comments():
+    text = ('#include <a.h>\n'
+            'static int f(int n) /* n > 0 */\n'
+            '{\n'
+            '    return n == 0 ? puts("a + b") : n;\n'
+            '}\n')
+    assert _c_mutants(text, py=False) == ['return n != 0 ? puts("a + b") : n;',
+                                          'return n == 1 ? puts("a + b") : n;']
+    assert {s["func"] for s in sweep.c_sites(text, py=False)} == {"f"}

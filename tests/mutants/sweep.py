@@ -14,6 +14,8 @@ site whose statement no test executes survives the whole suite: `uncovered` list
     python tests/mutants/sweep.py uncovered pijit/x.py ...        # sites no test reaches
     python tests/mutants/sweep.py sweep pijit/x.py --n 10 [--max-tests 15] [--seed 1]
     python tests/mutants/sweep.py list pijit/x.py [--only ID ...]
+    python tests/mutants/sweep.py sweep pijit/backends/cfused/render.py --kinds c \
+        --fallback-tests tests/test_cfused.py ...       # the C text of a generator's strings
 
 Sites: compare operators swapped (< <=, == !=, is, in), and/or, + -, * //, & |, << >>, an int
 constant +-1, True/False, `not` dropped, an `if` made always/never, a return value replaced
@@ -22,21 +24,33 @@ statement replaced by `pass` (not logging, raising or asserting ones, not docstr
 appends one JSON line per site to DIR/results.jsonl (status SURVIVED / killed / crashed /
 timeout / UNCOVERED, the first failing test, search/replace lines ready for a *.toml here).
 The map is of this Python's code paths: a 3.12-only branch is "uncovered" on 3.11.
+
+C text sites (--kinds c; the only kind of a csrc/*.c module, which each site rebuilds): most of
+the kernels' semantics is C written as Python strings, which the sites above never touch. In
+the string literals of a module (f-strings' literal parts; not docstrings, raise/assert/log
+statements or C comments): a binary operator between blanks swapped (< <=, > >=, == !=, + -,
+* /, && ||, & |; also a string that is only an operator, as in an operator table), an integer
++-1, a (double)/(float)/(int64_t)/... cast changed, fmin/fmax, min/max swapped. A C site
+outside any probed statement (a module-level template, a csrc file) runs --fallback-tests, as
+does every site when there is no map (no probe run).
 """
 from __future__ import annotations
 
 import argparse
 import ast
 import glob
+import io
 import json
 import os
 import pathlib
 import random
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import time
+import tokenize
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SKIP = {".git", "build", "__pycache__", ".pytest_cache", ".hypothesis", "dist", "scratch"}
@@ -201,6 +215,152 @@ def sites(text):
             a, b = src.span(node)
             add(node, "delete", "statement deleted", [(a, b, "pass")])
     return out
+
+
+# ---- C text: the kernels' semantics live in C written as Python strings (and csrc/*.c) ----
+
+C_SWAP_OP = {"<": "<=", "<=": "<", ">": ">=", ">=": ">", "==": "!=", "!=": "==", "+": "-",
+             "-": "+", "*": "/", "/": "*", "&&": "||", "||": "&&", "&": "|", "|": "&"}
+C_CAST = {"double": "float", "float": "double", "int64_t": "int32_t", "int32_t": "int64_t",
+          "uint64_t": "int64_t", "npy_intp": "int", "int": "npy_intp"}
+C_MINMAX = {"fmin": "fmax", "fmax": "fmin", "fminf": "fmaxf", "fmaxf": "fminf", "min": "max",
+            "max": "min", "MIN": "MAX", "MAX": "MIN"}
+# a binary operator between blanks (the generators' style: `a < b`, so that `*p`, `&x`, `->`,
+# `<<` and `#include <x.h>` are not taken), or a string holding nothing but an operator
+# (_BINOP's "<" ...); integers not part of a name, a float, an escape or a % format
+_C_OP = re.compile(r"(?:(?<=\s)|^)(<=|>=|==|!=|&&|\|\||[<>+\-*/&|])(?=\s|$)")
+_C_INT = re.compile(r"(?<![\w.\\%#])(\d+)(?=[uUlL]*(?![\w.]))")
+_C_CAST = re.compile(r"\((" + "|".join(C_CAST) + r")\)")
+_C_MINMAX = re.compile(r"\b(" + "|".join(C_MINMAX) + r")(?=\s*\()")
+_C_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def _mask(body, f_string):
+    """`body` with what is not C text (comments; an f-string's {expressions}) blanked by NULs,
+    offsets kept."""
+    out = list(body)
+    if f_string:
+        i, depth = 0, 0
+        while i < len(body):
+            c = body[i]
+            if depth == 0 and body.startswith(("{{", "}}"), i):
+                i += 2
+                continue
+            if c == "{":
+                depth += 1
+            if depth:
+                out[i] = "\0"
+            if c == "}" and depth:
+                depth -= 1
+            i += 1
+    text = "".join(out)
+    for m in _C_COMMENT.finditer(text):
+        out[m.start():m.end()] = "\0" * (m.end() - m.start())
+    return "".join(out)
+
+
+def c_edits(body, at):
+    """(kind, desc, [(start, end, new)]) of every C mutation in the masked text `body`, whose
+    first character is at offset `at` of the module."""
+    out = []
+    whole = body.strip()
+    for m in _C_OP.finditer(body):
+        op = m.group(1)
+        if whole != op and op in "+-" and re.search(r"[eE]\s*$", body[:m.start()]):
+            continue
+        out.append(("c-op", f"C {op} -> {C_SWAP_OP[op]}",
+                    [(at + m.start(1), at + m.end(1), C_SWAP_OP[op])]))
+    for m in _C_INT.finditer(body):
+        v = int(m.group(1))
+        new = v + 1 if v == 0 else v + random.Random(at + m.start()).choice((1, -1))
+        out.append(("c-int", f"C {v} -> {new}", [(at + m.start(1), at + m.end(1), str(new))]))
+    for m in _C_CAST.finditer(body):
+        t = m.group(1)
+        out.append(("c-cast", f"C ({t}) -> ({C_CAST[t]})",
+                    [(at + m.start(1), at + m.end(1), C_CAST[t])]))
+    for m in _C_MINMAX.finditer(body):
+        f = m.group(1)
+        out.append(("c-minmax", f"C {f} -> {C_MINMAX[f]}",
+                    [(at + m.start(1), at + m.end(1), C_MINMAX[f])]))
+    return out
+
+
+def c_string_spans(text):
+    """(start, end, f-string?) of the body (between the quotes) of every string literal."""
+    src = Source(text)
+    toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    spans, depth, start = [], 0, None
+    for t in toks:
+        name = tokenize.tok_name[t.type]
+        if name == "FSTRING_START":          # 3.12+: an f-string is a run of tokens
+            if depth == 0:
+                start = t.start
+            depth += 1
+        elif name == "FSTRING_END":
+            depth -= 1
+            if depth == 0:
+                spans.append((start, t.end))
+        elif t.type == tokenize.STRING and depth == 0:
+            spans.append((t.start, t.end))
+    out = []
+    for (l1, c1), (l2, c2) in spans:
+        a = src.starts[l1 - 1] + c1
+        b = src.starts[l2 - 1] + c2
+        raw = text[a:b]
+        prefix = re.match(r"[A-Za-z]*", raw).group(0)
+        q = raw[len(prefix):len(prefix) + 3]
+        q = q if q in ('"""', "'''") else q[0]
+        out.append((a + len(prefix) + len(q), b - len(q), "f" in prefix.lower()))
+    return out
+
+
+def c_sites(text, py=True):
+    """The C mutation sites of a module's strings (py) or of a C file (not py); in Python,
+    not those in docstrings nor in raise/assert/log statements."""
+    if not py:
+        body = _mask(text, False)
+        body = re.sub(r'"(?:\\.|[^"\\\n])*"', lambda m: "\0" * len(m.group(0)), body)
+        body = re.sub(r"^\s*#\s*include[^\n]*", lambda m: "\0" * len(m.group(0)), body,
+                      flags=re.M)
+        found = [(None, e) for e in c_edits(body, 0)]
+    else:
+        src = Source(text)
+        tree = ast.parse(text)
+        docs = docstring_nodes(tree)
+        skip, funcs = [], []
+        for node in ast.walk(tree):
+            if id(node) in docs or isinstance(node, ast.stmt) and quiet(node):
+                skip.append(src.span(node))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                funcs.append((*src.span(node), node.name))
+        found = []
+        for a, b, f in c_string_spans(text):
+            if any(x <= a < y for x, y in skip):
+                continue
+            inner = [fn for fn in funcs if fn[0] <= a < fn[1]]
+            func = min(inner, key=lambda fn: fn[1] - fn[0])[2] if inner else "<module>"
+            found += [(func, e) for e in c_edits(_mask(text[a:b], f), a)]
+    out = []
+    for func, (kind, desc, edits) in found:
+        line = text.count("\n", 0, edits[0][0]) + 1
+        out.append(dict(func=func or _c_function(text, edits[0][0]), line=line, kind=kind,
+                        desc=desc, edits=edits))
+    return out
+
+
+def _c_function(text, at):
+    """The name of the C function (or macro) holding offset `at` of a C file."""
+    names = re.findall(r"^(?:static\s+)?[\w\s\*]*?\b(\w+)\s*\([^;]*?$|^#define\s+(\w+)",
+                       text[:at], re.M)
+    keywords = {"if", "for", "while", "switch", "return", "sizeof"}
+    return next((a or b for a, b in reversed(names) if (a or b) not in keywords), "<file>")
+
+
+def module_sites(module, text, kinds):
+    """The sites of a module (kinds: py, c or all): a C file has C sites only."""
+    if module.endswith((".c", ".h")):
+        return c_sites(text, py=False)
+    return (sites(text) if kinds != "c" else []) + (c_sites(text) if kinds != "py" else [])
 
 
 def apply(text, edits):
@@ -382,6 +542,13 @@ def copy_tree(dest: pathlib.Path):
     shutil.copytree(ROOT, dest, ignore=ignore, symlinks=True)
 
 
+def rebuild(tree):
+    """Build pijit._C in the scratch tree (a csrc site): whether it built."""
+    proc = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=tree,
+                          capture_output=True, text=True)
+    return proc.returncode == 0
+
+
 def run_tests(tree, tests, cache, timeout):
     """(status, first failing test or what stopped the run, seconds)."""
     env = dict(os.environ, PYTHONPATH=str(tree), PIJIT_TEST_KERNEL_CACHE=cache,
@@ -418,32 +585,45 @@ def main():
     p.add_argument("--workers", type=int, default=2, help="probe: pytest-xdist workers")
     p.add_argument("--tests", nargs="+", default=["tests"],
                    help="probe: these pytest arguments instead of the whole suite")
+    p.add_argument("--kinds", choices=("all", "py", "c"), default="all",
+                   help="Python AST sites, C text sites (in string literals; csrc files) or both")
+    p.add_argument("--fallback-tests", nargs="+", default=[],
+                   help="sweep: the tests of C sites outside any probed statement (module-level "
+                        "templates, csrc/*.c); an argument holding blanks is split as a shell "
+                        "would (\"tests/x.py -k 'sum or max'\")")
     args = p.parse_intermixed_args()
     work = pathlib.Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     if args.command == "probe":
         return probe(work, args.workers, args.tests)
-    cov = json.loads((work / "covered.json").read_text()) if args.command != "list" else {}
+    # without a map (no probe run), every site's tests are --fallback-tests
+    cov = json.loads((work / "covered.json").read_text()) \
+        if args.command != "list" and (work / "covered.json").exists() else {}
     tree = work / "tree"
     if args.command == "sweep":
         copy_tree(tree)
     for module in args.modules:
         text = (ROOT / module).read_text()
-        all_sites = sites(text)
+        all_sites = module_sites(module, text, args.kinds)
         for i, s in enumerate(all_sites):
             s["id"] = i
         stmts = cov.get(module, [])
+
+        def tests_of(site):
+            # a C site outside any probed statement (a module-level template, a csrc file)
+            found = covering_tests(stmts, site)
+            fallback = [t for arg in args.fallback_tests for t in shlex.split(arg)]
+            return fallback if found is None and fallback else found
         if args.command == "uncovered":
             print(f"== {module}: {len(all_sites)} sites")
             for s in all_sites:
-                if covering_tests(stmts, s) == []:
+                if tests_of(s) == []:
                     search, replace = snippet(text, s["edits"])
                     print(f"  #{s['id']} {s['func']}:{s['line']} {s['kind']} {s['desc']}: "
                           f"{search.strip().splitlines()[0][:80]}")
             continue
         if args.max_tests:
-            all_sites = [s for s in all_sites if 0 < len(covering_tests(stmts, s) or ())
-                         <= args.max_tests]
+            all_sites = [s for s in all_sites if 0 < len(tests_of(s) or ()) <= args.max_tests]
         picked = ([s for s in all_sites if s["id"] in args.only] if args.only is not None
                   else spread(all_sites, args.n, args.seed))
         if args.command == "list":
@@ -452,9 +632,10 @@ def main():
                 print(f"#{s['id']} {s['func']}:{s['line']} {s['kind']} {s['desc']}\n"
                       f"  - {search.strip()}\n  + {replace.strip()}")
             continue
+        in_c = module.startswith("csrc/")
         with open(work / "results.jsonl", "a") as out:
             for s in picked:
-                tests = covering_tests(stmts, s)
+                tests = tests_of(s)
                 search, replace = snippet(text, s["edits"])
                 if not tests:
                     status, first, dt = "UNCOVERED", "", 0.0
@@ -462,10 +643,15 @@ def main():
                     target = tree / module
                     target.write_text(apply(text, s["edits"]))
                     try:
-                        status, first, dt = run_tests(tree, tests, str(work / "kernels"),
-                                                      args.timeout)
+                        if in_c and not rebuild(tree):
+                            status, first, dt = "unbuilt", "", 0.0
+                        else:
+                            status, first, dt = run_tests(tree, tests, str(work / "kernels"),
+                                                          args.timeout)
                     finally:
                         target.write_text(text)
+                        if in_c:
+                            rebuild(tree)
                 out.write(json.dumps(dict(
                     module=module, id=s["id"], func=s["func"], line=s["line"], kind=s["kind"],
                     desc=s["desc"], status=status, first=first, secs=round(dt, 1),

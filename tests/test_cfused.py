@@ -424,9 +424,10 @@ def _row_argmax(x):
 def test_row_max_hands_nans_and_zeros_to_numpy_across_blocks(level, dtype):
     """A float max/min notes only whether it met a NaN (reductions.MaxMin.update: a loop
     noting its sign too was not vectorized), so a NaN result, of either sign, goes to NumPy,
-    as a zero result does; other rows stay in the kernel. Rows shorter than a vector, of odd
-    lengths and crossing the 2048-value blocks, strided rows, a NaN in the first, a middle or
-    the last element of a row; argmax (the first NaN's index) stays in the kernel."""
+    as a zero result does when the row has zeros of both signs; other rows stay in the
+    kernel (a zero of one sign too). Rows shorter than a vector, of odd lengths and crossing
+    the 2048-value blocks, strided rows, a NaN in the first, a middle or the last element of
+    a row; argmax (the first NaN's index) stays in the kernel."""
     neg = np.copysign(np.nan, -1.0)
     for n in (1, 9, 2049):
         x = (rng.standard_normal((5, n)) + 3.0).astype(dtype)
@@ -443,7 +444,9 @@ def test_row_max_hands_nans_and_zeros_to_numpy_across_blocks(level, dtype):
         zero = -np.abs(x)
         zero[2, n // 3] = -0.0
         zero[3, n - 1] = 0.0
-        run(_row_max, zero, level=level, groups=1, handed_back=True)
+        run(_row_max, zero, level=level, groups=1)
+        zero[3, 0] = -0.0
+        run(_row_max, zero, level=level, groups=1, handed_back=n > 1)
 
 
 def _dot_rows(a, b):

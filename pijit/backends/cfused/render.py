@@ -1944,7 +1944,7 @@ def split_parts(units: list, jobs: int) -> list:
 # renderers number, also with a suffix after "_" as in v<value>_a; no global of the module is
 # named so, which test_cfused checks).
 _LOCALS = re.compile(r"\b(M|a|ab|ac|b|bk|bm|bn|bz|c|co|d|gb|i|m|mq|nv|o|oshape|p|pf|pn|pw|q|r|rs|"
-                     r"ps|psn|ra|s|st|tsum|v|w|x|z)(\d+)(?![0-9A-Za-z])")
+                     r"ps|psn|ra|s|st|tsum|v|w|x|z|zs)(\d+)(?![0-9A-Za-z])")
 
 
 def _canonical(text: str) -> str:

@@ -1450,3 +1450,24 @@ def test_floating_point_errors_reported_like_numpy():
     # the graph was compiled with a fused kernel (not the NumPy backend as a whole)
     source = pijit.cache.record(_divide_then_add.__code__).entries[0].graph_source
     assert "fused groups" in source and pijit.stats(jitted)["cache_hits"] >= 5
+
+
+def _pair_forces(pos, mass):
+    d = pos[None, :, :] - pos[:, None, :]
+    r2 = (d * d).sum(axis=-1) + 1e-3
+    return (d * (r2 ** -1.5 * mass[None, :])[:, :, None]).sum(axis=1), r2
+
+
+def test_short_rows_of_3_d_groups_step_through_every_outer_index(monkeypatch):
+    """nbody_step's all-pairs sums: 3-d groups whose rows are 3 coordinates, millions of rows
+    at its size. The row loop steps its outer indices from the row before (the last axis
+    before the row wraps into the next first-axis index) instead of dividing per row: every
+    row is the right one, bit for bit, in the kernels (no hand-back), for sizes where the
+    second axis wraps often or never (1 body), and for strided positions."""
+    handed = count_handbacks(monkeypatch)
+    for n in (1, 2, 5, 33):
+        pos, mass = rng.standard_normal((n, 3)), rng.random(n) + 0.5
+        assert_same(_pair_forces, pos, mass, ops=["sum", "pow"])
+        wide = np.repeat(pos, 2, axis=0)[::2]
+        assert_same(_pair_forces, wide, mass, ops=["sum", "pow"])
+    assert not handed, "a group of the all-pairs sums went to NumPy"

@@ -424,9 +424,10 @@ def _row_argmax(x):
 def test_row_max_hands_nans_and_zeros_to_numpy_across_blocks(level, dtype):
     """A float max/min notes only whether it met a NaN (reductions.MaxMin.update: a loop
     noting its sign too was not vectorized), so a NaN result, of either sign, goes to NumPy,
-    as a zero result does; other rows stay in the kernel. Rows shorter than a vector, of odd
-    lengths and crossing the 2048-value blocks, strided rows, a NaN in the first, a middle or
-    the last element of a row; argmax (the first NaN's index) stays in the kernel."""
+    as a zero result does when the row has zeros of both signs; other rows stay in the
+    kernel (a zero of one sign too). Rows shorter than a vector, of odd lengths and crossing
+    the 2048-value blocks, strided rows, a NaN in the first, a middle or the last element of
+    a row; argmax (the first NaN's index) stays in the kernel."""
     neg = np.copysign(np.nan, -1.0)
     for n in (1, 9, 2049):
         x = (rng.standard_normal((5, n)) + 3.0).astype(dtype)
@@ -443,7 +444,9 @@ def test_row_max_hands_nans_and_zeros_to_numpy_across_blocks(level, dtype):
         zero = -np.abs(x)
         zero[2, n // 3] = -0.0
         zero[3, n - 1] = 0.0
-        run(_row_max, zero, level=level, groups=1, handed_back=True)
+        run(_row_max, zero, level=level, groups=1)
+        zero[3, 0] = -0.0
+        run(_row_max, zero, level=level, groups=1, handed_back=n > 1)
 
 
 def _dot_rows(a, b):
@@ -1447,3 +1450,24 @@ def test_floating_point_errors_reported_like_numpy():
     # the graph was compiled with a fused kernel (not the NumPy backend as a whole)
     source = pijit.cache.record(_divide_then_add.__code__).entries[0].graph_source
     assert "fused groups" in source and pijit.stats(jitted)["cache_hits"] >= 5
+
+
+def _pair_forces(pos, mass):
+    d = pos[None, :, :] - pos[:, None, :]
+    r2 = (d * d).sum(axis=-1) + 1e-3
+    return (d * (r2 ** -1.5 * mass[None, :])[:, :, None]).sum(axis=1), r2
+
+
+def test_short_rows_of_3_d_groups_step_through_every_outer_index(monkeypatch):
+    """nbody_step's all-pairs sums: 3-d groups whose rows are 3 coordinates, millions of rows
+    at its size. The row loop steps its outer indices from the row before (the last axis
+    before the row wraps into the next first-axis index) instead of dividing per row: every
+    row is the right one, bit for bit, in the kernels (no hand-back), for sizes where the
+    second axis wraps often or never (1 body), and for strided positions."""
+    handed = count_handbacks(monkeypatch)
+    for n in (1, 2, 5, 33):
+        pos, mass = rng.standard_normal((n, 3)), rng.random(n) + 0.5
+        assert_same(_pair_forces, pos, mass, ops=["sum", "pow"])
+        wide = np.repeat(pos, 2, axis=0)[::2]
+        assert_same(_pair_forces, wide, mass, ops=["sum", "pow"])
+    assert not handed, "a group of the all-pairs sums went to NumPy"

@@ -171,3 +171,54 @@ def test_an_exact_whole_sum_never_shares_a_kernel_with_a_broadcast_operand(fn, l
     assert_same(fn, a, r, c, ops=["mean" if "mean" in fn.__name__ else "sum"],
                 jit_kwargs={"jit_config": {"jit_level": level}})
     assert handed == []
+
+
+def _softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _logsumexp(x):
+    m = x.max(axis=1, keepdims=True)
+    return (m + np.log(np.exp(x - m).sum(axis=1, keepdims=True)))[:, 0]
+
+
+def _row_max_min(x):
+    return x.max(axis=1), x.min(axis=-1, keepdims=True)
+
+
+def _zero_rows(n, dtype):
+    """Rows whose max (min) is a zero of one sign only: +0.0 or -0.0 among negative (positive)
+    values, rows of -0.0 or +0.0 alone; the zero first, in the middle, last."""
+    x = -np.abs(np.random.default_rng(n).standard_normal((8, n))) - 0.5
+    x[0, n // 2] = 0.0
+    x[1, n // 2] = -0.0
+    x[2, :] = -0.0
+    x[3, :] = 0.0
+    x[4, 0] = x[4, n - 1] = -0.0
+    x[5, n - 1] = 0.0
+    x[6:] = -x[6:]
+    x[6, n // 3] = -0.0
+    x[7, 0] = 0.0
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("fn", [_softmax, _logsumexp, _row_max_min])
+def test_a_row_max_of_one_signed_zero_stays_in_the_kernel(fn, dtype, monkeypatch):
+    """A row max (min) of zero is one of the row's zeros: with zeros of one sign in the row
+    (a softmax of non-positive values, of ReLU outputs) the kernel knows which, so the row
+    stays in the kernel (it went to NumPy, the whole group with it); zeros of both signs
+    still go to NumPy, whose lanes decide. Bits compared; odd lengths, inside one vector,
+    across blocks, strided rows."""
+    handed = count_handbacks(monkeypatch)
+    for n in (1, 3, 37, 300, 2049):
+        x = _zero_rows(n, dtype)
+        assert_same(fn, x, ops=["max"] if fn is not _row_max_min else ["max", "min"])
+        assert_same(fn, np.repeat(x, 2, axis=1)[:, ::2], ops=["max"])
+        assert not handed, (n, "a zero of one sign handed the row to NumPy")
+    mixed = _zero_rows(37, dtype)
+    mixed[0, 3] = mixed[6, 5] = -0.0
+    mixed[6, 6] = 0.0
+    assert_same(fn, mixed, ops=["max"])
+    assert handed, "zeros of both signs stayed in the kernel"

@@ -117,7 +117,9 @@ class ExactRowSum(Reduction):
 
     def _total(self, count) -> str:
         fn = "tree_total_f" if self.dtype == np.float32 else "tree_total_d"
-        total = f"(({self.ct})0 + pj_sup->{fn}({count}, {self.chunk}, tsum{self.o}))"
+        # one chunk (the recursion's root) is the whole sum: no call per short row
+        total = (f"(({self.ct})0 + ({count} <= {self.chunk} ? tsum{self.o}[0] : "
+                 f"pj_sup->{fn}({count}, {self.chunk}, tsum{self.o})))")
         return f"({self.ct})((double){total} / (double){count})" if self.op == "mean" \
             else total
 
@@ -232,6 +234,10 @@ class Accumulate(Reduction):
 
 
 class MaxMin(Reduction):
+    def __init__(self, node, op, value, ctype, const, values: str | None = None):
+        super().__init__(node, op, value, ctype, const)
+        self.values = values        # the row's values in memory (check), if they are
+
     def identity(self) -> str:
         t = self.dtype
         if t in FLOAT:
@@ -273,14 +279,27 @@ class MaxMin(Reduction):
 
     def check(self):
         # which zero NumPy's max of -0.0 and 0.0 returns depends on its lanes' order, and
-        # the kernel's lanes combine in another: a zero result goes to NumPy (at O2 too).
-        # So does a NaN: NumPy returns one of the NaNs it met or its default +nan, by
-        # position and loop (a -nan of x86's invalid operations may keep its sign or not),
-        # and the kernel notes no sign (update).
-        if self.dtype in FLOAT and not isinstance(self, ArgMaxMin):
-            return [f"if (v{self.o} == 0 || v{self.o} != v{self.o})",
-                    "    fperr |= 1;"]
-        return []
+        # the kernel's lanes combine in another: a zero result goes to NumPy (at O2 too)
+        # when the row has zeros of both signs, or when its values are not in memory to
+        # look (the row is scanned only when the result is a zero: softmax of a row of
+        # ReLU outputs or of non-positive values, logsumexp of log-probabilities). So does
+        # a NaN: NumPy returns one of the NaNs it met or its default +nan, by position and
+        # loop (a -nan of x86's invalid operations may keep its sign or not), and the
+        # kernel notes no sign (update).
+        if self.dtype not in FLOAT or isinstance(self, ArgMaxMin):
+            return []
+        o = self.o
+        if self.values is None:
+            return [f"if (v{o} == 0 || v{o} != v{o})", "    fperr |= 1;"]
+        signs = "pj_zsigns_f" if self.dtype == np.float32 else "pj_zsigns_d"
+        return [f"if (v{o} != v{o}) {{",
+                "    fperr |= 1;",
+                f"}} else if (v{o} == 0) {{",
+                f"    const int zs{o} = {signs}({self.values}, n);",
+                f"    if (zs{o} == 3)",
+                "        fperr |= 1;",
+                f"    v{o} = zs{o} == 2 ? -({self.ct})0 : ({self.ct})0;",
+                "}"]
 
 
 class ArgMaxMin(MaxMin):
@@ -329,7 +348,8 @@ def reduction(node, op: str, value: str, ctypes: dict, const, src_dtype,
     if op in ("argmax", "argmin"):
         return ArgMaxMin(node, op, value, ct, const, src_dtype, ctypes[src_dtype])
     if op in ("max", "min"):
-        return MaxMin(node, op, value, ct, const)
+        return MaxMin(node, op, value, ct, const,
+                      row_values if src_dtype == node.meta.dtype and not whole else None)
     if exact and op in ("sum", "mean") and node.meta.dtype in FLOAT:
         kind = ExactWholeSum if whole else ExactRowSum
         return kind(node, op, value, ct, const,

@@ -325,6 +325,20 @@ static inline __attribute__((unused)) T name(const T *a, npy_intp n)          \
 PJ_LEAF(pj_leaf_d, d, double)
 PJ_LEAF(pj_leaf_f, f, float)
 
+/* The signs of the zeros among n values (none a NaN): bit 0 for +0.0, bit 1 for -0.0. A
+   max or min of zero is one of the values, so with zeros of one sign it is that zero. */
+#define PJ_ZSIGNS(name, T)                                                      \
+static inline __attribute__((unused)) int name(const T *a, npy_intp n)        \
+{                                                                               \
+    int s = 0;                                                                  \
+    for (npy_intp i = 0; i < n; i++)                                            \
+        if (a[i] == 0)                                                          \
+            s |= signbit(a[i]) ? 2 : 1;                                         \
+    return s;                                                                   \
+}
+PJ_ZSIGNS(pj_zsigns_d, double)
+PJ_ZSIGNS(pj_zsigns_f, float)
+
 /* The leaves of the recursion over a chunk of n values (pj_sup->tree_leaves), for the last
    few chunk lengths met: a row's or an array's chunks have two or three lengths, in turns. */
 #define PJ_LEAVES (PJ_CHUNK / 64 + 2)
@@ -1004,6 +1018,27 @@ class GroupKernel:
                 f"    {rest} /= shape[d];",
                 "}"]
 
+    def odometer_step(self, row: str) -> list:
+        """C lines: idx[d] for row `row`, stepped from the thread's last row (idx_at) when it
+        is the next one, as under schedule(static) it nearly always is: the division per
+        outer axis of `odometer` cost more than the row's work in rows of a few elements
+        (nbody_step's sums over 3 coordinates: 4M rows, a third of a kernel's samples)."""
+        ndi = self.ndi
+        return [f"if ({row} == idx_at + 1) {{",
+                f"    for (int d = {ndi} - 2; d >= 0; d--) {{",
+                "        if (++idx[d] < shape[d])",
+                "            break;",
+                "        idx[d] = 0;",
+                "    }",
+                f"}} else if ({row} != idx_at) {{",
+                f"    npy_intp rest = {row};",
+                f"    for (int d = {ndi} - 2; d >= 0; d--) {{",
+                "        idx[d] = rest % shape[d];",
+                "        rest /= shape[d];",
+                "    }",
+                "}",
+                f"idx_at = {row};"]
+
     def row_pointer(self, dst: str, i: int, idx: str) -> list:
         """C lines: dst = where input i's row at coordinates idx starts."""
         return [f"{dst} = PyArray_BYTES(a{i});",
@@ -1194,7 +1229,7 @@ class GroupKernel:
     def red_result(self, red, count: str) -> list:
         """The reduction's value v<out> once its loop ran over `count` elements."""
         r = self.reduction(red)
-        return [f"const {CTYPE[red.meta.dtype]} v{red.out} = {r.result(count)};", *r.check(),
+        return [f"{CTYPE[red.meta.dtype]} v{red.out} = {r.result(count)};", *r.check(),
                 *self.store_row(red.out, "0" if count == "N" else "r")]
 
     def store_row(self, out: int, row: str) -> list:
@@ -1590,6 +1625,7 @@ class GroupKernel:
         if ahead:
             L += ["    npy_intp ahead_r = -1;",
                   *[f"    {CTYPE[red.meta.dtype]} nv{red.out} = 0;" for red in self.reds[0]]]
+        L += [f"    npy_intp idx[{ndi}], idx_at = -2;"]
         L += [f"    #pragma omp for schedule(static{', PJ_AHEAD_ROWS' if ahead else ''})",
               "    for (npy_intp r = 0; r < nrows; r++) {"]
         R = [f"if ({'oom' if scratch else '0'})", "    continue;"]
@@ -1614,7 +1650,7 @@ class GroupKernel:
                     f"(npy_intp)sizeof({CTYPE[self.dtype(g.inputs[i])]}) : 0);"
                     for k, i in enumerate(self.arrays)],
                   "} else {"]
-        O = self.odometer("r / nseg" if seg else "r", "idx", "rest")
+        O = self.odometer_step("r / nseg" if seg else "r")
         for red in self.grp.reductions:
             if self.cols_axes(red) is not None:
                 O += self.cols_offset(red)
@@ -1908,7 +1944,7 @@ def split_parts(units: list, jobs: int) -> list:
 # renderers number, also with a suffix after "_" as in v<value>_a; no global of the module is
 # named so, which test_cfused checks).
 _LOCALS = re.compile(r"\b(M|a|ab|ac|b|bk|bm|bn|bz|c|co|d|gb|i|m|mq|nv|o|oshape|p|pf|pn|pw|q|r|rs|"
-                     r"ps|psn|ra|s|st|tsum|v|w|x|z)(\d+)(?![0-9A-Za-z])")
+                     r"ps|psn|ra|s|st|tsum|v|w|x|z|zs)(\d+)(?![0-9A-Za-z])")
 
 
 def _canonical(text: str) -> str:

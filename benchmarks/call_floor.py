@@ -116,11 +116,11 @@ def _make_not_hot_array(jitted):
     return _loop1(f, a), (f if jitted else None)
 
 
-def _make_not_hot(fn, *args, **config):
+def _make_not_hot(fn, *args):
     """make(jitted) for calls fn(*args) whose signature is never hot (compile_after_ms=10**6):
     what a deferred call costs the function of a program that stays plain."""
     def make(jitted):
-        f = _jit(_copy(fn), compile_after_ms=10 ** 6, **config) if jitted else _copy(fn)
+        f = _jit(_copy(fn), compile_after_ms=10 ** 6) if jitted else _copy(fn)
         return _loopn(f, args), (f if jitted else None)
     return make
 
@@ -257,8 +257,7 @@ CASES = [
          "not hot yet (compile_after_ms=10**6)",
          _make_not_hot(_axpy, np.ones(2), np.ones(2), 0.5)),
     Case("not_hot_defaults", "add(7) of a function with four defaults: signature not hot yet "
-         "(compile_after_ms=10**6, inline_plain=False: else it is given back as not_hot)",
-         _make_not_hot(_add_defaults, 7, inline_plain=False)),
+         "(compile_after_ms=10**6)", _make_not_hot(_add_defaults, 7)),
     Case("lotka", "rk4_numpy.lotka(0.5, y) of a 2-element y (np.array of two expressions, four "
          "defaults): signature not hot yet (compile_after_ms=10**6)",
          _make_not_hot(_lotka(), 0.5, np.array([10.0, 5.0]))),

@@ -485,11 +485,11 @@ fast_match(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
 
 /* Remember what the argument slots of a call whose signature is `key` (call_signature told
  * it: positional arguments, then defaults) hold, for fast_match (`plain`: a signature that
- * runs plain for good).  Only a call none of whose slots (its defaults included) holds an
- * array counts toward plain_streak (nothing_to_do's rule).  One that takes defaults counts
- * too: fast_match reads the defaults again at each call, a new __defaults__ arms a given-back
- * function again (wrapper.c's watcher), and 3.11's prefix sees every call with its defaults
- * bound anyway (dice_numpy_scalar's roll(rng) was given back on 3.11 only). */
+ * runs plain for good).  Only a call passing every parameter, none of them an array, counts
+ * toward plain_streak (nothing_to_do's rule, which times calls of exactly those).  (Counting
+ * calls that take defaults too gave dice_numpy_scalar's roll(rng) back on 3.12+ as 3.11's
+ * prefix does, but made the jitted polynomial suite of benchmarks/library.py ~10% dearer in
+ * CPU on 3.12, cause not found yet.) */
 static void
 remember_fast(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf, uint64_t key,
               int plain)
@@ -513,7 +513,7 @@ remember_fast(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
     st->fast_arrays = arrays;
     st->fast_key = key;
     st->fast_plain = plain;
-    st->fast_streak = arrays == 0;
+    st->fast_streak = n == argcount && arrays == 0;
 }
 
 /* A call of `fn` (of `st`'s code) the Wrapper makes plain by itself, outside the hook:
@@ -573,9 +573,9 @@ wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t na
  * same code, as the levels of a recursion, are counted in that one only).
  * Measured with benchmarks/call_floor.py and the corpus: the calls such codes make by the
  * hundred thousand (a sort's key function, a recursive scalar function, a small method)
- * each paid the Wrapper's C call, ~500 instructions, until then; dice_numpy_scalar's
- * roll (a draw of np.random: ~3 us a call, so past INLINE_CALL_S) paid it for each of its
- * 44,000 bypassed calls after its capture found no array work. */
+ * each paid the Wrapper's C call, ~500 instructions, until then; a signature whose calls
+ * cost more (dice_numpy_scalar's roll on 3.11: a draw of np.random, ~3 us) paid it for
+ * each of its bypassed calls after its capture had found no array work. */
 #define INLINE_STREAK 1000
 #define INLINE_CALL_S 2e-6
 

@@ -246,25 +246,6 @@ def test_a_costly_signature_that_runs_plain_for_good_is_given_back():
         ef.set_perf_clock(None)
 
 
-def scaled(x, k=3, bias=0):
-    return x * k + bias
-
-
-def test_calls_that_take_defaults_are_given_back():
-    """Calls passing fewer arguments than the parameters (the defaults fill the rest) count
-    toward the 1000 in a row like calls passing all (3.11's prefix sees them bound
-    anyway)."""
-    f = pijit.jit(fresh(scaled), jit_config={"compile_after_ms": 10_000})
-    with cheap_plain_runs():
-        for k in range(1200):
-            assert f(k) == scaled(k)
-    assert ef.vectorcall_of(f) == "cpython" and pijit.code_info(f)["inlined"] == 1
-    stats = pijit.stats(f)
-    assert stats["compile_count"] == 0 and stats["deferred"] == 1002
-    before = counters(f)
-    assert f(7) == 21 and f(7, 2, 1) == 15 and counters(f) == before    # not seen at all
-
-
 def test_calls_passing_arrays_are_never_given_back():
     """However cheap their plain runs (1 us each on a stand-in clock), calls passing arrays
     while their signature is not hot are not calls pijit has nothing to do for."""

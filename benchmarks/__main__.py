@@ -58,6 +58,10 @@ def parser():
     p.add_argument("--rounds", type=int, default=5, metavar="N",
                    help="--programs: runs of each program's main per variant (default 5; "
                         "the first, with capture and compiles, counts)")
+    p.add_argument("--cpu-clock", action="store_true",
+                   help="--programs: time each run by the process's CPU seconds (its waited-for "
+                        "children's included) instead of wall time, on a machine other "
+                        "processes load")
     p.add_argument("--library", nargs="?", const="", metavar="SUITE,...",
                    help="instead of the suite, library mode: every public function of "
                         "numpy.polynomial's polynomial/chebyshev/legendre and of statistics "
@@ -160,7 +164,8 @@ def _programs(args):
         print("\n".join(programs.NAMES))
         return 0
     results = corpus.run_all(names, size="tiny" if args.tiny else "quick", rounds=args.rounds,
-                             progress=None if args.no_progress else _progress())
+                             progress=None if args.no_progress else _progress(),
+                             clock="cpu" if args.cpu_clock else "wall")
     print(corpus.table(results))
     if args.json:
         with open(args.json, "w") as f:

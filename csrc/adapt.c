@@ -486,7 +486,10 @@ fast_match(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf,
 /* Remember what the argument slots of a call whose signature is `key` (call_signature told
  * it: positional arguments, then defaults) hold, for fast_match (`plain`: a signature that
  * runs plain for good).  Only a call passing every parameter, none of them an array, counts
- * toward plain_streak (nothing_to_do's rule, which times calls of exactly those). */
+ * toward plain_streak (nothing_to_do's rule, which times calls of exactly those).  (Counting
+ * calls that take defaults too gave dice_numpy_scalar's roll(rng) back on 3.12+ as 3.11's
+ * prefix does, but made the jitted polynomial suite of benchmarks/library.py ~10% dearer in
+ * CPU on 3.12, cause not found yet.) */
 static void
 remember_fast(CodeState *st, PyObject *fn, PyObject *const *args, size_t nargsf, uint64_t key,
               int plain)
@@ -563,13 +566,16 @@ wrapper_plain_call(CodeState *st, PyObject *fn, PyObject *const *args, size_t na
 /* When a code's calls stay plain without pijit knowing they must: INLINE_STREAK calls in a
  * row that the Wrapper ran plain by itself, each passing the argument types of the last
  * one it hashed, every parameter and no array (remember_fast), while the code has no entry
- * that runs a compiled function and its calls not hot yet have cost less than
- * INLINE_CALL_S each in plain Python (what one call of a kernel costs: nothing to win;
- * plain_seconds over deferred: timed runs inside a timed run of the same code, as the
- * levels of a recursion, are counted in that one only).
+ * that runs a compiled function, and either that signature runs plain for good (it got
+ * hot, and capture found nothing to win: the calls were bypassed), or its calls not hot
+ * yet have cost less than INLINE_CALL_S each in plain Python (what one call of a kernel
+ * costs: nothing to win; plain_seconds over deferred: timed runs inside a timed run of the
+ * same code, as the levels of a recursion, are counted in that one only).
  * Measured with benchmarks/call_floor.py and the corpus: the calls such codes make by the
  * hundred thousand (a sort's key function, a recursive scalar function, a small method)
- * each paid the Wrapper's C call, ~500 instructions, until then. */
+ * each paid the Wrapper's C call, ~500 instructions, until then; a signature whose calls
+ * cost more (dice_numpy_scalar's roll on 3.11: a draw of np.random, ~3 us) paid it for
+ * each of its bypassed calls after its capture had found no array work. */
 #define INLINE_STREAK 1000
 #define INLINE_CALL_S 2e-6
 
@@ -593,7 +599,7 @@ nothing_to_do(CodeState *st)
         if (e->fn != NULL && !e->plain)
             return 0;           /* it runs compiled code for some calls */
     }
-    return st->plain_seconds <= INLINE_CALL_S * (double)st->deferred;
+    return st->fast_plain || st->plain_seconds <= INLINE_CALL_S * (double)st->deferred;
 }
 
 /* ---- promotion ------------------------------------------------------------------------------ */

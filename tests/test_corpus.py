@@ -45,6 +45,17 @@ def test_corpus_has_the_programs_the_runner_reports():
             programs.unload(module)
 
 
+def test_the_cpu_clock_times_each_run(monkeypatch):
+    """--cpu-clock: every run of both variants is timed on corpus.cpu_seconds (here a stand-in
+    ticking 1 s a read), not on the wall clock."""
+    ticks = iter(range(1000))
+    monkeypatch.setitem(corpus.CLOCKS, "cpu", lambda: float(next(ticks)))
+    r = corpus.run_program("bubble_sort", size="tiny", rounds=3, clock="cpu")
+    assert r["plain_s"] == [1.0] * 3 and r["jit_s"] == [1.0] * 3 and r["mismatches"] == 0
+    corpus.run_program("bubble_sort", size="tiny", rounds=1)       # the wall clock
+    assert next(ticks) == 12                    # two reads a run, six runs, none since
+
+
 def test_jit_all_wraps_functions_and_methods():
     module = programs.load("particles", jitted=True)
     try:

@@ -213,6 +213,39 @@ def test_a_signature_not_hot_yet_whose_calls_cost_is_never_given_back():
         ef.set_perf_clock(None)
 
 
+def test_a_costly_signature_that_runs_plain_for_good_is_given_back():
+    """Calls that cost (0.5 ms each on a stand-in clock) get hot and are captured; capture
+    finds no array work, so the signature runs plain for good (its calls bypass the hook),
+    and 1000 such calls in a row later the function is given back to CPython: its cost no
+    longer matters, there is nothing left to win for it."""
+    clock = [0.0]
+
+    def tick():
+        clock[0] += 0.0005
+        return clock[0]
+    ef.set_perf_clock(tick)
+    try:
+        f = pijit.jit(fresh(times2), jit_config={"compile_after_ms": 700,
+                                                 "perf_statistics": False})
+        calls = 0
+        while ef.vectorcall_of(f) == "pijit" and calls < 5000:
+            assert f(calls) == 2 * calls
+            calls += 1
+        stats = pijit.stats(f)
+        assert ef.vectorcall_of(f) == "cpython" and pijit.code_info(f)["inlined"] == 1
+        assert stats["compile_count"] == 1 and stats["deferred"] > 1000
+        assert stats["entries"][0]["fallback"].startswith("no array work")
+        # the capture's call, then 1000 in a row known to run plain (and the two that
+        # remembered the signature and found the streak full)
+        assert stats["call_count"] == stats["deferred"] + 1 and stats["bypassed"] == 1002
+        assert calls == stats["call_count"] + stats["bypassed"]
+        before = counters(f)
+        assert [f(k) for k in range(5)] == [times2(k) for k in range(5)]
+        assert counters(f) == before                    # not seen at all
+    finally:
+        ef.set_perf_clock(None)
+
+
 def test_calls_passing_arrays_are_never_given_back():
     """However cheap their plain runs (1 us each on a stand-in clock), calls passing arrays
     while their signature is not hot are not calls pijit has nothing to do for."""

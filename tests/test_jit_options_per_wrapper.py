@@ -5,6 +5,7 @@ at O2 and return O2's (not NumPy's) bits."""
 from __future__ import annotations
 
 import gc
+import types
 
 import numpy as np
 import pytest
@@ -150,3 +151,48 @@ def test_a_spec_cannot_change_once_made():
         del spec.dtype
     assert spec == pijit.ArraySpec((None, 3), np.float32) != pijit.ArraySpec((None, 3), "f8")
     assert hash(spec) == hash(pijit.ArraySpec([None, 3], "float32"))
+
+
+def affine(x, k=2.0, *, b=1.0):
+    return x * k + b
+
+
+def scaled_up(x, k=2.0, *, b=1.0):
+    return x * k * 10.0 - b
+
+
+CHANGES = {
+    "__defaults__": lambda f: setattr(f, "__defaults__", (7.0,)),
+    "__kwdefaults__": lambda f: setattr(f, "__kwdefaults__", {"b": -3.0}),
+    "__code__": lambda f: setattr(f, "__code__", scaled_up.__code__),
+}
+
+
+@pytest.mark.parametrize("adaptive", [False, True], ids=["compile at once", "adaptive"])
+@pytest.mark.parametrize("order", ["first jit first", "variant first"])
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_a_variant_follows_its_function_as_the_first_jit_does(change, order, adaptive):
+    """jit(f) then jit(f, other options): the second runs a private copy of f on a copy of
+    its code; it used to keep f's defaults and code as they were when it was made (25 where
+    plain Python gave 70). Both must take each change of f."""
+    f = types.FunctionType(affine.__code__, affine.__globals__, "affine", affine.__defaults__)
+    f.__kwdefaults__ = dict(affine.__kwdefaults__)
+    first = pijit.jit(f, jit_config={"adaptive": adaptive, "compile_after_ms": 0})
+    variant = pijit.jit(f, jit_config={"adaptive": adaptive, "compile_after_ms": 0,
+                                       "jit_level": "O0"})
+    assert variant.fn.__code__ is not f.__code__, "the variant shares the first jit's code"
+    both = [first, variant] if order == "first jit first" else [variant, first]
+    x = np.arange(5.0)
+    for _ in range(3):
+        for g in both:
+            assert g(x).tobytes() == f(x).tobytes()
+    CHANGES[change](f)
+    for g in both:      # passed arguments bind alike (3.11 refuses a call that may not)
+        assert g(x, 3.0, b=0.5).tobytes() == f(x, 3.0, b=0.5).tobytes(), change
+    for _ in range(3):
+        for g in both:
+            assert g(x).tobytes() == f(x).tobytes(), change
+    assert pijit.stats(variant)["compile_count"] >= 1, "the variant never compiled"
+    if change == "__code__":
+        assert pijit.cache.record(pijit.api._code_of(variant)).config.jit_level == "O0"
+        assert pijit.cache.record(scaled_up.__code__).config.jit_level == "O1"

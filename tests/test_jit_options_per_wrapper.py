@@ -196,3 +196,30 @@ def test_a_variant_follows_its_function_as_the_first_jit_does(change, order, ada
     if change == "__code__":
         assert pijit.cache.record(pijit.api._code_of(variant)).config.jit_level == "O0"
         assert pijit.cache.record(scaled_up.__code__).config.jit_level == "O1"
+
+
+def test_a_variant_of_an_init_follows_it():
+    """3.13 jits an __init__ as a Wrapper (not a function object): its variant follows the
+    user's function by the Wrapper's call."""
+    class Scaled:
+        def __init__(self, x, k=2.0):
+            self.y = x * k
+
+    def shifted(self, x, k=2.0):
+        self.y = x - k
+
+    init = Scaled.__init__
+    first = pijit.jit(init, jit_config={"adaptive": False})
+    Scaled.__init__ = pijit.jit(init, jit_config={"adaptive": False, "jit_level": "O0"})
+    x = np.arange(3.0)
+    assert Scaled(x).y.tobytes() == (x * 2.0).tobytes()
+    init.__defaults__ = (5.0,)
+    assert Scaled(x, 5.0).y.tobytes() == Scaled(x).y.tobytes() == (x * 5.0).tobytes()
+    init.__code__ = shifted.__code__
+    assert Scaled(x).y.tobytes() == (x - 5.0).tobytes()
+    s = Scaled.__new__(Scaled)
+    first(s, x, 4.0)                    # passed: binds alike (3.11 refuses one that may not)
+    assert s.y.tobytes() == (x - 4.0).tobytes()
+    first(s, x)
+    assert s.y.tobytes() == (x - 5.0).tobytes()
+    assert pijit.stats(Scaled.__init__)["compile_count"] >= 1

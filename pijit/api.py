@@ -259,8 +259,9 @@ def _follow(copy, source):
     code = _user_code(copy.__code__)
     if not any(c is code for c in _VARIANTS.get(source.__code__, ())):
         rec = cache.record(code)
-        copy.__code__ = _variant_code(source.__code__, rec.config, rec.input_signature,
-                                      rec.hash_args)
+        options = (rec.config, rec.input_signature, rec.hash_args) if rec is not None \
+            else (JitConfig(), None, None)
+        copy.__code__ = _variant_code(source.__code__, *options)
 
 
 # Jitted functions unpickled by value, the 64 most recent by their code (as numba keeps its

@@ -31,7 +31,7 @@ def iterate(cap, value) -> IteratorValue:
         return IteratorValue(const_items(value.value))
     if isinstance(value, ListValue):
         items = value.items
-        return IteratorValue(list(items), lists=((items, len(items)),))
+        return IteratorValue(list(items), lists=((value, len(items)),))
     if isinstance(value, TupleValue):
         return IteratorValue(list(value.items))
     if isinstance(value, GraphValue) and value.meta.is_array and value.meta.ndim >= 1 \
@@ -142,7 +142,9 @@ def FOR_ITER(cap, instr):
         cap.unsupported(Reason.LOOP, "FOR_ITER over an iterator capture does not know")
     count_iteration(cap)
     check_length(cap, it)
-    if any(len(items) != length for items, length in it.lists):
+    # (reading an input list's items again breaks when the loop appended to another input
+    # list, which may be this one: side_effects' check_list_read)
+    if any(len(lst.items) != length for lst, length in it.lists):
         cap.unsupported(Reason.LOOP, "the loop changes the length of a list it iterates")
     if it.index >= len(it.items):
         leave_for(cap)

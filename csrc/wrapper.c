@@ -81,8 +81,11 @@ follow_source(Wrapper *w)
     }
     PyObject *code = Py_XNewRef(s->func_code), *defaults = Py_XNewRef(s->func_defaults);
     PyObject *kwdefaults = Py_XNewRef(s->func_kwdefaults);
-    PyObject *cb = Py_NewRef(source_callback);
-    PyObject *res = PyObject_CallFunctionObjArgs(cb, copy, w->source, NULL);
+    PyObject *cb = Py_NewRef(source_callback), *source = Py_NewRef(w->source);
+    Py_INCREF(copy);
+    PyObject *res = PyObject_CallFunctionObjArgs(cb, copy, source, NULL);
+    Py_DECREF(copy);
+    Py_DECREF(source);
     Py_DECREF(cb);
     if (res != NULL) {
         Py_DECREF(res);

@@ -364,7 +364,15 @@ def _code_changed(wrapper):
     code = _user_code(wrapper.fn.__code__)
     if old is None:
         return eval_frame.mark(code)
-    return cache.register(code, old.config, old.input_signature, old.hash_args).state
+    options = (old.config, old.input_signature, old.hash_args)
+    rec = cache.record(code)
+    if rec is not None and (rec.config, rec.input_signature, rec.hash_args) != options \
+            and _handle(wrapper.fn) is wrapper:
+        # The new code is jitted under other options (`f.__code__ = h.__code__` of an h
+        # jitted at O2): re-registering it would serve h's entries to f and f's to h.
+        code = _variant_code(code, *options)
+        wrapper.fn.__code__ = _armed_code(code)
+    return cache.register(code, *options).state
 
 
 eval_frame.set_reduce_callback(_reduce)

@@ -223,3 +223,28 @@ def test_a_variant_of_an_init_follows_it():
     first(s, x)
     assert s.y.tobytes() == (x - 5.0).tobytes()
     assert pijit.stats(Scaled.__init__)["compile_count"] >= 1
+
+
+def test_a_new_code_jitted_elsewhere_under_other_options_keeps_them_apart():
+    """`f.__code__ = h.__code__` where h is jitted at O2: f's jitted copy took h's code with
+    its own options by re-registering it, so it ran h's O2 entries (O2's bits where its O1
+    must give NumPy's) and h's next compiles ran at O1. It now takes a copy of that code."""
+    def f(x):
+        return x + 1.0
+
+    def h(x):
+        return np.exp(x) * np.tanh(x)
+
+    want = h(X)
+    o1 = pijit.jit(f, jit_config={"adaptive": False})
+    o2 = pijit.jit(h, jit_config={"jit_level": "O2", "adaptive": False})
+    assert o1(X).tobytes() == f(X).tobytes()
+    assert o2(X).tobytes() != want.tobytes()
+    f.__code__ = h.__code__
+    for _ in range(2):
+        assert o1(X).tobytes() == want.tobytes(), "f's O1 copy ran h's O2 entry"
+        assert o2(X).tobytes() != want.tobytes()
+    assert pijit.cache.record(h.__code__).config.jit_level == "O2"
+    assert pijit.cache.record(pijit.api._code_of(o1)).config.jit_level == "O1"
+    # 3.11: the prefix runs a code other than its user's function's plain (call_prefix.c)
+    assert pijit.stats(o1)["compile_count"] == (0 if pijit._compat.CALL_PREFIX else 1)

@@ -372,6 +372,9 @@ def _code_changed(wrapper):
         # jitted at O2): re-registering it would serve h's entries to f and f's to h.
         code = _variant_code(code, *options)
         wrapper.fn.__code__ = _armed_code(code)
+    # it now runs under these options: a later jit() of the code under others takes a copy
+    _WRAPPERS.setdefault(code, []).append(
+        weakref.ref(wrapper.fn if _handle(wrapper.fn) is wrapper else wrapper))
     return cache.register(code, *options).state
 
 

@@ -248,3 +248,24 @@ def test_a_new_code_jitted_elsewhere_under_other_options_keeps_them_apart():
     assert pijit.cache.record(pijit.api._code_of(o1)).config.jit_level == "O1"
     # 3.11: the prefix runs a code other than its user's function's plain (call_prefix.c)
     assert pijit.stats(o1)["compile_count"] == (0 if pijit._compat.CALL_PREFIX else 1)
+
+
+def test_a_code_a_jitted_function_took_keeps_its_options_when_jitted_again():
+    """After `f.__code__ = h.__code__`, f's jitted copy runs h's code under f's options:
+    jit(h, O2) then took h's code as free (no wrapper made on it) and re-registered it at
+    O2, so f's copy ran at O2. It now gets a copy of the code."""
+    def f(x):
+        return x + 1.0
+
+    def h(x):
+        return np.exp(x) * np.tanh(x)
+
+    want = h(X)
+    o1 = pijit.jit(f, jit_config={"adaptive": False})
+    f.__code__ = h.__code__
+    assert o1(X).tobytes() == want.tobytes()
+    o2 = pijit.jit(h, jit_config={"jit_level": "O2", "adaptive": False})
+    for _ in range(2):
+        assert o2(X).tobytes() != want.tobytes()
+        assert o1(X).tobytes() == want.tobytes(), "f's O1 copy ran at O2"
+    assert pijit.cache.record(pijit.api._code_of(o1)).config.jit_level == "O1"

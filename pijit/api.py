@@ -373,8 +373,10 @@ def _code_changed(wrapper):
         code = _variant_code(code, *options)
         wrapper.fn.__code__ = _armed_code(code)
     # it now runs under these options: a later jit() of the code under others takes a copy
-    _WRAPPERS.setdefault(code, []).append(
-        weakref.ref(wrapper.fn if _handle(wrapper.fn) is wrapper else wrapper))
+    held = wrapper.fn if _handle(wrapper.fn) is wrapper else wrapper
+    refs = _WRAPPERS.setdefault(code, [])
+    if not any(r() is held for r in refs):
+        refs.append(weakref.ref(held))
     return cache.register(code, *options).state
 
 

@@ -25,6 +25,12 @@ m_set_reduce_callback(PyObject *m, PyObject *cb)
 }
 
 static PyObject *
+m_set_source_callback(PyObject *m, PyObject *cb)
+{
+    return set_callable(&source_callback, cb, "source callback") ? NULL : Py_NewRef(Py_None);
+}
+
+static PyObject *
 m_set_array_type(PyObject *m, PyObject *t)
 {
     if (!PyType_Check(t)) {
@@ -297,6 +303,9 @@ static PyMethodDef module_methods[] = {
     {"set_callback", m_set_callback, METH_O, "set_callback(cb): cb(func, args) on a cache miss"},
     {"set_code_changed_callback", m_set_code_changed_callback, METH_O,
      "set_code_changed_callback(cb): cb(wrapper) -> CodeState of wrapper.fn's new __code__"},
+    {"set_source_callback", m_set_source_callback, METH_O,
+     "set_source_callback(cb): cb(copy, function) gives a variant's copy the function's "
+     "changes"},
     {"set_reduce_callback", m_set_reduce_callback, METH_O,
      "set_reduce_callback(cb): cb(wrapper) is Wrapper.__reduce__"},
     {"set_array_type", m_set_array_type, METH_O, "set_array_type(numpy.ndarray)"},

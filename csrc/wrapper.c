@@ -28,6 +28,7 @@
 
 static PyObject *code_changed_callback = NULL;    /* strong or NULL */
 static PyObject *reduce_callback = NULL;          /* strong or NULL */
+static PyObject *source_callback = NULL;          /* strong or NULL */
 
 typedef struct {
     PyObject_HEAD
@@ -51,14 +52,65 @@ typedef struct {
      * of its function (set_init_copy) put in its class's __dict__ in its place while it is
      * given back, and that class then (init_give_back), else NULL. */
     PyObject *init_copy, *init_class;
+    /* Of a copy jitted under other options than its code was (api.py's _variant): the
+     * user's function its function (`orig`, else `fn`) is a private copy of, and that
+     * function's __code__, __defaults__ and __kwdefaults__ when the copy last took them.
+     * The copy takes their changes before its own Wrapper follows it (set_source). */
+    PyObject *source, *source_code, *source_defaults, *source_kwdefaults;
 } Wrapper;
 
+static inline int
+source_changed(Wrapper *w)
+{
+    PyFunctionObject *s = (PyFunctionObject *)w->source;
+    return s != NULL && (s->func_code != w->source_code || s->func_defaults != w->source_defaults
+                         || s->func_kwdefaults != w->source_kwdefaults);
+}
+
+/* Give w's private copy what its user's function changed since (the source callback sets
+ * its __defaults__, __kwdefaults__ and, for a new __code__, a copy of that code jitted with
+ * the copy's options).  -1 with an exception. */
+static int
+follow_source(Wrapper *w)
+{
+    PyFunctionObject *s = (PyFunctionObject *)w->source;
+    PyObject *copy = w->orig != NULL ? w->orig : w->fn;
+    if (source_callback == NULL || copy == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "pijit: a jitted copy cannot follow its function");
+        return -1;
+    }
+    PyObject *code = Py_XNewRef(s->func_code), *defaults = Py_XNewRef(s->func_defaults);
+    PyObject *kwdefaults = Py_XNewRef(s->func_kwdefaults);
+    PyObject *cb = Py_NewRef(source_callback), *source = Py_NewRef(w->source);
+    Py_INCREF(copy);
+    PyObject *res = PyObject_CallFunctionObjArgs(cb, copy, source, NULL);
+    Py_DECREF(copy);
+    Py_DECREF(source);
+    Py_DECREF(cb);
+    if (res != NULL) {
+        Py_DECREF(res);
+        Py_XSETREF(w->source_code, code);
+        Py_XSETREF(w->source_defaults, defaults);
+        Py_XSETREF(w->source_kwdefaults, kwdefaults);
+        return 0;
+    }
+    Py_XDECREF(code);
+    Py_XDECREF(defaults);
+    Py_XDECREF(kwdefaults);
+    return -1;
+}
+
+static int wrapper_follow_code(Wrapper *w);
+
 /* Give the jitted function object `fn` what w's original function changed since fn last
- * took it (its __code__, __defaults__, __kwdefaults__, each set as an assignment would).
+ * took it (its __code__, __defaults__, __kwdefaults__, each set as an assignment would),
+ * and w the state of a new code (3.11's prefix runs a code whose state is not w's plain).
  * -1 with an exception. */
 static int
 follow_original(Wrapper *w, PyObject *fn)
 {
+    if (source_changed(w) && follow_source(w) < 0)
+        return -1;
     PyFunctionObject *o = (PyFunctionObject *)w->orig;
     struct { const char *name; PyObject *now; PyObject **seen; } parts[] = {
         {"__code__", o->func_code, &w->orig_code},
@@ -84,6 +136,9 @@ follow_original(Wrapper *w, PyObject *fn)
         }
         Py_XDECREF(now);
     }
+    if (w->state != NULL && w->fn == fn
+        && original_code((PyCodeObject *)PyFunction_GET_CODE(fn)) != w->state->code)
+        return wrapper_follow_code(w);
     return 0;
 }
 
@@ -92,7 +147,7 @@ original_changed(Wrapper *w)
 {
     PyFunctionObject *o = (PyFunctionObject *)w->orig;
     return o != NULL && (o->func_code != w->orig_code || o->func_defaults != w->orig_defaults
-                         || o->func_kwdefaults != w->orig_kwdefaults);
+                         || o->func_kwdefaults != w->orig_kwdefaults || source_changed(w));
 }
 
 /* Make w->state the state of fn's current code: -1 with an exception on error.  A code
@@ -146,7 +201,8 @@ jit_call(Wrapper *w, PyObject *fn, int own, PyObject *const *args, size_t nargsf
         PyErr_SetString(PyExc_RuntimeError, "pijit wrapper was cleared");
         return NULL;
     }
-    if (own && original_changed(w) && follow_original(w, fn) < 0)
+    if (own ? original_changed(w) && follow_original(w, fn) < 0
+        : source_changed(w) && follow_source(w) < 0)
         return NULL;
     if (!jit_enabled)
         return call_as_cpython(fn, args, nargsf, kwnames);
@@ -235,6 +291,10 @@ wrapper_traverse(Wrapper *w, visitproc visit, void *arg)
     Py_VISIT(w->armed_code);
     Py_VISIT(w->init_copy);
     Py_VISIT(w->init_class);
+    Py_VISIT(w->source);
+    Py_VISIT(w->source_code);
+    Py_VISIT(w->source_defaults);
+    Py_VISIT(w->source_kwdefaults);
     return 0;
 }
 
@@ -254,6 +314,10 @@ wrapper_clear(Wrapper *w)
     Py_CLEAR(w->armed_code);
     Py_CLEAR(w->init_copy);
     Py_CLEAR(w->init_class);
+    Py_CLEAR(w->source);
+    Py_CLEAR(w->source_code);
+    Py_CLEAR(w->source_defaults);
+    Py_CLEAR(w->source_kwdefaults);
     return 0;
 }
 
@@ -316,6 +380,8 @@ static PyMemberDef wrapper_members[] = {
     {"fn", T_OBJECT, offsetof(Wrapper, fn), READONLY, "the wrapped callable"},
     {"original", T_OBJECT, offsetof(Wrapper, orig), READONLY,
      "of a jitted function object's Wrapper: the user's function it is a copy of, or None"},
+    {"source", T_OBJECT, offsetof(Wrapper, source), READONLY,
+     "of a copy jitted under other options: the user's function it follows, or None"},
     {NULL},
 };
 
@@ -661,6 +727,11 @@ original_private(Wrapper *w, PyObject *func, CodeState *st)
 static void
 give_back(PyObject *func, CodeState *st)
 {
+    /* A private copy's calls are the only place it sees its user's function change. */
+    Wrapper *own = wrapper_of_function(func);
+    if (own != NULL && own->source != NULL)
+        return;
+    PyErr_Clear();
 #if PJ_FUNCTION_VECTORCALL
     if (watch_functions() < 0)
         return;                 /* no watcher: a new __code__ would go unseen, so stay armed */
@@ -857,6 +928,24 @@ m_set_init_copy(PyObject *m, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* set_source(wrapper, function): the user's function that the Wrapper's function (or the
+ * function its jitted function object is a copy of) is a private copy of, jitted under
+ * other options (api.py's _variant); it follows the function's changes. */
+static PyObject *
+m_set_source(PyObject *m, PyObject *args)
+{
+    PyObject *w, *s;
+    if (!PyArg_ParseTuple(args, "O!O!:set_source", &WrapperType, &w, &PyFunction_Type, &s))
+        return NULL;
+    Wrapper *wr = (Wrapper *)w;
+    PyFunctionObject *f = (PyFunctionObject *)s;
+    Py_XSETREF(wr->source, Py_NewRef(s));
+    Py_XSETREF(wr->source_code, Py_XNewRef(f->func_code));
+    Py_XSETREF(wr->source_defaults, Py_XNewRef(f->func_defaults));
+    Py_XSETREF(wr->source_kwdefaults, Py_XNewRef(f->func_kwdefaults));
+    Py_RETURN_NONE;
+}
+
 /* set_inline(code, flag): may jitted functions of the code be given back to CPython
  * (jit_config's inline_plain)?  False arms those given back. */
 static PyObject *
@@ -903,6 +992,8 @@ functions_init(void)
      "arm(func): func's calls go through pijit (its __dict__['__pijit__'] is its Wrapper)"}, \
     {"set_init_copy", m_set_init_copy, METH_VARARGS, \
      "set_init_copy(wrapper, copy): what a class holds in place of a given-back __init__"}, \
+    {"set_source", m_set_source, METH_VARARGS, \
+     "set_source(wrapper, function): the user's function a variant's copy follows"}, \
     {"set_inline", m_set_inline, METH_VARARGS, \
      "set_inline(code, flag): may its jitted functions be given back to CPython's calls"}, \
     {"follow_original", m_follow_original, METH_O, \

@@ -51,7 +51,9 @@ def _wrap(fn, signature, hash_args, config):
         return type(fn)(_wrap(fn.__func__, signature, hash_args, config))
     if isinstance(fn, types.MethodType):
         return _wrap(fn.__func__, signature, hash_args, config).__get__(fn.__self__)
-    if isinstance(fn, eval_frame.Wrapper):
+    if wrapper_of(fn) is not None and wrapper_of(fn).source is not None:
+        fn = wrapper_of(fn).source          # a variant's private copy: the user's function
+    elif isinstance(fn, eval_frame.Wrapper):
         fn = fn.fn
     elif _handle(fn) is not None:
         fn = vars(fn).get("fn", fn)
@@ -73,10 +75,11 @@ def _wrap(fn, signature, hash_args, config):
             raise TypeError(f"input_signature has {len(signature)} specs but "
                             f"{fn.__qualname__} takes {len(names)} positional parameters")
     rec = cache.record(code)
+    source = None
     if rec is not None and (rec.config, rec.input_signature, rec.hash_args) != \
             (config, signature, hash_args):
         if _has_live_wrapper(code):
-            fn = _variant(fn, config, signature, hash_args)
+            source, fn = fn, _variant(fn, config, signature, hash_args)
             code = fn.__code__
         else:               # nothing runs under the old options any more: start afresh
             _reset_code(code)
@@ -89,8 +92,10 @@ def _wrap(fn, signature, hash_args, config):
     if jitted is None:
         jitted = eval_frame.Wrapper(fn)
         functools.update_wrapper(jitted, fn)
-        if fn.__name__ in _compat.VECTORCALL_SKIPPED_BY:
+        if fn.__name__ in _compat.VECTORCALL_SKIPPED_BY and source is None:
             _plain_init_copy(fn, jitted)
+    if source is not None:
+        eval_frame.set_source(wrapper_of(jitted), source)
     _WRAPPERS.setdefault(code, []).append(weakref.ref(jitted))
     assert wrapper_of(jitted).code_state is rec.state
     _follow_autoreload()
@@ -221,22 +226,42 @@ def _variant(fn, config, signature, hash_args):
     """fn on a copy of its code for a jit() whose options differ from those its code was
     jitted with: a cache belongs to a code object, so without the copy the wrappers made
     before would run under the new options (jit(f) and then jit(f, O2): the first gave O2's
-    results). One copy per distinct options, reused."""
-    variants = _VARIANTS.setdefault(fn.__code__, [])
-    for code in variants:
-        rec = cache.record(code)
-        if rec is not None and (rec.config, rec.input_signature, rec.hash_args) == \
-                (config, signature, hash_args):
-            break
-    else:
-        code = fn.__code__.replace()
-        variants.append(code)
-    new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__,
-                             fn.__closure__)
+    results). The copy is private: its Wrapper makes it follow fn (set_source, _follow)."""
+    new = types.FunctionType(_variant_code(fn.__code__, config, signature, hash_args),
+                             fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
     new.__kwdefaults__ = fn.__kwdefaults__
     functools.update_wrapper(new, fn, updated=())
     new.__dict__.update(fn.__dict__)
     return new
+
+
+def _variant_code(code, config, signature, hash_args):
+    """A copy of `code` for these options: one per distinct options, reused."""
+    variants = _VARIANTS.setdefault(code, [])
+    for copy in variants:
+        rec = cache.record(copy)
+        if rec is not None and (rec.config, rec.input_signature, rec.hash_args) == \
+                (config, signature, hash_args):
+            return copy
+    copy = code.replace()
+    variants.append(copy)
+    cache.register(copy, config, signature, hash_args)
+    return copy
+
+
+def _follow(copy, source):
+    """Give a variant's private copy what the user's function `source` changed since it was
+    taken (the Wrapper calls this before a call, as the first jit's copy follows `source`
+    itself): its defaults, and for a new __code__ a copy of that code with the copy's
+    options (the new code itself may be jitted under other options, by the first jit)."""
+    copy.__defaults__ = source.__defaults__
+    copy.__kwdefaults__ = source.__kwdefaults__
+    code = _user_code(copy.__code__)
+    if not any(c is code for c in _VARIANTS.get(source.__code__, ())):
+        rec = cache.record(code)
+        options = (rec.config, rec.input_signature, rec.hash_args) if rec is not None \
+            else (JitConfig(), None, None)
+        copy.__code__ = _variant_code(source.__code__, *options)
 
 
 # Jitted functions unpickled by value, the 64 most recent by their code (as numba keeps its
@@ -339,11 +364,25 @@ def _code_changed(wrapper):
     code = _user_code(wrapper.fn.__code__)
     if old is None:
         return eval_frame.mark(code)
-    return cache.register(code, old.config, old.input_signature, old.hash_args).state
+    options = (old.config, old.input_signature, old.hash_args)
+    rec = cache.record(code)
+    if rec is not None and (rec.config, rec.input_signature, rec.hash_args) != options \
+            and _handle(wrapper.fn) is wrapper:
+        # The new code is jitted under other options (`f.__code__ = h.__code__` of an h
+        # jitted at O2): re-registering it would serve h's entries to f and f's to h.
+        code = _variant_code(code, *options)
+        wrapper.fn.__code__ = _armed_code(code)
+    # it now runs under these options: a later jit() of the code under others takes a copy
+    held = wrapper.fn if _handle(wrapper.fn) is wrapper else wrapper
+    refs = _WRAPPERS.setdefault(code, [])
+    if not any(r() is held for r in refs):
+        refs.append(weakref.ref(held))
+    return cache.register(code, *options).state
 
 
 eval_frame.set_reduce_callback(_reduce)
 eval_frame.set_code_changed_callback(_code_changed)
+eval_frame.set_source_callback(_follow)
 eval_frame.set_adapt_callback(adaptive.on_adapt)
 
 
@@ -418,6 +457,8 @@ def explain(fn, *args, **kwargs) -> explain_mod.ExplainOutput:
     private copy of that function's code, jitted with its options: its own cache and
     counters (`stats`, `code_info`) stay as they were. It compiles at once (adaptive off)."""
     func, bind = _explained(fn)
+    if _handle(func) is not None:       # the user's function's changes, as a call takes them
+        eval_frame.follow_original(func)
     rec = cache.record(_user_code(func.__code__))
     # Without adaptive: the call compiles at once, as the report is about its graphs (with it,
     # a small first call runs plain and there would be nothing to report).

@@ -35,7 +35,8 @@ re-exported here:
 * Jitted function objects (3.12+, ``csrc/wrapper.c``): ``arm(func)`` gives a function
   pijit's vectorcall (its ``__dict__["__pijit__"]`` is its ``Wrapper(func, original)``);
   ``vectorcall_of(func)`` ("pijit", "cpython" or "other"), ``follow_original(func)``,
-  ``set_inline(code, flag)``; ``counters(code)["inlined"]`` counts those given back to
+  ``set_inline(code, flag)``, ``set_source(wrapper, func)`` (a variant's copy follows func:
+  api.py's ``_variant``); ``counters(code)["inlined"]`` counts those given back to
   CPython. ``FUNCTION_VECTORCALL``: whether this build can do so.
 * ``kernel_support()``: the capsule of routines fused-kernel modules call
   (``csrc/kernel_support.c``); their init takes it.
@@ -57,9 +58,9 @@ from pijit._eval_frame import (  # noqa: E402,F401
     active_threads, add_entry, after_fork_child, all_states, counters, depth, entries,
     entry_count, get_state, install, is_enabled, is_installed, kernel_support, mark,
     pool_handler, pool_stats, release_pool, reset, set_array_type, set_callback,
-    set_code_changed_callback, set_compiling, set_enabled, set_pool_limit, set_reduce_callback,
+    set_code_changed_callback, set_source_callback, set_compiling, set_enabled, set_pool_limit, set_reduce_callback,
     set_state, state_of, uninstall, set_adapt_callback, set_perf_clock, set_cpu_clock,
     set_compile_budget,
     entry_stats, take_varied, arm, vectorcall_of, follow_original, set_inline, original_code,
-    given_back,
+    given_back, set_source,
 )

@@ -832,3 +832,62 @@ def test_inplace_operators_change_the_list_itself(fn, args, breaks):
     # list += / *= change the list every name holding it sees (capture made a new one: the
     # alias kept [1]); a list read from the caller made capture fail with an internal error
     assert_same(fn, *args, graphs=1, breaks=breaks)
+
+
+# -- a loop that changes the length of the list it iterates -------------------------------
+
+def appends_to_its_input(xs, x):
+    out = []
+    for v in xs:
+        if v > 2 and len(xs) < 6:
+            xs.append(v - 1)
+        out.append(v * x)
+    return out
+
+
+def appends_to_its_own(x):
+    todo = [3, 1]
+    seen = []
+    for i, v in enumerate(todo):
+        seen.append(v * x + i)
+        if v > 1:
+            todo.append(v - 1)
+    return seen
+
+
+def extends_one_it_zips(x):
+    a, b = [1.0, 2.0], [5.0, 6.0, 7.0, 8.0]
+    total = x * 0.0
+    for u, w in zip(a, b):
+        total = total + u * w
+        if len(a) < 4:
+            a += [u + 10.0]
+    return total
+
+
+def appends_to_another_input(lists, x):
+    total = x * 0.0
+    for v in lists[0]:
+        total = total + v
+        if len(lists[1]) < 4:
+            lists[1].append(v + 1.0)
+    return total
+
+
+SHARED = [1.0]
+
+
+@pytest.mark.parametrize("fn, args", [
+    (appends_to_its_input, ([1, 3, 5], X)),
+    (appends_to_another_input, ([SHARED, SHARED], X)),      # one list by two paths
+    (appends_to_its_own, (X,)),
+    (extends_one_it_zips, (X,)),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_a_loop_growing_the_list_it_iterates_sees_the_new_items(fn, args):
+    """Python's list iterator reads the list at each step, so items appended in the loop are
+    iterated too; unrolling read the items once at GET_ITER and stopped at the old length
+    ([1, 3, 5] where plain Python gives [1, 3, 5, 2, 4, 3, 2]). The loop now breaks."""
+    report = assert_same(fn, *args, graphs=None, breaks=None)
+    reason = "may be one appended to" if fn is appends_to_another_input \
+        else "changes the length of a list it iterates"
+    assert any(reason in r["reason"] for r in report.break_reasons), report.break_reasons

@@ -241,3 +241,24 @@ def test_explain_rejects_what_it_cannot_jit():
         with pytest.raises(TypeError, match="pijit.explain expects a Python function") as e:
             pijit.explain(bad, X)
         assert kind in str(e.value)
+
+
+def times_k(x, k=2.0):
+    return x * k
+
+
+@pytest.mark.parametrize("options", [{}, {"jit_level": "O0"}], ids=["first jit", "variant"])
+def test_explain_takes_the_functions_new_defaults_as_a_call_does(options):
+    """A jitted copy takes its user's function's changes at its next call; explain, which
+    runs a copy of the jitted one, reported the call with the old default (`k == 2.0`)."""
+    import types
+    f = types.FunctionType(times_k.__code__, globals(), "times_k", (2.0,))
+    first = pijit.jit(f)
+    jitted = pijit.jit(f, jit_config=options) if options else first
+    x = np.arange(3.0)
+    assert jitted(x).tobytes() == f(x).tobytes()
+    f.__defaults__ = (5.0,)
+    report = pijit.explain(jitted, x)
+    assert report.graph_count == 1 and "k == 5.0" in report.guards, report.guards
+    assert report.ops_per_graph == [["mul"]]
+    assert jitted(x, 5.0).tobytes() == f(x).tobytes()

@@ -5,6 +5,7 @@ at O2 and return O2's (not NumPy's) bits."""
 from __future__ import annotations
 
 import gc
+import types
 
 import numpy as np
 import pytest
@@ -150,3 +151,121 @@ def test_a_spec_cannot_change_once_made():
         del spec.dtype
     assert spec == pijit.ArraySpec((None, 3), np.float32) != pijit.ArraySpec((None, 3), "f8")
     assert hash(spec) == hash(pijit.ArraySpec([None, 3], "float32"))
+
+
+def affine(x, k=2.0, *, b=1.0):
+    return x * k + b
+
+
+def scaled_up(x, k=2.0, *, b=1.0):
+    return x * k * 10.0 - b
+
+
+CHANGES = {
+    "__defaults__": lambda f: setattr(f, "__defaults__", (7.0,)),
+    "__kwdefaults__": lambda f: setattr(f, "__kwdefaults__", {"b": -3.0}),
+    "__code__": lambda f: setattr(f, "__code__", scaled_up.__code__),
+}
+
+
+@pytest.mark.parametrize("adaptive", [False, True], ids=["compile at once", "adaptive"])
+@pytest.mark.parametrize("order", ["first jit first", "variant first"])
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_a_variant_follows_its_function_as_the_first_jit_does(change, order, adaptive):
+    """jit(f) then jit(f, other options): the second runs a private copy of f on a copy of
+    its code; it used to keep f's defaults and code as they were when it was made (25 where
+    plain Python gave 70). Both must take each change of f."""
+    f = types.FunctionType(affine.__code__, affine.__globals__, "affine", affine.__defaults__)
+    f.__kwdefaults__ = dict(affine.__kwdefaults__)
+    first = pijit.jit(f, jit_config={"adaptive": adaptive, "compile_after_ms": 0})
+    variant = pijit.jit(f, jit_config={"adaptive": adaptive, "compile_after_ms": 0,
+                                       "jit_level": "O0"})
+    assert variant.fn.__code__ is not f.__code__, "the variant shares the first jit's code"
+    both = [first, variant] if order == "first jit first" else [variant, first]
+    x = np.arange(5.0)
+    for _ in range(3):
+        for g in both:
+            assert g(x).tobytes() == f(x).tobytes()
+    CHANGES[change](f)
+    for g in both:      # passed arguments bind alike (3.11 refuses a call that may not)
+        assert g(x, 3.0, b=0.5).tobytes() == f(x, 3.0, b=0.5).tobytes(), change
+    for _ in range(3):
+        for g in both:
+            assert g(x).tobytes() == f(x).tobytes(), change
+    assert pijit.stats(variant)["compile_count"] >= 1, "the variant never compiled"
+    if change == "__code__":
+        assert pijit.cache.record(pijit.api._code_of(variant)).config.jit_level == "O0"
+        assert pijit.cache.record(scaled_up.__code__).config.jit_level == "O1"
+
+
+def test_a_variant_of_an_init_follows_it():
+    """3.13 jits an __init__ as a Wrapper (not a function object): its variant follows the
+    user's function by the Wrapper's call."""
+    class Scaled:
+        def __init__(self, x, k=2.0):
+            self.y = x * k
+
+    def shifted(self, x, k=2.0):
+        self.y = x - k
+
+    init = Scaled.__init__
+    first = pijit.jit(init, jit_config={"adaptive": False})
+    Scaled.__init__ = pijit.jit(init, jit_config={"adaptive": False, "jit_level": "O0"})
+    x = np.arange(3.0)
+    assert Scaled(x).y.tobytes() == (x * 2.0).tobytes()
+    init.__defaults__ = (5.0,)
+    assert Scaled(x, 5.0).y.tobytes() == Scaled(x).y.tobytes() == (x * 5.0).tobytes()
+    init.__code__ = shifted.__code__
+    assert Scaled(x).y.tobytes() == (x - 5.0).tobytes()
+    s = Scaled.__new__(Scaled)
+    first(s, x, 4.0)                    # passed: binds alike (3.11 refuses one that may not)
+    assert s.y.tobytes() == (x - 4.0).tobytes()
+    first(s, x)
+    assert s.y.tobytes() == (x - 5.0).tobytes()
+    assert pijit.stats(Scaled.__init__)["compile_count"] >= 1
+
+
+def test_a_new_code_jitted_elsewhere_under_other_options_keeps_them_apart():
+    """`f.__code__ = h.__code__` where h is jitted at O2: f's jitted copy took h's code with
+    its own options by re-registering it, so it ran h's O2 entries (O2's bits where its O1
+    must give NumPy's) and h's next compiles ran at O1. It now takes a copy of that code."""
+    def f(x):
+        return x + 1.0
+
+    def h(x):
+        return np.exp(x) * np.tanh(x)
+
+    want = h(X)
+    o1 = pijit.jit(f, jit_config={"adaptive": False})
+    o2 = pijit.jit(h, jit_config={"jit_level": "O2", "adaptive": False})
+    assert o1(X).tobytes() == f(X).tobytes()
+    assert o2(X).tobytes() != want.tobytes()
+    f.__code__ = h.__code__
+    for _ in range(2):
+        assert o1(X).tobytes() == want.tobytes(), "f's O1 copy ran h's O2 entry"
+        assert o2(X).tobytes() != want.tobytes()
+    assert pijit.cache.record(h.__code__).config.jit_level == "O2"
+    assert pijit.cache.record(pijit.api._code_of(o1)).config.jit_level == "O1"
+    # 3.11: the prefix runs a code other than its user's function's plain (call_prefix.c)
+    assert pijit.stats(o1)["compile_count"] == (0 if pijit._compat.CALL_PREFIX else 1)
+
+
+def test_a_code_a_jitted_function_took_keeps_its_options_when_jitted_again():
+    """After `f.__code__ = h.__code__`, f's jitted copy runs h's code under f's options:
+    jit(h, O2) then took h's code as free (no wrapper made on it) and re-registered it at
+    O2, so f's copy ran at O2. It now gets a copy of the code."""
+    def f(x):
+        return x + 1.0
+
+    def h(x):
+        return np.exp(x) * np.tanh(x)
+
+    want = h(X)
+    o1 = pijit.jit(f, jit_config={"adaptive": False})
+    f.__code__ = h.__code__
+    assert o1(X).tobytes() == want.tobytes()
+    o2 = pijit.jit(h, jit_config={"jit_level": "O2", "adaptive": False})
+    for _ in range(2):
+        assert o2(X).tobytes() != want.tobytes()
+        assert o1(X).tobytes() == want.tobytes(), "f's O1 copy ran at O2"
+    assert pijit.cache.record(pijit.api._code_of(o1)).config.jit_level == "O1"

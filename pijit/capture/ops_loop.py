@@ -29,7 +29,10 @@ def iterate(cap, value) -> IteratorValue:
         return value
     if isinstance(value, ConstValue) and isinstance(value.value, (range, tuple, list, str)):
         return IteratorValue(const_items(value.value))
-    if isinstance(value, (TupleValue, ListValue)):
+    if isinstance(value, ListValue):
+        items = value.items
+        return IteratorValue(list(items), lists=((value, len(items)),))
+    if isinstance(value, TupleValue):
         return IteratorValue(list(value.items))
     if isinstance(value, GraphValue) and value.meta.is_array and value.meta.ndim >= 1 \
             and value.meta.shape[0] is not None:
@@ -84,6 +87,13 @@ def iterator_call(cap, target, args, kwargs) -> IteratorValue:
 
 
 def _iterator_items(cap, target, args, kwargs) -> IteratorValue:
+    it = _made_items(cap, target, args, kwargs)
+    it.lists = tuple(pair for a in args if isinstance(a, (ListValue, IteratorValue))
+                     for pair in iterate(cap, a).lists)
+    return it
+
+
+def _made_items(cap, target, args, kwargs) -> IteratorValue:
     if kwargs and not (target is zip and set(kwargs) == {"strict"}) and \
             not (target is enumerate and set(kwargs) == {"start"}):
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"{target.__name__} with {sorted(kwargs)}")
@@ -132,6 +142,10 @@ def FOR_ITER(cap, instr):
         cap.unsupported(Reason.LOOP, "FOR_ITER over an iterator capture does not know")
     count_iteration(cap)
     check_length(cap, it)
+    # (reading an input list's items again breaks when the loop appended to another input
+    # list, which may be this one: side_effects' check_list_read)
+    if any(len(lst.items) != length for lst, length in it.lists):
+        cap.unsupported(Reason.LOOP, "the loop changes the length of a list it iterates")
     if it.index >= len(it.items):
         leave_for(cap)
         return instr.arg

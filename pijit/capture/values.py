@@ -137,6 +137,9 @@ class IteratorValue(Value):
     index: int = 0
     origin: object = None       # the Value GET_ITER made it from, to rebuild it unconsumed
     call: tuple = None          # (callable, args, kwargs) of the zip/enumerate/... call that made it
+    # (ListValue, its length) of each list it iterates, as GET_ITER found them: the items
+    # are read then, and Python's list iterator would see the loop change the list
+    lists: tuple = ()
 
 
 @dataclass(eq=False)

@@ -258,10 +258,9 @@ def _layout(blocks: list, keep=()) -> list:
     return [by_id[k] for k in order]
 
 
-def _innermost_heads(blocks: list, where: dict, target: dict) -> dict:
-    """Heads of the loops with no loop inside (no back edge (an edge to a block no later in
-    `where`, a reverse postorder) but their own goes to a block of the loop's body), each
-    with its body's block ids."""
+def _loop_bodies(blocks: list, where: dict, target: dict) -> dict:
+    """{head: its body's block ids} of every loop (a back edge: an edge to a block no later
+    in `where`, a reverse postorder)."""
     to = lambda k: target.get(k, k)                                 # noqa: E731
     preds = {}
     for b in blocks:
@@ -277,9 +276,14 @@ def _innermost_heads(blocks: list, where: dict, target: dict) -> dict:
             if k not in body:
                 body.add(k)
                 todo += preds.get(k, [])
-        if not any(h in body and h != head for _, h in back):
-            heads[head] = body
+        heads[head] = body
     return heads
+
+
+def _innermost_heads(bodies: dict) -> dict:
+    """The loops of `bodies` (_loop_bodies) with no loop inside."""
+    return {head: body for head, body in bodies.items()
+            if not any(h in body and h != head for h in bodies)}
 
 
 def _declaration_order(nest: Nest, types: dict, blocks: list) -> list:
@@ -904,16 +908,20 @@ class NestKernel:
         # fallbacks last: their jumps back into the hot path are no loops)
         where = {k: j for j, k in enumerate(reverse_postorder(
             {b.id: b for b in self.blocks}, 0, lambda k: target.get(k, k)))}
-        innermost = _innermost_heads(blocks, where, target)
+        bodies = _loop_bodies(blocks, where, target)
+        innermost = _innermost_heads(bodies)
         kinds = {b.id: b.term[0] for b in blocks}
         appending = {h for h, body in innermost.items()
                      if any(op.kind == "append" for b in blocks if b.id in body for op in b.ops)}
-        # an innermost for loop that does not append polls between blocks of its range;
-        # not one whose head a SIMD pass or lanes jump to (they enter it at b<id>, r<id> is
-        # its only entry: it sets the block's end)
+        # an innermost for loop that does not append, in no other loop, polls between
+        # blocks of its range (inside one, each entry paid the block's end: csr_matvec's
+        # kernel +15% instructions; the loop around polls); not one whose head a SIMD pass
+        # or lanes jump to (they enter it at b<id>, r<id> is its only entry: it sets the
+        # block's end)
         iterator = lambda h: self.blocks_by_id[h].term[1]                 # noqa: E731
         blocked = {iterator(h) for h in innermost
-                        if kinds[h] == "foriter" and h not in appending} - \
+                   if kinds[h] == "foriter" and h not in appending and
+                   not any(h in body for head, body in bodies.items() if head != h)} - \
             {iterator(v.head) for v in self.vectors.values()} - \
             {iterator(h) for h in self.lanes} - \
             {b.term[1] for b in blocks if b.id in in_lanes and b.term[0] == "foriter"}

@@ -94,14 +94,16 @@ NEST = """
 
 
 # an innermost while loop (polls every so many passes), an outer for loop (every pass), an
-# innermost for loop that appends to a list (every so many passes)
+# innermost for loop that appends to a list (every so many passes), an innermost for loop
+# (between blocks of its range)
 LOOPS = {"while": "i = 0\n        while i < limit:\n            progress[0] = i"
                   "\n            i += 1",
          "for": "n = limit // 1000\n        for i in range(1000):\n            for j in range(n):"
                 "\n                progress[0] = i * n + j",
          # an innermost for loop appending (rarely: the list stays small if it runs on)
          "append": "out = []\n        for i in range(limit):\n            progress[0] = i"
-                   "\n            if i % 1_000_000_000 == 999:\n                out.append(i)"}
+                   "\n            if i % 1_000_000_000 == 999:\n                out.append(i)",
+         "innermost_for": "for i in range(limit):\n            progress[0] = i"}
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs POSIX signals and sh")

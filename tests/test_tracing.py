@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -441,6 +442,69 @@ def test_pdb_steps_through_the_rest_of_a_jitted_function_after_a_break():
                            io.StringIO())
     sys.settrace(None)
     assert report.graph_break_count
+
+
+def jumps_back_after_a_break(x, commands, out):
+    a = x + 1
+    print("a break", end="")
+    pdb.Pdb(stdin=commands, stdout=out, nosigint=True, readrc=False).set_trace()
+    b = a * 2
+    a = b + a
+    return b
+
+
+def _jump_sessions(target, shown):
+    """pdb's output and the result of jumps_back_after_a_break run plain, then jitted twice,
+    its session jumping from the return back to `target` (a line from the def); `shown`
+    filters the names `p sorted(locals())` prints."""
+    line = jumps_back_after_a_break.__code__.co_firstlineno + target
+    commands = f"next\nnext\njump {line}\nnext\nnext\nnext\np {shown}\ncontinue\n"
+    jitted = pijit.jit(jumps_back_after_a_break)
+    sessions, hits = [], []
+    for fn in (jumps_back_after_a_break, jitted, jitted):
+        out = io.StringIO()
+        try:
+            result = fn(np.ones(3), io.StringIO(commands), out)
+        finally:
+            sys.settrace(None)
+        sessions.append((re.sub(r"0x[0-9a-f]+", "0x", out.getvalue()), result.tolist()))
+        hits.append(pijit.stats(jitted)["cache_hits"])
+    assert hits[2] == hits[1] + 1 and pijit.stats(jitted)["break_count"]
+    return sessions
+
+
+@pytest.mark.parametrize("target", [1, 2])
+def test_pdb_jumps_back_to_a_line_before_the_break(target, capsys):
+    """The jump failed ("can't jump into an exception handler, or code may be unreachable"):
+    the plain copy the frame goes on in after the break was reachable only from there, so
+    CPython's f_lineno setter found no reachable instruction of an earlier line."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # 3.12+: None to unbound locals
+        sessions = _jump_sessions(target, "sorted(n for n in locals() if '__' not in n)")
+    assert sessions[1] == sessions[0] and sessions[2] == sessions[0]
+    # the debugger, started after the break, was back before it
+    assert "Jump failed" not in sessions[0][0] and '-> print("a break"' in sessions[0][0]
+
+
+@pytest.mark.xfail(strict=True, reason="a jump to the line of a break lands in the "
+                   "transformed code's own instructions of that line (its resume prefix pushing "
+                   "the stack parameters, or its graph), not in the plain copy: UnboundLocalError "
+                   "(__pijit_s0) on 3.11, a None called on 3.12+")
+def test_pdb_jumps_back_to_the_line_of_a_break(capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        sessions = _jump_sessions(3, "sorted(n for n in locals() if '__' not in n)")
+    assert sessions[1] == sessions[0] and sessions[2] == sessions[0]
+
+
+@pytest.mark.xfail(sys.version_info >= (3, 12), strict=True,
+                   reason="3.12+'s f_lineno setter binds None to every unbound local: after "
+                   "a jump the frame also shows pijit's deleted temporaries (__pijit_*), None")
+def test_pdb_jumps_back_and_the_frame_holds_the_users_locals_only(capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        sessions = _jump_sessions(1, "sorted(locals())")
+    assert sessions[2] == sessions[0]
 
 
 class Shows:

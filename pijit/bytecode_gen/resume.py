@@ -19,6 +19,7 @@ import types
 from bytecode import Instr, Label
 
 from pijit import tracebacks
+from pijit.bytecode_gen import forms
 from pijit.bytecode_gen.copy import (assemble, copy_handlers, copy_instructions, line_at,
                                      prologue)
 from pijit.bytecode_gen.reconstruct import INTERNAL_PREFIX
@@ -42,7 +43,12 @@ def build_resume(func, instrs: list, position: int, depth: int, live: tuple) -> 
         target = label
     body = [i for i in body if not (isinstance(i, Instr) and i.name in PROLOGUE)]
     lineno = line_at(instrs, position, code.co_firstlineno)
-    prefix = prologue(code, lineno) + _push_stack(depth, lineno)
+    # The code before `position` is reachable (never reached): a debugger may jump back
+    # there (CPython's f_lineno setter refuses a target its stack analysis does not reach).
+    start = Label()
+    body.insert(0, start)
+    prefix = prologue(code, lineno) + [Instr("LOAD_CONST", False, lineno=lineno)] + \
+        forms.jump_if_truthy(start, lineno=lineno) + _push_stack(depth, lineno)
     prefix.append(Instr("JUMP_FORWARD", target, lineno=lineno))
     argnames = [STACK_NAME.format(i) for i in range(depth)] + list(live)
     new = assemble(prefix + body, code, argnames, code.co_name,

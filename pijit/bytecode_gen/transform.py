@@ -66,15 +66,15 @@ def build_transformed(func, capture, graph_fn, out_index: dict, resume_code_for,
         rest = loads + emitter.emit(capture.ret) + stores + \
             [Instr("RETURN_VALUE", lineno=lineno)]
     else:
+        residual, plain, plain_start = _residual(capture.instructions, bp, code,
+                                                 resume_code_for, body_code_for)
         rest = loads + [i for value in bp.stack for i in emitter.emit(value)]
         for name, value in {**bp.locals, **bp.dead}.items():
             rest += emitter.emit(value) + [Instr("STORE_FAST", name, lineno=lineno)]
         rest += stores
         rest += _forget_temporaries(code, len(out_index) if graph else 0, emitter, lineno,
                                     store_temps)
-        residual, plain = _residual(capture.instructions, bp, code, resume_code_for,
-                                    body_code_for)
-        rest += residual
+        rest = _never(plain_start, lineno) + rest + residual
     replay = Replay(code, capture, lambda c: tracebacks.register(c, code, True))
     instrs = frames.protect(prologue(code, code.co_firstlineno), graph, rest, replay,
                             tracebacks.clean, code.co_firstlineno)
@@ -205,7 +205,7 @@ def _residual(original: list, bp, code, resume_code_for, body_code_for) -> tuple
     # bodies, whose frames then hold every local the user's frame would.
     visible = {name for name in bp.untouched if not is_internal(name)}
     body = bp.body if body_code_for is not None else None
-    plain, plain_at = _plain_rest(original, [pos for pos, _, _ in bp.exits] +
+    plain, plain_at = _plain_rest(original, [0] + [pos for pos, _, _ in bp.exits] +
                                   ([body.start] if body is not None else []))
     span, _ = copy_instructions(original[bp.start:bp.end + 1], retarget)
     if body is not None:
@@ -227,7 +227,17 @@ def _residual(original: list, bp, code, resume_code_for, body_code_for) -> tuple
         out += _unless_observed(plain_at[pos], line_at(original, pos, code.co_firstlineno))
         out += _call_resume(resume_code_for(pos, depth, names), depth, names, code, original,
                             pos)
-    return out + handlers, plain
+    return out + handlers, plain, plain_at[0]
+
+
+def _never(plain_start, lineno) -> list:
+    """A jump to the plain copy's start that is never taken: CPython's f_lineno setter (a
+    debugger's `jump`) accepts only targets its stack analysis reaches from the code's
+    start, so without it pdb could not jump back to a line before the break (\"can't jump
+    into an exception handler, or code may be unreachable\"), where plain Python can. There
+    the frame goes on as plain Python with its locals as they are, as a jump does."""
+    return [Instr("LOAD_CONST", False, lineno=lineno)] + \
+        forms.jump_if_truthy(plain_start, lineno=lineno)
 
 
 def _plain_rest(original: list, positions: list) -> tuple:

@@ -45,6 +45,21 @@ HELPERS = r"""
  * PyErr_SetInterrupt sets again. */
 #define PJ_POLL_EVERY 65536
 #define PJ_POLL_OUTER_EVERY 64
+/* An innermost for loop runs its range in blocks of PJ_POLL_EVERY iterations, polling
+ * between them: its loop test compares with the block's end instead of the range's stop, so
+ * a pass costs what it did (a counted poll in such a loop cost 30-90% of a short body). */
+static inline int64_t pj_block_end(int64_t cur, int64_t stop, int64_t step)
+{
+    int64_t span, end;
+    if (__builtin_mul_overflow(step, (int64_t)PJ_POLL_EVERY, &span) ||
+            __builtin_add_overflow(cur, span, &end) || (step > 0 ? end > stop : end < stop))
+        return stop;
+    return end;
+}
+/* the same for a step of 1 (the usual range), in fewer instructions: a short loop entered
+ * often pays it at each entry */
+#define PJ_BLOCK_END_1(cur, stop) ((cur) < (stop) && (uint64_t)(stop) - (uint64_t)(cur) > \
+                                   PJ_POLL_EVERY ? (cur) + PJ_POLL_EVERY : (stop))
 #define PJ_POLL() (__builtin_expect(--pj_poll == 0, 0) \
                    && (pj_poll = PJ_POLL_EVERY, pj_interrupted()))
 #define PJ_POLL_OUTER() (__builtin_expect(--pj_poll_outer == 0, 0) \
@@ -243,10 +258,9 @@ def _layout(blocks: list, keep=()) -> list:
     return [by_id[k] for k in order]
 
 
-def _innermost_heads(blocks: list, where: dict, target: dict) -> dict:
-    """Heads of the loops with no loop inside (no back edge (an edge to a block no later in
-    `where`, a reverse postorder) but their own goes to a block of the loop's body), each
-    with its body's block ids."""
+def _loop_bodies(blocks: list, where: dict, target: dict) -> dict:
+    """{head: its body's block ids} of every loop (a back edge: an edge to a block no later
+    in `where`, a reverse postorder)."""
     to = lambda k: target.get(k, k)                                 # noqa: E731
     preds = {}
     for b in blocks:
@@ -262,9 +276,14 @@ def _innermost_heads(blocks: list, where: dict, target: dict) -> dict:
             if k not in body:
                 body.add(k)
                 todo += preds.get(k, [])
-        if not any(h in body and h != head for _, h in back):
-            heads[head] = body
+        heads[head] = body
     return heads
+
+
+def _innermost_heads(bodies: dict) -> dict:
+    """The loops of `bodies` (_loop_bodies) with no loop inside."""
+    return {head: body for head, body in bodies.items()
+            if not any(h in body and h != head for h in bodies)}
 
 
 def _declaration_order(nest: Nest, types: dict, blocks: list) -> list:
@@ -483,6 +502,12 @@ class NestKernel:
             return self.compute(op, a, d, bail)
         raise AssertionError(k)
 
+    def block_end(self, it) -> str:
+        """C: the end of the next block of range iterator `it`'s loop (run in blocks)."""
+        if self.ranges.of(f"{it}_step") == (1, 1):
+            return f"pj_lim_{it} = PJ_BLOCK_END_1(v_{it}_cur, v_{it}_stop);"
+        return f"pj_lim_{it} = pj_block_end(v_{it}_cur, v_{it}_stop, v_{it}_step);"
+
     def block_ops(self, b, target) -> list:
         """The C of block b's ops (not its terminator)."""
         resume = self.origin.get(b.id, b.id)
@@ -550,14 +575,15 @@ class NestKernel:
             restore += [f"v_{v} = v_{saved};"] + self.copy_tag(v, saved)
         return f"{{ {' '.join(restore)} PJ_BAIL({finite.resume}); }}"
 
-    def foriter_test(self, name) -> str:
-        """C condition: range iterator `name` has an element left (one comparison where its
-        step's sign is known)."""
+    def foriter_test(self, name, stop=None) -> str:
+        """C condition: range iterator `name` has an element left before `stop` (its own
+        stop by default; one comparison where its step's sign is known)."""
         it = "v_" + name
+        stop = stop or f"{it}_stop"
         step = self.ranges.of(f"{name}_step")
         if step is not None and (step[0] > 0 or step[1] < 0):
-            return f"{it}_cur {'<' if step[0] > 0 else '>'} {it}_stop"
-        return f"{it}_step > 0 ? {it}_cur < {it}_stop : {it}_cur > {it}_stop"
+            return f"{it}_cur {'<' if step[0] > 0 else '>'} {stop}"
+        return f"{it}_step > 0 ? {it}_cur < {stop} : {it}_cur > {stop}"
 
     def bound_check(self, base, c, arr, axis) -> str:
         """C condition: base + c is in [0, n) on axis of arr (for every element a range
@@ -874,6 +900,33 @@ class NestKernel:
             for j in range(ndim):
                 L.append(f"    npy_intp n_{arr}_{j}, s_{arr}_{j};")
         blocks = _layout(self.blocks, self.vectors)
+        target = _threaded(self.blocks, self.vectors)
+        nest_ids = {b.id for b in nest.blocks}
+        fallbacks = {target.get(b.term[2], b.term[2]) for b in blocks if b.term[0] == "select"}
+        in_lanes = {x for ln in self.lanes.values() for x in ln.order}
+        # back edges by a reverse postorder of every edge (the layout puts select
+        # fallbacks last: their jumps back into the hot path are no loops)
+        where = {k: j for j, k in enumerate(reverse_postorder(
+            {b.id: b for b in self.blocks}, 0, lambda k: target.get(k, k)))}
+        bodies = _loop_bodies(blocks, where, target)
+        innermost = _innermost_heads(bodies)
+        kinds = {b.id: b.term[0] for b in blocks}
+        appending = {h for h, body in innermost.items()
+                     if any(op.kind == "append" for b in blocks if b.id in body for op in b.ops)}
+        # an innermost for loop that does not append, in no other loop, polls between
+        # blocks of its range (inside one, each entry paid the block's end: csr_matvec's
+        # kernel +15% instructions; the loop around polls); not one whose head a SIMD pass
+        # or lanes jump to (they enter it at b<id>, r<id> is its only entry: it sets the
+        # block's end)
+        iterator = lambda h: self.blocks_by_id[h].term[1]                 # noqa: E731
+        blocked = {iterator(h) for h in innermost
+                   if kinds[h] == "foriter" and h not in appending and
+                   not any(h in body for head, body in bodies.items() if head != h)} - \
+            {iterator(v.head) for v in self.vectors.values()} - \
+            {iterator(h) for h in self.lanes} - \
+            {b.term[1] for b in blocks if b.id in in_lanes and b.term[0] == "foriter"}
+        for it in sorted(blocked):
+            L.append(f"    int64_t pj_lim_{it} = 0;")
         for var in _declaration_order(nest, self.vtypes, blocks):
             carrier = T.F32 if var in nest.narrow else T.carrier(self.vtypes[var])
             L.append(f"    {ctype(carrier)} v_{var} = 0;")
@@ -925,30 +978,21 @@ class NestKernel:
             L.append("    feclearexcept(PJ_FE_ERR | FE_UNDERFLOW);")
         for op in self.hoisted:         # hoist.py: they cannot fail; if one did, Python
             L += ["    " + s for s in self.op(op, 0, "goto entry;")]  # run the call anew
-        target = _threaded(self.blocks, self.vectors)
-        nest_ids = {b.id for b in nest.blocks}
-        fallbacks = {target.get(b.term[2], b.term[2]) for b in blocks if b.term[0] == "select"}
-        in_lanes = {x for ln in self.lanes.values() for x in ln.order}
-        # back edges by a reverse postorder of every edge (the layout puts select
-        # fallbacks last: their jumps back into the hot path are no loops)
-        where = {k: j for j, k in enumerate(reverse_postorder(
-            {b.id: b for b in self.blocks}, 0, lambda k: target.get(k, k)))}
-        innermost = _innermost_heads(blocks, where, target)
-        kinds = {b.id: b.term[0] for b in blocks}
-        appending = {h for h, body in innermost.items()
-                     if any(op.kind == "append" for b in blocks if b.id in body for op in b.ops)}
         polled = set()
 
         def goto(frm, to) -> str:
             """A jump; a loop's back edge (to a block no later in reverse postorder) polls
             for Ctrl-C and hands over at its target: every PJ_POLL_OUTER_EVERY passes when
             loops run inside it (a poll every pass cost csr_matvec 9%), every PJ_POLL_EVERY
-            passes in an innermost while loop, never in an innermost for loop (its range
-            bounds it, the loop around it polls; there a counted poll cost 30-90% of a short
-            body's time: running_max, iir_filter) unless it appends to a list (an allocation
-            a pass dwarfs the count; unpolled, `for i in range(n): out.append(i)` ran
-            to n, the list growing, where Python stopped at Ctrl-C)."""
+            passes in an innermost while loop, never in an innermost for loop (a counted
+            poll there cost 30-90% of a short body's time: running_max, iir_filter; it
+            polls between blocks of its range instead, at its head) unless it appends to a
+            list (an allocation a pass dwarfs the count; unpolled, `for i in range(n):
+            out.append(i)` ran to n, the list growing, where Python stopped at Ctrl-C)."""
             resume = self.origin.get(to, to)
+            if where[to] > where[frm] and kinds.get(to) == "foriter" and \
+                    self.blocks_by_id[to].term[1] in blocked:
+                return f"goto r{to};"           # entering a loop run in blocks
             if where[to] > where[frm] or resume not in nest_ids or \
                     to in innermost and kinds[to] == "foriter" and to not in appending:
                 return f"goto b{to};"
@@ -966,6 +1010,12 @@ class NestKernel:
         for b in blocks:
             if b.id in in_lanes:
                 continue
+            if b.term[0] == "foriter" and b.term[1] in blocked and b.id not in self.lanes:
+                # a loop run in blocks is entered (and goes on after a block) here: the
+                # outer loop's (over blocks) head, apart from the inner loop's, whose trip
+                # count gcc then knows (a refill jumping back to b<id> made one loop of
+                # both, not unrolled: running_max 2.4x the instructions)
+                L += [f"r{b.id}:", f"    {self.block_end(b.term[1])}"]
             # a fallback is reached only when a speculated op's check fails
             L.append(f"b{b.id}:" + (" __attribute__((cold));" if b.id in fallbacks else ""))
             if b.id in self.lanes:
@@ -991,7 +1041,8 @@ class NestKernel:
                 # running_argmax out 2x slower: enumerate's counter was a second induction
                 # variable gcc related to the iterator through this check; recognise.py
                 # now makes it the iterator's index)
-                L += [f"    if ({self.foriter_test(t[1])}) {{"]
+                lim = f"pj_lim_{t[1]}" if t[1] in blocked else None
+                L += [f"    if ({self.foriter_test(t[1], lim)}) {{"]
                 if self.ranges.advances(t[1], t[2]):
                     L.append(f"        int64_t nx = {it}_cur + {it}_step;")
                 else:
@@ -1000,8 +1051,14 @@ class NestKernel:
                           f"            PJ_BAIL({resume});"]
                 L += [f"        v_{t[2]} = {it}_cur; {it}_cur = nx;",
                       f"        {jump(b.id, t[3])}",
-                      "    }",
-                      f"    {jump(b.id, t[4])}"]
+                      "    }"]
+                if t[1] in blocked:        # the block's end: poll, take the next
+                    polled.add(resume)
+                    L += [f"    if (__builtin_expect({self.foriter_test(t[1])}, 0)) {{",
+                          f"        if (pj_interrupted()) PJ_BAIL({resume});",
+                          f"        goto r{b.id};",
+                          "    }"]
+                L.append(f"    {jump(b.id, t[4])}")
             else:
                 L.append("    goto done;")
         L += ["done:", f"    res = PyTuple_New({len(nest.outputs)});",

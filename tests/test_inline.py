@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import pijit
-from clocks import cheap_plain_runs
+from clocks import cheap_plain_runs, ticking_clock
 from pijit import _compat, api, eval_frame as ef
 
 needs_function_vectorcall = pytest.mark.skipif(
@@ -195,13 +195,7 @@ def test_reset_arms_it_again_and_an_array_call_is_captured():
 def test_a_signature_not_hot_yet_whose_calls_cost_is_never_given_back():
     """Calls that run plain while their signature gets hot are not given back when they cost
     (here 1 ms each on a stand-in clock): the signature gets hot and compiles."""
-    clock = [0.0]
-
-    def tick():
-        clock[0] += 0.0005
-        return clock[0]
-    ef.set_perf_clock(tick)
-    try:
+    with ticking_clock(0.0005):
         # 0.5 ms a call: hot after about 1400 calls, past the 1000 in a row
         f = pijit.jit(fresh(times2), jit_config={"compile_after_ms": 700,
                                                  "perf_statistics": False})
@@ -209,8 +203,6 @@ def test_a_signature_not_hot_yet_whose_calls_cost_is_never_given_back():
             assert f(k) == 2 * k
             assert ef.vectorcall_of(f) == "pijit"
         assert pijit.stats(f)["compile_count"] == 1 and pijit.stats(f)["deferred"] > 1000
-    finally:
-        ef.set_perf_clock(None)
 
 
 def test_a_costly_signature_that_runs_plain_for_good_is_given_back():
@@ -218,13 +210,7 @@ def test_a_costly_signature_that_runs_plain_for_good_is_given_back():
     finds no array work, so the signature runs plain for good (its calls bypass the hook),
     and 1000 such calls in a row later the function is given back to CPython: its cost no
     longer matters, there is nothing left to win for it."""
-    clock = [0.0]
-
-    def tick():
-        clock[0] += 0.0005
-        return clock[0]
-    ef.set_perf_clock(tick)
-    try:
+    with ticking_clock(0.0005):
         f = pijit.jit(fresh(times2), jit_config={"compile_after_ms": 700,
                                                  "perf_statistics": False})
         calls = 0
@@ -242,8 +228,6 @@ def test_a_costly_signature_that_runs_plain_for_good_is_given_back():
         before = counters(f)
         assert [f(k) for k in range(5)] == [times2(k) for k in range(5)]
         assert counters(f) == before                    # not seen at all
-    finally:
-        ef.set_perf_clock(None)
 
 
 def test_calls_passing_arrays_are_never_given_back():

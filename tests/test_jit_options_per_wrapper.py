@@ -225,16 +225,21 @@ def test_a_variant_of_an_init_follows_it():
     assert pijit.stats(Scaled.__init__)["compile_count"] >= 1
 
 
-def test_a_new_code_jitted_elsewhere_under_other_options_keeps_them_apart():
-    """`f.__code__ = h.__code__` where h is jitted at O2: f's jitted copy took h's code with
-    its own options by re-registering it, so it ran h's O2 entries (O2's bits where its O1
-    must give NumPy's) and h's next compiles ran at O1. It now takes a copy of that code."""
+def _fresh_f_and_h():
+    """Two functions of their own per test: the tests assign f.__code__."""
     def f(x):
         return x + 1.0
 
     def h(x):
         return np.exp(x) * np.tanh(x)
+    return f, h
 
+
+def test_a_new_code_jitted_elsewhere_under_other_options_keeps_them_apart():
+    """`f.__code__ = h.__code__` where h is jitted at O2: f's jitted copy took h's code with
+    its own options by re-registering it, so it ran h's O2 entries (O2's bits where its O1
+    must give NumPy's) and h's next compiles ran at O1. It now takes a copy of that code."""
+    f, h = _fresh_f_and_h()
     want = h(X)
     o1 = pijit.jit(f, jit_config={"adaptive": False})
     o2 = pijit.jit(h, jit_config={"jit_level": "O2", "adaptive": False})
@@ -254,12 +259,7 @@ def test_a_code_a_jitted_function_took_keeps_its_options_when_jitted_again():
     """After `f.__code__ = h.__code__`, f's jitted copy runs h's code under f's options:
     jit(h, O2) then took h's code as free (no wrapper made on it) and re-registered it at
     O2, so f's copy ran at O2. It now gets a copy of the code."""
-    def f(x):
-        return x + 1.0
-
-    def h(x):
-        return np.exp(x) * np.tanh(x)
-
+    f, h = _fresh_f_and_h()
     want = h(X)
     o1 = pijit.jit(f, jit_config={"adaptive": False})
     f.__code__ = h.__code__

@@ -31,6 +31,24 @@ def warnings_as(action: str):
                 break
 
 
+@contextlib.contextmanager
+def warnings_unshown():
+    """Warnings inside meet the filters as they are (one the user's filters make an error
+    raises) but none is shown: for running again work whose warnings were shown already.
+    showwarning is a module attribute, which the filters' version does not cover. (Process-
+    wide: another thread's warning meanwhile is not shown either.)"""
+    show = warnings.showwarning
+    warnings.showwarning = _unshown
+    try:
+        yield
+    finally:
+        warnings.showwarning = show
+
+
+def _unshown(*args, **kwargs):
+    return None
+
+
 def warning_scope(module_globals: dict | None) -> dict:
     """What code pijit generates for a function of the module whose globals these are needs
     in its own globals, so that a warning raised in it (NumPy's RuntimeWarnings name the

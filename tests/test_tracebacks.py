@@ -22,11 +22,14 @@ PIJIT_DIR = os.path.dirname(pijit.__file__)
 LEVELS = ["O0", "O1", "O2"]
 
 
-def failure(fn, *args):
+def failure(fn, *args, errors=None):
     """(exception, [(file, line, function)] of the frames under this one, innermost frame,
-    [(category, message)] of the warnings the call gave)."""
+    [(category, message)] of the warnings the call gave; every warning shown, those whose
+    message starts with `errors` made errors)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        if errors is not None:
+            warnings.filterwarnings("error", message=errors)
         try:
             fn(*args)
         except Exception as e:      # noqa: BLE001 - what the test compares
@@ -38,14 +41,15 @@ def failure(fn, *args):
     raise AssertionError(f"{fn} did not raise")
 
 
-def assert_same_failure(fn, *args, jit_config=None, calls=2, locals_=True):
+def assert_same_failure(fn, *args, jit_config=None, calls=2, locals_=True, errors=None):
     """Plain and jitted raise alike: type, message, frames, context, warnings, and (locals_)
     the innermost frame's locals. Returns the jitted run's (exception, frames, frame)."""
-    expected, expected_frames, expected_frame, expected_warnings = failure(fn, *args)
+    expected, expected_frames, expected_frame, expected_warnings = failure(fn, *args,
+                                                                           errors=errors)
     jitted = pijit.jit(fn, jit_config=jit_config)
     pijit.reset(jitted)
     for _ in range(calls):          # the first call compiles, the next runs the entry
-        got, frames, frame, warned = failure(jitted, *args)
+        got, frames, frame, warned = failure(jitted, *args, errors=errors)
         assert type(got) is type(expected) and str(got) == str(expected)
         assert warned == expected_warnings        # a replay gives none of its own
         assert frames == expected_frames, "\n".join(map(str, frames))
@@ -98,9 +102,30 @@ def test_warnings_before_the_error_are_given_once(level):
         assert_same_failure(log_then_sqrt, np.array([0.0, 1.0]), jit_config={"jit_level": level})
 
 
+def sqrt_then_more(x):
+    y = x + 1.0
+    z = np.sqrt(y)
+    w = y * 2.0
+    return z, w
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("fn, x, errors", [(log_then_sqrt, [0.0, 1.0], ""),
+                                           (log_then_sqrt, [0.0, 1.0], "invalid"),
+                                           (sqrt_then_more, [1.0, -3.0], "")])
+def test_a_warning_made_an_error_raises_at_its_line(fn, x, errors, level):
+    """A warning the user's filters make an error: plain Python raises it at the line of the
+    op that warned, in a frame holding what was assigned before it, after showing the
+    warnings before it; the graph's run raises it at the graph's end, so the replay runs
+    under the user's filters, showing nothing, to raise it where plain Python does (was: at
+    the return line, the replay having ignored warnings)."""
+    with np.errstate(divide="warn", invalid="warn"):
+        assert_same_failure(fn, np.array(x), jit_config={"jit_level": level}, errors=errors)
+
+
 def test_a_warning_made_an_error_is_the_error_raised():
     """warnings.simplefilter("error"): the log's RuntimeWarning is raised, in the jitted run
-    too (the replay, which ignores warnings, goes on to a FloatingPointError: not taken)."""
+    too, and not the FloatingPointError of the sqrt after it (under errstate)."""
     with warnings.catch_warnings(), np.errstate(divide="warn", invalid="raise"):
         warnings.simplefilter("error")
         for level in LEVELS:

@@ -38,7 +38,7 @@ from pijit.capture.sources import (AttrSource, ConstSource, DictItemSource, Glob
 from pijit.capture.values import ConstValue, GraphValue, NullValue, TupleValue, Value
 from pijit.graph.ir import Graph, LoopOp, Node, Ref, arg_refs, node_refs
 from pijit.graph.purity import mutates
-from pijit.quiet import warnings_as
+from pijit.quiet import warnings_as, warnings_unshown
 
 
 # Running out of memory or stack: running the graph again would only need more of it.
@@ -84,13 +84,14 @@ class Replay:
             del frame
         try:
             # The run that failed gave the warnings plain Python gives up to the error: the
-            # replay, which redoes that work, must not give them twice. (catch_warnings is
-            # process-wide: another thread's warning during a replay is not shown.)
-            with warnings_as("ignore"):
+            # replay, which redoes that work, must not give them twice (process-wide: another
+            # thread's warning during a replay is not shown). A warning the user's filters made
+            # the error goes through those filters again, to raise at its line.
+            with warnings_unshown() if isinstance(exc, Warning) else warnings_as("ignore"):
                 fn(*args)
         except Exception as replayed:   # what plain Python raises there
             if type(replayed) is not type(exc):
-                return None     # a warning the filters made an error, ignored in the replay
+                return None
             replayed.__traceback__ = replayed.__traceback__.tb_next    # this frame's entry
             replayed.__context__ = exc.__context__
             replayed.__suppress_context__ = exc.__suppress_context__

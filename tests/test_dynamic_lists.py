@@ -383,3 +383,48 @@ def test_lists_as_operands_of_dot_einsum_and_ufuncs():
     s = run_lengths(dot_and_einsum, lambda n: (floats(n), floats(n, 3)), range(1, 12))
     assert s["break_count"] == 0, s
     assert newest(s)["ops"].count("asarray") == 5, newest(s)
+
+
+# ---------------------------------------------------------------------------------------------
+# Operators: a list beside an array is the array's ufunc on the converted list.
+
+def operators(p, q):
+    d = np.asarray(p)
+    return d * q - q, q / (d + 2.0), d < q, d @ q, q ** d
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_list_beside_an_array_in_an_operator(level):
+    s = run_lengths(operators, lambda n: (floats(n), floats(n, 5)), range(1, 12), level)
+    assert s["break_count"] == 0, s
+    assert newest(s)["ops"].count("asarray") == 7, newest(s)
+
+
+def list_operators(p, q):
+    d = np.asarray(p)
+    d += q                          # NumPy's in-place add of the list
+    r = q + [1.0]                   # list concatenation
+    return d, r, q * 2              # list repetition
+
+
+def test_list_operators_stay_pythons():
+    s = run_lengths(list_operators, lambda n: (floats(n), floats(n, 5)), range(1, 8))
+    assert s["break_count"] >= 1, s
+
+
+def scaled_list(q):
+    return q * 2.0                  # TypeError, as in plain Python
+
+
+def test_a_list_times_a_float_raises_typeerror():
+    run_lengths(scaled_list, lambda n: (floats(n),), range(1, 5))
+
+
+def scaled_by(q, x):
+    c = float(x.sum())              # a Python float the graph computes
+    return c * q                    # a float times a list: TypeError, as in plain Python
+
+
+def test_a_list_beside_a_python_float_known_at_run_time_raises_typeerror():
+    s = run_lengths(scaled_by, lambda n: (floats(n), X), range(1, 6))
+    assert s["break_count"] >= 1, s

@@ -9,8 +9,9 @@ can say of those uses exactly becomes graph nodes on the list itself, a graph in
 from its source:
 
 - `len(lst)`: a `len` node, an int known at run time;
-- `np.array(lst)`, `np.asarray(lst)` (and asanyarray, ascontiguousarray), and `lst` where a
-  NumPy function with a rule takes an array (`np.mean(lst)`, `np.dot(lst, x)`): an asarray
+- `np.array(lst)`, `np.asarray(lst)` (and asanyarray, ascontiguousarray), `lst` where a
+  NumPy function with a rule takes an array (`np.mean(lst)`, `np.dot(lst, x)`), and `lst`
+  as an operand of a binary operator beside an array (`x * lst`, `lst - x`): an asarray
   node, NumPy's own conversion of the list where the program makes it, one per use as in
   plain Python (no two uses share an array a write could reach). Its dtype is what the
   items' exact types tell (guards.items_dtype: float64, int64 or bool), guarded by them
@@ -91,6 +92,17 @@ def substitute(cap, target, args: list, kwargs: dict, pure: bool):
              for i, v in enumerate(args)],
             {k: make(cap, v) if type(v) is DynamicListValue and k != "out" else v
              for k, v in kwargs.items()})
+
+
+def operands(cap, values: tuple) -> tuple:
+    """The operands of a binary operator with a dynamic list beside an array made asarray
+    nodes: the array's operator (which Python tries before the list's concatenation or
+    repetition) is NumPy's ufunc, converting the list. Others unchanged (a list beside a
+    scalar, a NumPy scalar included, breaks as before)."""
+    if len(values) == 2 and any(isinstance(v, GraphValue) and v.meta.is_array
+                                for v in values):
+        return tuple(_asarray(cap, v) if type(v) is DynamicListValue else v for v in values)
+    return values
 
 
 def _first_out(target) -> int:

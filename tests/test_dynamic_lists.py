@@ -428,3 +428,22 @@ def scaled_by(q, x):
 def test_a_list_beside_a_python_float_known_at_run_time_raises_typeerror():
     s = run_lengths(scaled_by, lambda n: (floats(n), X), range(1, 6))
     assert s["break_count"] >= 1, s
+
+
+# ---------------------------------------------------------------------------------------------
+# A list longer than MAX_LOOP_UNROLLING is read as a dynamic list from its first call.
+
+def test_a_long_list_is_a_dynamic_list_from_the_first_call():
+    s = run_lengths(scaled_by_mean, lambda n: (X, floats(n)), [500, 300, 101, 450])
+    assert s["break_count"] == 0 and s["compile_count"] == 1, s
+    assert "asarray" in newest(s)["ops"], newest(s)
+
+
+def first_item(x, xs):
+    return x * 2.0 + xs[0]
+
+
+def test_reading_an_item_of_a_long_list_breaks_there():
+    s = run_lengths(first_item, lambda n: (X, floats(n)), [500, 300])
+    assert s["break_count"] == 1 and s["compile_count"] == 1, s
+    assert any("its items are not guarded" in r for r in s["reasons"]), s["reasons"]

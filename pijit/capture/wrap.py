@@ -74,8 +74,9 @@ class LazyListValue(ListValue):
 
 
 class DynamicListValue(LazyListValue):
-    """A list read from a source whose length changed between calls: neither its length
-    nor its items are guarded, and reading its items breaks the graph. Handed to NumPy,
+    """A list read from a source whose length changed between calls (or longer than
+    MAX_LOOP_UNROLLING): neither its length nor its items are guarded, and reading its
+    items breaks the graph. Handed to NumPy,
     it may be a graph input of its own (dynamic_lists.py). obj: the list of the call
     being captured."""
 
@@ -85,7 +86,8 @@ class DynamicListValue(LazyListValue):
 
 
 def _varied_length():
-    raise GraphBreak(Reason.UNSUPPORTED_VALUE, "reads a list whose length changes between calls")
+    raise GraphBreak(Reason.UNSUPPORTED_VALUE, "reads a list whose length changes between calls "
+                     "(or longer than MAX_LOOP_UNROLLING): its items are not guarded")
 
 
 class ValueBuilder:
@@ -149,8 +151,11 @@ class ValueBuilder:
             # Too long to unroll a loop over: its items would be wrapped and guarded one by
             # one for nothing (quicksort's 3000-item list: 12k guards, 1.1 s of capture),
             # and a new value in any item would capture again. Opaque: reading its items
-            # breaks the graph, and residual code reloads it.
+            # breaks the graph, and residual code reloads it; a list is read as one whose
+            # length changes between calls (its uses by NumPy stay in the graph).
             self.guard(source, "type", t)
+            if t is list:
+                return DynamicListValue(obj, source, self.effects)
             return ObjectValue(obj, source)
         if t is tuple:
             self.guard(source, "type", t)

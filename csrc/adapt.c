@@ -789,7 +789,7 @@ check_misses_signature(Entry *e, Check *c, _PyInterpreterFrame *frame, Py_ssize_
         return PyLong_CheckExact(v) || PyFloat_CheckExact(v) || PyBool_Check(v) ? 0 : -1;
     case CHK_DISTINCT:
         return e->sources[c->n].kind == SRC_LOCAL ? 0 : -1;
-    default:                    /* CHK_ID, CHK_LEN: no Python code */
+    default:                    /* CHK_ID, CHK_LEN, CHK_ITEMS: no Python code */
         return 0;
     }
 }

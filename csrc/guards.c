@@ -186,12 +186,34 @@ build_array_check(Check *c, PyObject *t)
     return 0;
 }
 
+/* ("items", i, kind, (float64, int64, bool_)): see check_items. */
+static int
+build_items_check(Check *c, PyObject *kind, PyObject *types)
+{
+    Py_UCS4 k = PyUnicode_Check(kind) && PyUnicode_GET_LENGTH(kind) == 1
+                ? PyUnicode_READ_CHAR(kind, 0) : 0;
+    c->kind = CHK_ITEMS;
+    if (k != 'f' && k != 'i' && k != 'b') {
+        PyErr_Format(PyExc_ValueError, "items check needs kind 'f', 'i' or 'b', got %R", kind);
+        return -1;
+    }
+    if (!PyTuple_Check(types) || PyTuple_GET_SIZE(types) != 3
+        || !PyType_Check(PyTuple_GET_ITEM(types, 0)) || !PyType_Check(PyTuple_GET_ITEM(types, 1))
+        || !PyType_Check(PyTuple_GET_ITEM(types, 2))) {
+        PyErr_Format(PyExc_TypeError, "items check needs 3 scalar types, got %R", types);
+        return -1;
+    }
+    c->n = (Py_ssize_t)k;
+    c->obj = Py_NewRef(types);
+    return 0;
+}
+
 static int
 build_check(Check *c, PyObject *t, Py_ssize_t nsources)
 {
     static const char *const names[] = {"type", "id", "eq", "len", "array", "call",
-                                        "distinct", NULL};
-    static const Py_ssize_t lens[] = {3, 3, 3, 3, 7, 3, 3};
+                                        "distinct", "items", NULL};
+    static const Py_ssize_t lens[] = {3, 3, 3, 3, 7, 3, 3, 4};
     const char *kind = tuple_kind(t, -1, "check");
     if (kind == NULL)
         return -1;
@@ -211,6 +233,8 @@ build_check(Check *c, PyObject *t, Py_ssize_t nsources)
         return -1;
     }
     PyObject *a2 = PyTuple_GET_ITEM(t, 2);
+    if (strcmp(kind, "items") == 0)
+        return build_items_check(c, a2, PyTuple_GET_ITEM(t, 3));
     switch (kind[0]) {
     case 't':
         if (!PyType_Check(a2)) {
@@ -554,6 +578,41 @@ check_array(Check *c, PyObject *v)
     return 1;
 }
 
+/* The dtype np.asarray gives the list v, foretold from its items' exact types, is the
+ * check's kind: 'f' (float64: a float or np.float64 among them, or no item), 'i' (int64:
+ * else an int or np.int64) or 'b' (bool: only bools and np.bool_).  Any other item (an int
+ * past int64, whose dtype NumPy picks by value; another type, a list, an array) fails.
+ * pijit/guards.py's items_dtype is the same rule in Python.  Runs no Python
+ * code, so the list cannot change under it. */
+static int
+check_items(Check *c, PyObject *v)
+{
+    if (!PyList_CheckExact(v))
+        return 0;
+    PyObject *f64 = PyTuple_GET_ITEM(c->obj, 0), *i64 = PyTuple_GET_ITEM(c->obj, 1),
+             *b = PyTuple_GET_ITEM(c->obj, 2);
+    Py_ssize_t n = PyList_GET_SIZE(v);
+    int has_float = n == 0, has_int = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PyList_GET_ITEM(v, i);
+        PyObject *t = (PyObject *)Py_TYPE(o);
+        if (t == (PyObject *)&PyFloat_Type || t == f64)
+            has_float = 1;
+        else if (t == (PyObject *)&PyLong_Type) {
+            int overflow;
+            (void)PyLong_AsLongLongAndOverflow(o, &overflow);   /* an exact int: no error */
+            if (overflow)
+                return 0;
+            has_int = 1;
+        }
+        else if (t == i64)
+            has_int = 1;
+        else if (t != (PyObject *)&PyBool_Type && t != b)
+            return 0;
+    }
+    return (has_float ? 'f' : has_int ? 'i' : 'b') == c->n;
+}
+
 /* 1 pass, 0 fail, -1 an exception to propagate. */
 static int
 run_check(Check *c, PyObject *v)
@@ -575,6 +634,8 @@ run_check(Check *c, PyObject *v)
         return 0;
     case CHK_ARRAY:
         return check_array(c, v);
+    case CHK_ITEMS:
+        return check_items(c, v);
     case CHK_CALL: {
         PyObject *r = PyObject_CallOneArg(c->obj, v);
         if (r == NULL)

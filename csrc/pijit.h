@@ -51,13 +51,15 @@ typedef struct {
 } Source;
 
 /* Guard checks: predicates on one source value (CHK_DISTINCT: on two). */
-enum { CHK_TYPE, CHK_ID, CHK_EQ, CHK_LEN, CHK_ARRAY, CHK_CALL, CHK_DISTINCT };
+enum { CHK_TYPE, CHK_ID, CHK_EQ, CHK_LEN, CHK_ARRAY, CHK_CALL, CHK_DISTINCT, CHK_ITEMS };
 
 typedef struct {
     int kind;
     Py_ssize_t src;
-    PyObject *obj;       /* type / object / value / callable (strong) */
-    Py_ssize_t n;        /* CHK_LEN: length; CHK_ARRAY: ndim; CHK_DISTINCT: the other source */
+    PyObject *obj;       /* type / object / value / callable; CHK_ITEMS: NumPy's scalar
+                            types (float64, int64, bool_) (strong) */
+    Py_ssize_t n;        /* CHK_LEN: length; CHK_ARRAY: ndim; CHK_DISTINCT: the other source;
+                            CHK_ITEMS: the item kind ('f', 'i', 'b') */
     int type_num;        /* CHK_ARRAY */
     int flags_mask;      /* CHK_ARRAY */
     int flags_value;     /* CHK_ARRAY */

@@ -68,7 +68,8 @@ OPTIONS = (
            "residual code (capture, fusion and gcc of unrolled copies cost about a millisecond "
            "a node). A list or tuple longer than this that the function reads (an argument, a "
            "global, an attribute) is opaque: not guarded item by item, and reading its items "
-           "breaks the graph.", minimum=0),
+           "breaks the graph (a list is read as one whose length changes between calls: its "
+           "uses by NumPy stay in the graph).", minimum=0),
     Option("loop_nodes", bool, True,
            "A `for` loop over range(...) whose bounds are known only at run time, or longer "
            "than MAX_LOOP_UNROLLING, or that cannot be unrolled, becomes one loop node: the body is captured once "

@@ -20,12 +20,13 @@ F_CONTIGUOUS = 0x2
 
 @dataclass(frozen=True, eq=False)
 class Guard:
-    """One check on one source. kind: type, id, eq, len, array, call, distinct (see
+    """One check on one source. kind: type, id, eq, len, array, call, distinct, items (see
     csrc/guards.c).
 
     params: for "array" (dtype, shape with None for dynamic dims, layout flags); for "call"
-    (predicate, description); for "distinct" (the Source whose object this one is not);
-    otherwise the expected type/object/value/length.
+    (predicate, description); for "distinct" (the Source whose object this one is not); for
+    "items" (the dtype np.asarray gives the list: items_dtype); otherwise the expected
+    type/object/value/length.
     """
     source: Source
     kind: str
@@ -54,6 +55,8 @@ class Guard:
             return f"{name}: ndarray {_array_text(p[0], p[1], p[2])}"
         if self.kind == "distinct":
             return f"{name} is not {p[0].name()}"
+        if self.kind == "items":
+            return f"np.asarray({name}): {p[0]}[?] (by its items' types)"
         return f"{p[1]}({name})"
 
     def failure(self, func, args):
@@ -82,6 +85,12 @@ class Guard:
             if not array_matches(value, *p):
                 got = _array_text(value.dtype, value.shape, layout_flags(value))
                 return f"{name}: expected {_array_text(*p)}, got {got}"
+        elif self.kind == "items":
+            got = items_dtype(value) if type(value) is list else None
+            if got != p[0]:
+                what = f"np.asarray of it {got}" if got is not None else \
+                    "items of other types (or ints past int64)"
+                return f"{name}: expected a list whose np.asarray is {p[0]}, got {what}"
         elif self.kind == "call":
             if not p[0](value):
                 return f"{name}: {p[1]} no longer holds"
@@ -107,6 +116,31 @@ def same_scalar(value, expected) -> bool:
         return bool(value == expected)
     except Exception:
         return False
+
+
+# The scalar types an "items" guard knows besides Python's float, int and bool (the C check
+# compares types by identity: subclasses, np.float32 or np.longlong are other types).
+ITEM_TYPES = (np.float64, np.int64, np.bool_)
+_ITEMS_KIND = {np.dtype(np.float64): "f", np.dtype(np.int64): "i", np.dtype(np.bool_): "b"}
+
+
+def items_dtype(lst: list):
+    """The dtype np.asarray(lst) has, told from the items' exact types without converting,
+    or None when they do not tell it: float64 when a float or np.float64 is among them (or
+    the list is empty), else int64 when an int within int64 or np.int64 is, else bool (only
+    bools and np.bool_). An int past int64 (NumPy picks uint64, float64 or object by the
+    values) or any other item (np.float32, a list, an array, a subclass) tells nothing.
+    The "items" guard (csrc/guards.c check_items) is this rule in C."""
+    has_float, has_int = not lst, False
+    for item in lst:
+        t = type(item)
+        if t is float or t is np.float64:
+            has_float = True
+        elif t is int and -2 ** 63 <= item < 2 ** 63 or t is np.int64:
+            has_int = True
+        elif t is not bool and t is not np.bool_:
+            return None
+    return np.dtype(np.float64 if has_float else np.int64 if has_int else np.bool_)
 
 
 def layout_flags(a: np.ndarray) -> int:
@@ -175,6 +209,8 @@ def to_program(guards):
             checks.append(("call", i, g.params[0]))
         elif g.kind == "distinct":
             checks.append(("distinct", i, source_index(g.params[0])))
+        elif g.kind == "items":
+            checks.append(("items", i, _ITEMS_KIND[g.params[0]], ITEM_TYPES))
         else:
             checks.append((g.kind, i, g.params[0]))
     return tuple(sources), tuple(checks)

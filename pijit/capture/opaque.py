@@ -58,7 +58,8 @@ def opaque_call(cap, target, args: list, kwargs: dict, kind: str, name: str | No
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"{name}: {e}")
     dynamic = data_dependent or call_table.data_dependent_shape(
         target, real_args, real_kwargs) or any(
-        None in m.shape for m in _metas(args) + _metas(list(kwargs.values())))
+        None in m.shape or m.pytype is list      # (a list input: any length)
+        for m in _metas(args) + _metas(list(kwargs.values())))
     expected = _expected(cap, name, result, dynamic)
     fn = OpaqueCall(target, expected, name, stateful=rng is not None, rng=rng,
                     where=f"{cap.code.co_filename}:{cap.lineno}", result_type=type(result))
@@ -149,8 +150,9 @@ def _flat_tuple(result) -> bool:
 
 
 def _expected(cap, name, result, dynamic: bool):
-    """The Meta (tuple of Metas) a result must have at run time. With a dynamic dim among
-    the arguments every dim of the result is left dynamic: its size may follow them."""
+    """The Meta (tuple of Metas) a result must have at run time. With a dynamic dim (or a
+    list graph input, dynamic_lists.py) among the arguments every dim of the result is left
+    dynamic: its size may follow them."""
     if _flat_tuple(result):
         return tuple(_expected(cap, name, r, dynamic) for r in result)
     if type(result) is np.ndarray:

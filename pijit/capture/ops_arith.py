@@ -11,7 +11,7 @@ import operator
 import numpy as np
 from bytecode import BinaryOp, Compare
 
-from pijit.capture import numpy_rules, writes
+from pijit.capture import dynamic_lists, numpy_rules, writes
 from pijit.capture.evaluate import NotKnown, capture_values
 from pijit.capture.graph_break import Reason
 from pijit.capture.registry import handler
@@ -122,6 +122,7 @@ def apply_operator(cap, name, fn, operands):
     if all(isinstance(v, ConstValue) for v in operands):
         return fold(cap, fn, tuple(v.value for v in operands))
     if any(isinstance(v, GraphValue) for v in operands):
+        operands = dynamic_lists.operands(cap, operands)
         if any(isinstance(v, ObjectValue) for v in operands):
             cap.unsupported(Reason.UNSUPPORTED_VALUE, f"operator {name} with an opaque object")
         if name == "pow" and _py_int(operands[0]) and _py_int(operands[1]) and \

@@ -14,7 +14,7 @@ import types
 import numpy as np
 
 from pijit import _compat, eval_frame
-from pijit.capture import call_table, numpy_rules
+from pijit.capture import call_table, dynamic_lists, numpy_rules
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.inline import inline_call, inline_made, is_library
 from pijit.capture.ops_arith import fold
@@ -135,6 +135,12 @@ def call_value(cap, fn, args: list, kwargs: dict):
     name = getattr(target, "__name__", type(target).__name__)
     if _is_introspection(target):
         cap.unsupported(Reason.FRAME_INTROSPECTION, f"{_qualname(target)}()")
+    if dynamic_lists.among(args, kwargs):
+        value = dynamic_lists.special(cap, target, args, kwargs)
+        if value is not None:
+            return value
+        args, kwargs = dynamic_lists.substitute(cap, target, args, kwargs,
+                                                kind == "pure") or (args, kwargs)
     if target is super and not kwargs:
         return _super(cap, args)
     if target in (zip, enumerate, reversed, iter):

@@ -97,6 +97,10 @@ class SideEffects:
                 cap.builder.guard(obj.source, "distinct", other.source)
         return self._attrs.get((id(obj), name))
 
+    def appended(self, lst) -> bool:
+        """Whether an append to the list Value lst was recorded (made after the graph)."""
+        return id(lst) in self._lists
+
     def check_list_read(self, lst):
         if self._lists and not self.finished and id(lst) not in self._lists:
             raise GraphBreak(Reason.SIDE_EFFECT, "reads a list that may be one appended to")

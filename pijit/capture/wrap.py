@@ -17,6 +17,7 @@ from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, 
                                   TupleValue, Value)
 from pijit.graph.ir import PY_SCALARS, Meta
 from pijit.guards import Guard, layout_flags
+from pijit.loopnest.appends import LIST_META
 
 # dtype kinds the graph can carry: bool, signed, unsigned, float, complex.
 SUPPORTED_DTYPE_KINDS = "biufc"
@@ -72,8 +73,21 @@ class LazyListValue(ListValue):
             self._items.append(value)
 
 
+class DynamicListValue(LazyListValue):
+    """A list read from a source whose length changed between calls (or longer than
+    MAX_LOOP_UNROLLING): neither its length nor its items are guarded, and reading its
+    items breaks the graph. Handed to NumPy,
+    it may be a graph input of its own (dynamic_lists.py). obj: the list of the call
+    being captured."""
+
+    def __init__(self, obj: list, source, effects):
+        super().__init__(_varied_length, source, effects)
+        self.obj = obj
+
+
 def _varied_length():
-    raise GraphBreak(Reason.UNSUPPORTED_VALUE, "reads a list whose length changes between calls")
+    raise GraphBreak(Reason.UNSUPPORTED_VALUE, "reads a list whose length changes between calls "
+                     "(or longer than MAX_LOOP_UNROLLING): its items are not guarded")
 
 
 class ValueBuilder:
@@ -90,6 +104,7 @@ class ValueBuilder:
         self._guard_keys = set()
         self.input_sources: list[Source] = []
         self._by_source: dict[Source, Value] = {}
+        self._lists: dict[Source, GraphValue] = {}     # dynamic lists as graph inputs
         self.budget = budget        # interpreter.PureBudget: a read counts like a step
 
     def guard(self, source: Source, kind: str, *params):
@@ -136,8 +151,11 @@ class ValueBuilder:
             # Too long to unroll a loop over: its items would be wrapped and guarded one by
             # one for nothing (quicksort's 3000-item list: 12k guards, 1.1 s of capture),
             # and a new value in any item would capture again. Opaque: reading its items
-            # breaks the graph, and residual code reloads it.
+            # breaks the graph, and residual code reloads it; a list is read as one whose
+            # length changes between calls (its uses by NumPy stay in the graph).
             self.guard(source, "type", t)
+            if t is list:
+                return DynamicListValue(obj, source, self.effects)
             return ObjectValue(obj, source)
         if t is tuple:
             self.guard(source, "type", t)
@@ -146,10 +164,11 @@ class ValueBuilder:
                                for i, item in enumerate(obj)], source=source)
         if t is list and DYNAMIC_VALUE in self.dynamic_dims.get(source, ()):
             # Its length changed between calls (collected indices, values): guarding it
-            # would capture an entry per length. Appends to it are still captured; reading
-            # its items or length breaks the graph there, and the rest is captured once.
+            # would capture an entry per length. Appends to it are still captured, and
+            # its uses by NumPy (dynamic_lists.py); reading its items breaks the graph
+            # there, and the rest is captured once.
             self.guard(source, "type", t)
-            return LazyListValue(_varied_length, source, self.effects)
+            return DynamicListValue(obj, source, self.effects)
         if t is list:
             # A list's length and items are guarded only once capture reads them: a list the
             # function only appends to (a side effect, residual code) may grow between calls.
@@ -184,6 +203,14 @@ class ValueBuilder:
         self.input_sources.append(source)
         ref = self.graph.add_input(meta, source.name())
         return GraphValue(ref, meta, source=source)
+
+    def list_input(self, source: Source) -> GraphValue:
+        """The list read from source as a graph input (one per source), which nodes may
+        read: its type is guarded already."""
+        value = self._lists.get(source)
+        if value is None:
+            value = self._lists[source] = self._input(LIST_META, source)
+        return value
 
     def cached(self, source: Source):
         """The Value `source` was wrapped as, or None when it was not read."""

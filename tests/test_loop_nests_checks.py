@@ -201,6 +201,42 @@ def test_unit_strides_are_checked_at_the_loops_entry(level, layout, resumes, ker
         assert {op.unit for op in unchecked} == {True, False}
 
 
+def tally(idx, counts):
+    for i in range(idx.shape[0]):
+        counts[idx[i]] += 1         # an index read from data: checked at every access
+    return counts
+
+
+TALLIED = {
+    "contiguous": lambda: np.zeros(6, dtype=np.int64),
+    "column": lambda: np.zeros((6, 2), dtype=np.int64)[:, 1],
+    "every other": lambda: np.zeros(12, dtype=np.int64)[::2],
+    "reversed": lambda: np.zeros(6, dtype=np.int64)[::-1],
+}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("layout", sorted(TALLIED))
+@pytest.mark.parametrize("idx", [[0, 5, 2, 2, -1, -6, 3], [1, 2, 6, 0], [4, -7]],
+                         ids=["in range and wrapped", "IndexError", "IndexError below"])
+def test_a_checked_index_of_the_unit_stride_copy_is_addressed_by_the_itemsize(
+        level, layout, idx, resumes, kernels):
+    # hist_floor's counts[k]: the unit-stride copy's entry checks counts' stride too, and
+    # the checked access addresses it by the itemsize there (no multiply by the stride);
+    # another stride runs the other copy, with plain Python's counts and IndexError
+    same(tally, np.array(idx, dtype=np.int64), TALLIED[layout](), level=level)
+    if level == "O1":
+        assert resumes.count(-1) == 0
+        (k,) = kernels
+        assert unit_gates(k) == {"a_idx", "a_counts"}
+        counts = [op for kind in ("load", "store") for op in ops_of(k, kind)
+                  if op.args[0] == "a_counts"]
+        # counts[idx[i]] in the loop as it was, its copy for any stride and its unit-stride
+        # copy: checked in all three, addressed by the itemsize in the last
+        assert all(op.checked for op in counts)
+        assert sorted(op.unit for op in counts) == [False] * 4 + [True] * 2
+
+
 def rows_and_columns(A, B):
     s = 0.0
     for i in range(A.shape[0]):

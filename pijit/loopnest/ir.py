@@ -53,8 +53,9 @@ class Op:
     # False: a load or store of the C kernel whose index bounds.py proved in range, or a
     # NumPy float op whose non-finite result a later op's check catches (float_checks.py)
     checked: bool = True
-    # an unchecked load or store of bounds.py's unit-stride copy: its array's last axis is
-    # addressed by the itemsize (the copy's entry checked the stride)
+    # a load or store of bounds.py's unit-stride copy (unchecked, or checked by an index it
+    # cannot prove): its array's last axis is addressed by the itemsize (the copy's entry
+    # checked the stride)
     unit: bool = False
     # the block a hand-over at this op resumes at when not its own (float_checks.py: the
     # first op of the run its check covers; C kernel only)

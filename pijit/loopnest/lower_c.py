@@ -314,6 +314,18 @@ def _range(dtype) -> tuple:
     return int(info.min), int(info.max)
 
 
+def not_finite(r: str) -> str:
+    """C condition: float variable r is inf or nan, as `r - r` is nan then and 0 otherwise
+    (the toolchain never lets gcc assume finite math). One subtraction against a zero
+    register, where isfinite(r) masks r's sign off with one constant and compares it with
+    another: iir_filter's recurrence, latency-bound, ran 8% faster so (434 -> 401 us a
+    call, 0.90x -> 0.98x numba's). inf - inf sets FE_INVALID, which isfinite did not: after
+    a failed check the kernel hands over, except on a side of an if-converted branch that
+    did not run (ifconvert.py), where a later read of the flags for a NumPy call
+    (calls.py) may then hand over too: Python computes the same from there."""
+    return f"__builtin_expect(!({r} - {r} == 0), 0)"
+
+
 class NestKernel:
     """Renders one nest as a module function for render.module_source (which wants a `grp`
     with an id and no NumPy-loop nodes, and `function()` defining pj_body)."""
@@ -727,11 +739,11 @@ class NestKernel:
                 return out + [f"{d} = {x} / {y};"] + tag
             if name in ("add", "sub", "mul"):
                 sym = {"add": "+", "sub": "-", "mul": "*"}[name]
-                return out + [f"{{ {ct} r = {x} {sym} {y};", f"  if (!isfinite(r)) {bail}",
+                return out + [f"{{ {ct} r = {x} {sym} {y};", f"  if ({not_finite('r')}) {bail}",
                               f"  {d} = r; }}"] + tag
             if name == "truediv":
                 return out + [f"{{ {ct} w = {y}; if (w == 0) {bail}",
-                              f"  {ct} r = {x} / w; if (!isfinite(r)) {bail}",
+                              f"  {ct} r = {x} / w; if ({not_finite('r')}) {bail}",
                               f"  {d} = r; }}"] + tag
             if name in ("floordiv", "mod"):
                 fn = {"floordiv": "pj_ffloordiv", "mod": "pj_fmod"}[name] + suffix

@@ -91,3 +91,49 @@ def test_with_block_in_a_loop(level):
     report = assert_same(with_in_loop, np.array([1.0, -0.0, 3.0]), Recorder(), graphs=1,
                          breaks=1, ops=["sum"], jit_kwargs=_config(level))
     assert _break_reasons(report) == ["exception handling"]
+
+
+# -- ** of a NumPy float scalar -------------------------------------------------------------
+# np.float64(x) ** e is NumPy's scalar math: C's pow (np.float64(-0.0) ** 0.5 is 0.0, and
+# pow(x, 2.0) is within 0.52 ulp of x*x, not always equal). The fused C kernel rendered it as
+# power's loop over arrays does: sqrt for ** 0.5 (-0.0), x*x for ** 2, 1/x for ** -1, and
+# NumPy's SIMD loop for other exponents. Each input below is one where the two differ.
+
+SCALAR_POW_CASES = [(0.5, [-0.0, 5.902893458566169, -np.inf]), (2.0, [9.62758541716221]),
+                    (2, [5.384848373059271]), (-1.0, [2.2593749989122838]),
+                    (1.7, [3.1183145201048545, 0.623495791498756])]
+
+
+def powers_of_items(x, e):
+    return [x[i] ** e for i in range(len(x))]
+
+
+def powers_in_a_loop(x, e):
+    out = np.empty_like(x)
+    for i in range(len(x)):
+        out[i] = x[i] ** e
+    return out
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("e, values", SCALAR_POW_CASES)
+def test_numpy_scalar_power_is_scalar_math(level, e, values):
+    x = np.array(values)
+    with np.errstate(all="ignore"):
+        scalar = np.array([v ** e for v in x])
+        assert scalar.tobytes() != np.power(x, e).tobytes()    # the inputs tell them apart
+    assert_same(powers_of_items, x, e, graphs=1, breaks=0, ops=["pow"],
+                jit_kwargs=_config(level))
+
+
+@pytest.mark.parametrize("e, values", SCALAR_POW_CASES)
+def test_numpy_scalar_power_in_a_loop_body(e, values):
+    x = np.array(values * 120)
+    report = assert_same(powers_in_a_loop, x, e, graphs=1, breaks=0, jit_kwargs=_config("O1"))
+    assert [op for ops in report.ops_per_graph for op in ops if op.startswith("loop")]
+
+
+def test_float32_scalar_power():
+    x = np.array([-0.0, 2.5, 7.1], dtype=np.float32)
+    assert_same(powers_of_items, x, 0.5, graphs=1, breaks=0, ops=["pow"],
+                jit_kwargs=_config("O1"))

@@ -137,3 +137,41 @@ def test_float32_scalar_power():
     x = np.array([-0.0, 2.5, 7.1], dtype=np.float32)
     assert_same(powers_of_items, x, 0.5, graphs=1, breaks=0, ops=["pow"],
                 jit_kwargs=_config("O1"))
+
+
+# -- ** in a loop nest ----------------------------------------------------------------------
+# CPython's float ** and NumPy's scalar math call C's pow; the nest's C called pow with the
+# exponent a constant, which gcc folds: pow(x, 2.0) into x*x and pow(x, -1.0) into 1/x,
+# correctly rounded where pow is within 0.52 ulp. The exponent is now hidden from gcc.
+
+def sum_of_squares(x):
+    out = np.empty_like(x)
+    s = 0.0
+    for i in range(len(x)):
+        v = x[i] ** 2
+        out[i] = v
+        s += v
+    return out, s
+
+
+def sum_of_reciprocals(x):
+    out = np.empty_like(x)
+    s = 0.0
+    for i in range(len(x)):
+        v = float(x[i]) ** -1.0
+        out[i] = v
+        if v > 0.3:
+            s += v
+    return out, s
+
+
+# (sum_of_squares's s is a Python or a NumPy float after the loop, by its trip count: the
+# graph ends there, a break)
+@pytest.mark.parametrize("fn, e, values, breaks", [
+    (sum_of_squares, 2, [9.62758541716221, 5.384848373059271, 1.3306335603850206], 1),
+    (sum_of_reciprocals, -1.0, [2.2593749989122838, 6.8934444548483444, 2.2591016124709586],
+     0)])
+def test_power_by_a_constant_in_a_loop_nest(fn, e, values, breaks):
+    x = np.array(values)
+    assert np.array([v ** e for v in x]).tobytes() != np.power(x, e).tobytes()
+    assert_same(fn, x, graphs=1, breaks=breaks, ops=["loop_nest"], jit_kwargs=_config("O1"))

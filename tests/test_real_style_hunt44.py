@@ -93,6 +93,55 @@ def test_with_block_in_a_loop(level):
     assert _break_reasons(report) == ["exception handling"]
 
 
+def log_or_minus_one(M):
+    out = M * 0
+    for i in range(M.shape[0]):
+        for j in range(M.shape[1]):
+            try:
+                out[i, j] = math.log(M[i, j])
+            except ValueError:
+                out[i, j] = -1
+    return out
+
+
+def reciprocal_sum_with_finally(x):
+    seen = []
+    s = x.sum()
+    for v in x:
+        try:
+            if v < 0:
+                break
+            if v == 0:
+                continue
+            s += 1 / v
+        finally:
+            seen.append(float(v))
+    return s, seen
+
+
+def fill_until_index_error(x):
+    i = 0
+    acc = x * 0
+    while i < 5:
+        try:
+            acc[i] = x[i] * 3
+        except IndexError as e:
+            print("stop", e)
+            break
+        finally:
+            i += 1
+    return acc, i
+
+
+@pytest.mark.parametrize("fn, arg", [
+    (log_or_minus_one, np.arange(6.0).reshape(2, 3) - 2),
+    (reciprocal_sum_with_finally, np.array([1.0, 0.0, 2.0, -1.0, 4.0])),
+    (fill_until_index_error, np.array([1.0, -0.0]))])
+def test_try_blocks_in_a_loop(fn, arg):
+    report = assert_same(fn, arg, graphs=1, breaks=1, jit_kwargs=_config("O1"))
+    assert _break_reasons(report) == ["exception handling"]
+
+
 # -- ** of a NumPy float scalar -------------------------------------------------------------
 # np.float64(x) ** e is NumPy's scalar math: C's pow (np.float64(-0.0) ** 0.5 is 0.0, and
 # pow(x, 2.0) is within 0.52 ulp of x*x, not always equal). The fused C kernel rendered it as

@@ -410,10 +410,12 @@ def capture_frame(func, args, config, dynamic_dims=None) -> CaptureResult:
         except GraphBreak as e:
             e.guards = list(capture.builder.guards)
             loop = flow.outermost_loop(e.position)
-            if loop is not None and loop.start not in stop_at and \
-                    e.reason not in TO_END_REASONS:
+            if loop is not None and loop.start not in stop_at:
                 # A loop that could not be unrolled: capture again, trying it as a loop
-                # node, else stopping at its head (it then runs as residual bytecode).
+                # node, else stopping at its head (it then runs as residual bytecode). So
+                # does a try or with block inside a loop (TO_END_REASONS): residual code
+                # from the block to the function's end would hold the loop's jump back to
+                # a head it does not contain.
                 if not plan.force(config, func.__code__, instrs, loop.start):
                     stop_at[loop.start] = e
                 continue

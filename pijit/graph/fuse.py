@@ -228,6 +228,9 @@ def elementwise_op(graph: Graph, node, exact: bool = False, numpy_loops=frozense
         e = node.args[1]
         if type(e) not in (int, float):
             return None
+        if op == "pow" and t in FLOAT and not meta.is_array:
+            return None     # a NumPy float scalar's ** is scalar math, C's pow (np.float64(
+            # -0.0) ** 0.5 is 0.0, x ** 2 within 0.52 ulp of x*x), not power's loop of arrays
         if t not in FLOAT and not (type(e) is int and 0 <= e <= MAX_INT_POWER):
             return None
     if uses_numpy_loop(graph, node, op, exact) and not (op in numpy_loops and all(

@@ -199,6 +199,38 @@ static inline int pj_disjoint(PyObject *a, PyObject *b)
     }
     return hi[0] <= lo[1] || hi[1] <= lo[0];
 }
+/* pow(v, w) for w == 2 (hidden from gcc), as CPython's float ** and NumPy's scalar math
+   compute it: glibc's pow, within 0.54 ulp (powf: 0.82), is not always v*v. Where the
+   exact square (v*v plus its fma error; for floats, the square in double) is within 0.4
+   ulp of v*v (powf: 0.15), and v*v is not a power of two (whose lower neighbour is half an
+   ulp away), every other value is more than the bound away from it: pow returns v*v.
+   Elsewhere (near the midpoint between two values, or out of the normal range) pow is
+   called. */
+static inline double pj_square(double v, double w)
+{
+    double r = v * v, e = fma(v, v, -r), u;
+    uint64_t bits, ub;
+    memcpy(&bits, &r, sizeof bits);
+    ub = (bits & 0x7ff0000000000000ULL) - (52ULL << 52);        /* ulp of r */
+    memcpy(&u, &ub, sizeof u);
+    if (r > 0x1p-960 && r < 0x1p1000 && fabs(e) <= 0.4 * u && (bits & 0xfffffffffffffULL))
+        return r;
+    return pow(v, w);
+}
+static inline float pj_squaref(float v, float w)
+{
+    double d = (double)v * v, u;
+    float r = (float)d;
+    uint64_t bits;
+    uint32_t rb;
+    memcpy(&bits, &d, sizeof bits);
+    memcpy(&rb, &r, sizeof rb);
+    bits = (bits & 0x7ff0000000000000ULL) - (23ULL << 52);      /* ulp of d in float */
+    memcpy(&u, &bits, sizeof u);
+    if (r > 0x1p-100f && r < 0x1p100f && fabs(d - (double)r) <= 0.15 * u && (rb & 0x7fffffU))
+        return r;
+    return powf(v, w);
+}
 /* a ** b for 0 <= b; 0 on overflow (the caller bails) */
 static inline int pj_ipow(int64_t a, int64_t b, int64_t *out)
 {
@@ -714,9 +746,12 @@ class NestKernel:
                         and not self.ranges.within(x, -2**24, 2**24):
                     out.append(f"if (PJ_I24({self.ival(x)})) {bail}")
                 # a constant gcc would fold, moving a NaN (x * -1.0 into -x, where CPython
-                # and NumPy multiply): render.hides
+                # and NumPy multiply): render.hides; and an exponent: gcc makes pow(x, 2.0)
+                # x*x and pow(x, -1.0) 1/x, where CPython and NumPy's scalar math call pow,
+                # which is not correctly rounded (within 0.52 ulp)
                 xs.append(render.c_hidden(x.value, dt) if isinstance(x, Const) and
-                          op.kind == "binop" and render.hides(x.value, name)
+                          op.kind == "binop" and (render.hides(x.value, name) or
+                                                  name == "pow" and j == 1)
                           else f"(({ct}){self.val(x)})")
             if op.kind == "call":          # abs, float()
                 expr = f"fabs{suffix}({xs[0]})" if name == "abs" else xs[0]
@@ -756,9 +791,11 @@ class NestKernel:
                 # exponent: what C's pow returns); a zero base hands over (r == 0 below)
                 integral = isinstance(ops[1], Const) and float(ops[1].value).is_integer()
                 base = "" if integral else "!(v > 0) || "
+                square = isinstance(ops[1], Const) and float(ops[1].value) == 2.0
                 return out + [f"{{ {ct} v = {x}, w = {y};",
                               f"  if ({base}!isfinite(v) || !isfinite(w)) {bail}",
-                              f"  {ct} r = pow{suffix}(v, w); if (!isfinite(r) || r == 0) {bail}",
+                              f"  {ct} r = {'pj_square' if square else 'pow'}{suffix}(v, w);",
+                              f"  if (!isfinite(r) || r == 0) {bail}",
                               f"  {d} = r; }}"] + tag
             raise AssertionError(name)
         if kind in ("i64", "int"):

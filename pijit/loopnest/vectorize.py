@@ -126,6 +126,8 @@ def _eligible(by_id, head, loops, dom, types, origin, live_in):
                 return None
             if op.kind in ("binop", "unop", "cmp") and op.domain[0] not in _DOMAINS:
                 return None
+            if op.kind == "binop" and op.op == "pow" and op.domain[0] == "f":
+                return None     # gcc would call a SIMD pow (libmvec: 4 ulp), not C's pow
             if op.dst is not None:
                 defined.add(op.dst)
             if op.kind not in ("load", "store"):

@@ -58,6 +58,14 @@ def row_sums(x):
     return np.sum(x * x, axis=1)
 
 
+def row_sums_and_max(x):
+    return x.sum(axis=1) + x.max(axis=1)        # an exact sum of the input's own row, and a max
+
+
+def squared_lengths(d):
+    return (d * d).sum(axis=-1) + 1e-3          # nbody_step's rows of 3
+
+
 def rows_centred(x):
     return x - x.max(axis=1, keepdims=True)     # each row's max read again in its row
 
@@ -83,6 +91,11 @@ CASES = {
     # (rows of one element are a shape of their own: a third entry)
     "row_sums": (row_sums, lambda n: [(3, n)], [1, BLOCK + 1, SUM_CHUNK + 1],
                  [*range(2, 18), *around(BLOCK, SUM_CHUNK, 2 * SUM_CHUNK)]),
+    # rows shorter than 8: one leaf each, summed without the chunk and leaf loops
+    "short_row_sums": (row_sums, lambda n: [(1000, n)], [3], [*range(2, 11), 16]),
+    "short_row_sums_and_max": (row_sums_and_max, lambda n: [(200, n)], [5],
+                               [*range(2, 11), BLOCK + 1]),
+    "squared_lengths": (squared_lengths, lambda n: [(40, 30, n)], [3], [*range(2, 10)]),
     "rows_centred": (rows_centred, lambda n: [(n, 5)], [AHEAD_ROWS + 1],
                      around(AHEAD_ROWS, 2 * AHEAD_ROWS)),
     "rows_centred_long": (rows_centred, lambda n: [(3, n)], [BLOCK + 1], around(BLOCK, CHUNK)),
@@ -113,3 +126,20 @@ def test_kernel_at_its_split_lengths(case, monkeypatch):
     ran, stats = report(jitted.fn.__code__), pijit.stats(jitted)
     assert ran.graph_count == 2 and ran.graph_break_count == 0 and ran.fallback is None, ran
     assert stats["compile_count"] == 2 and stats["cache_misses"] == 2, stats
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 8])
+def test_short_rows_of_zeros_keep_numpy_signs(n, monkeypatch):
+    """Rows of -0.0 and +0.0 (and of both): NumPy's sum starts from +0.0, so a row of -0.0
+    sums to +0.0; a short row's sum starts from the same zero."""
+    handed = count_handbacks(monkeypatch)
+    x = np.zeros((5, n))
+    x[0] = -0.0
+    x[1, ::2] = -0.0
+    x[2] = -1.0
+    x[3, -1] = -0.0
+    assert_same(row_sums, x)
+    assert handed == [], "a row of zeros handed back"
+    assert_same(row_sums_and_max, x)    # (a max of mixed zeros is NumPy's: handed back)
+    x[4, :] = 1e200         # its square overflows: NumPy's warning, its inf
+    assert_same(row_sums, x)

@@ -182,7 +182,7 @@ def elementwise_op(graph: Graph, node, exact: bool = False, numpy_loops=frozense
     integer ops, no libmvec math), or that the kernel computes by calling NumPy's own loop
     (`numpy_loops`: op codes; see uses_numpy_loop).
     """
-    spec = _EW.get(id(node.fn))
+    spec = _EW.get(id(getattr(node.fn, "recomputes", node.fn)))
     if spec is None or node.kwargs or len(node.args) != spec[1]:
         return None
     op = spec[0]
@@ -888,8 +888,9 @@ def schedule(graph: Graph, groups: list) -> list:
     for k, u in enumerate(units):
         members = u.members() if isinstance(u, FusionGroup) else [u]
         for n in members:
-            for r in node_refs(n):
-                src = owner.get(r.index)
+            # a recomputed value (graph/remat.py) after its original, whose warnings it skips
+            of = getattr(n.fn, "of", None) if getattr(n.fn, "recomputes", None) else None
+            for src in [owner.get(r.index) for r in node_refs(n)] + [owner.get(of)]:
                 if src is not None and src != k:
                     succ[src].add(k)
     for k, u in enumerate(units):

@@ -74,7 +74,7 @@ def may_warn(graph, node) -> bool:
     unused (dce), and do not merge two of them (cse), so the warnings are NumPy's, as many
     as NumPy gives."""
     fid = id(node.fn)
-    if fid in _WRITES_NOTHING or fid in _QUIET:
+    if fid in _WRITES_NOTHING or fid in _QUIET or _recomputed(node):
         return False
     metas = [graph.meta(r) for r in node_refs(node)]
     if isinstance(node.meta, tuple) or any(isinstance(m, tuple) for m in metas):
@@ -135,7 +135,13 @@ def is_pure(node) -> bool:
     """True when dropping or sharing this node's evaluation cannot be observed."""
     if any(k == "out" for k, _ in node.kwargs):
         return False
-    return id(node.fn) in _PURE or isinstance(node.fn, np.ufunc)
+    return id(node.fn) in _PURE or isinstance(node.fn, np.ufunc) or _recomputed(node)
+
+
+def _recomputed(node) -> bool:
+    """A copy of a ufunc's node computed again for a later reader, warnings off
+    (graph/remat.py: the original gives them)."""
+    return isinstance(getattr(node.fn, "recomputes", None), np.ufunc)
 
 
 # Reductions without an identity: they raise on an empty operand.

@@ -1,6 +1,7 @@
 """The fused C backend (O1/O2): Graph -> CompiledGraph whose fused groups run as C kernels.
 
-passes (np.outer as a broadcast product, dce, simplify, cse) -> fusion groups
+passes (np.outer as a broadcast product, dce, simplify, cse, broadcast differences
+recomputed per reader) -> fusion groups
 (pijit.graph.fuse) -> C source of all groups of the graph (render.py) -> one compiled module
 (build.py), disk-cached (diskcache.py) -> a rewritten graph where each group is one call of
 its kernel, compiled by the NumPy backend into straight-line Python (so every node that is
@@ -25,9 +26,10 @@ from pijit.graph.cse import cse
 from pijit.graph.dce import dce
 from pijit.graph.simplify import simplify
 from pijit.graph.fuse import (INEXACT, NUMPY_ONLY, FusionGroup, elementwise_op, find_groups,
-                              schedule)
+                              reduction_op, schedule)
 from pijit.graph.ir import Graph, Meta, Node, Ref, node_refs
 from pijit.graph.outer import expand_outer
+from pijit.graph.remat import recompute
 from pijit.graph.stores import join_setitem, split_setitem
 from pijit.graph.verify import GraphInvariantError, after
 
@@ -39,13 +41,19 @@ _TUPLE_META = Meta(tuple, np.dtype(object), ())
 def optimize(graph: Graph) -> Graph:
     """The graph passes run before fusion (each result verified in tests)."""
     for name, graph_pass in (("outer", expand_outer), ("dce", dce), ("simplify", simplify),
-                             ("cse", cse), ("dce", dce), ("setitem", _split_setitem)):
+                             ("cse", cse), ("dce", dce), ("setitem", _split_setitem),
+                             ("recompute", _recompute)):
         graph = after(name, graph_pass(graph))
     return graph
 
 
 def _split_setitem(graph: Graph) -> Graph:
     return split_setitem(graph, lambda g, n: elementwise_op(g, n) is not None)
+
+
+def _recompute(graph: Graph) -> Graph:
+    return recompute(graph, lambda g, n: elementwise_op(g, n) is not None
+                     or reduction_op(g, n) is not None)
 
 
 def _target(dest):

@@ -100,7 +100,8 @@ class ExactRowSum(Reduction):
     chunk's leaves as the recursion adds them (partial sums ps<out>, `leaf_pops`); a
     chunk's sum goes to tsum<out>[ci], and the result adds those as the levels above do
     (tree_total_*). The values are read where the row already is (`values`: an input's
-    row, a row buffer), else kept in rs<out>, a leaf long, first."""
+    row, a row buffer), else kept in rs<out>, a leaf long, first. A row of fewer than 8
+    values is its one leaf, summed without the loops (`short_end`)."""
     leaf = BLOCK                # its blocks are the recursion's leaves, of at most BLOCK
     chunk = "PJ_SUM_CHUNK"      # the recursion's chunks: at most this many values
 
@@ -179,6 +180,11 @@ class ExactRowSum(Reduction):
     def chunk_end(self) -> list:
         """After chunk ci ([cb0, cb1)) of the row: its sum."""
         return [f"tsum{self.o}[ci] = ps{self.o}[0];"]
+
+    def short_end(self) -> list:
+        """After a row of fewer than 8 values, one leaf (render.GroupKernel.short_row): the
+        row's one chunk sum is the leaf's."""
+        return [f"tsum{self.o}[0] = ls{self.o}[0];"]
 
     def result(self, count):
         return self._total(count)

@@ -1,6 +1,7 @@
 """Test session set-up: compiled kernels go to a cache directory of this session, not the
 user's (PIJIT_CACHE_DIR is read at each build; PIJIT_TEST_KERNEL_CACHE names one that outlives
-the session, as `make mutants` shares one across its runs); every signature compiles at its
+the session, as `make mutants` shares one across its runs and .ci/run across its Python
+versions); every signature compiles at its
 first call (PIJIT_ADAPTIVE=0), so that a test sees the compiled code run at once (tests of the
 adaptive decisions themselves turn it back on); every graph is verified after each stage that
 makes one (PIJIT_VERIFY_GRAPHS, also inherited by the subprocesses tests start)."""

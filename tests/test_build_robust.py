@@ -165,8 +165,13 @@ def _another_python(mp, tmp_path):
     mp.setattr(sys, "version", sys.version + " (another build)")
 
 
+def _another_numpy_release(mp, tmp_path):
+    major, minor = np.__version__.split(".")[:2]
+    mp.setattr(np, "__version__", f"{major}.{int(minor) + 1}.0")
+
+
 def _another_numpy(mp, tmp_path):
-    mp.setattr(np, "__version__", np.__version__ + ".post1")
+    mp.setattr(np, "__version__", f"{int(np.__version__.split('.')[0]) + 1}.0.0")
 
 
 def _another_support_table(mp, tmp_path):
@@ -195,13 +200,14 @@ def _another_compiler_version(mp, tmp_path):
     (tmp_path / "version").write_text("mycc 2.0\n")
 
 
-@pytest.mark.parametrize("change", [_another_python, _another_numpy, _another_support_table,
+@pytest.mark.parametrize("change", [_another_numpy, _another_support_table,
                                     _other_flags, _another_cpu, _another_compiler_version])
 def test_the_cache_key_changes_with_what_the_module_was_built_for(
         tmp_path, monkeypatch, fresh_toolchain_id, change):
     """A kernel module is found by the key of its source, flags and toolchain: a module
-    built by another Python, NumPy, support table, flag set, CPU or compiler version (one
-    cache dir, <tmp>/pijit-<uid>, serves them all) must never be the one loaded."""
+    built by another major version of NumPy, support table, flag set, CPU or compiler
+    version (one cache dir, <tmp>/pijit-<uid>, serves them all) must never be the one
+    loaded."""
     (tmp_path / "version").write_text("mycc 1.0\n")
     cc = tmp_path / "mycc"
     cc.write_text(f'#!/bin/sh\ncat {tmp_path / "version"}\n')
@@ -213,6 +219,67 @@ def test_the_cache_key_changes_with_what_the_module_was_built_for(
     build._toolchain_id.cache_clear()
     change(monkeypatch, tmp_path)
     assert build.cache_key(source, [str(cc)]) != before
+
+
+@pytest.mark.parametrize("change", [_another_python, _another_numpy_release])
+def test_every_python_and_numpy_release_of_one_major_version_share_a_module(
+        tmp_path, monkeypatch, fresh_toolchain_id, change):
+    """Kernels use only CPython's stable ABI and NumPy's headers at their default target
+    (the next test checks the first), so a module built under 3.11 is the one 3.12 and 3.13
+    load, and one built with NumPy 2.4 the one 2.5 loads: .ci/run's three suites share one
+    cache, as a user's Pythons share ~/.cache/pijit."""
+    cc = tmp_path / "mycc"
+    cc.write_text("#!/bin/sh\necho mycc 1.0\n")
+    cc.chmod(0o755)
+    before = build.cache_key("/* a kernel */\n", [str(cc)])
+    build._toolchain_id.cache_clear()
+    change(monkeypatch, tmp_path)
+    assert build.cache_key("/* a kernel */\n", [str(cc)]) == before
+
+
+def test_kernel_modules_use_only_the_stable_abi(tmp_path, monkeypatch):
+    """What a module needs from the interpreter: every CPython symbol it leaves undefined
+    must be declared by Python.h under Py_LIMITED_API=3.11, else the module loads in the
+    Python that built it but not in another one sharing the cache (an implicit declaration,
+    hidden by -w, compiles a macro's name or a newer function into a symbol: a
+    PyObject_Vectorcall exported by 3.12 is not by 3.11). The kernels built here take the
+    paths whose API the limited one lacks in its fast form: a tuple of outputs, a fallback
+    call, NumPy scalars boxed for a list and unboxed from an argument, a float argument."""
+    from pijit.backends.cfused import toolchain
+    monkeypatch.setenv("PIJIT_CACHE_DIR", str(tmp_path / "cache"))
+    build.forget_loaded()
+
+    @pijit.jit(jit_config={"jit_level": "O1"})
+    def fused(x, y):
+        return np.sum(x * y), x + y
+
+    @pijit.jit(jit_config={"jit_level": "O1"})
+    def nest(a, t, s):
+        out = []
+        for i in range(a.shape[0]):
+            if a[i] > t:
+                out.append(a[i] * np.float32(2))
+            s += float(a[i])
+        return out, s
+
+    x = np.arange(6.0)
+    fused(x, x)
+    nest(x.astype(np.float32), np.float32(1.5), 0.25)
+    symbols = set()
+    for so in glob.glob(str(tmp_path / "cache" / "*.so")):
+        nm = subprocess.run(["nm", "-D", "--undefined-only", so], capture_output=True,
+                            text=True, check=True).stdout
+        symbols |= {line.split()[-1] for line in nm.splitlines()
+                    if line.split()[-1].startswith(("Py", "_Py"))}
+    assert {"PyTuple_SetItem", "PyObject_Call", "PyList_Append",
+            "PyFloat_AsDouble"} <= symbols, symbols
+    check = tmp_path / "limited.c"
+    check.write_text(f"#define Py_LIMITED_API {toolchain.LIMITED_API}\n#include <Python.h>\n"
+                     "void *refs[] = {" + ", ".join(f"(void *)&{s}" for s in sorted(symbols))
+                     + "};\n")
+    res = subprocess.run(["gcc", "-fsyntax-only", *toolchain.include_dirs(np.get_include()),
+                          str(check)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
 
 
 # -- 2. a damaged cached module is rebuilt, never loaded (issue 14.3) --------------------------

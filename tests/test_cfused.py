@@ -29,13 +29,6 @@ from pijit.backends.cfused import build, render, toolchain
 from pijit.graph import fuse
 
 
-@pytest.fixture(autouse=True)
-def kernel_cache(tmp_path_factory, monkeypatch):
-    path = tmp_path_factory.getbasetemp() / "pijit-kernels"
-    monkeypatch.setenv("PIJIT_CACHE_DIR", str(path))
-    return path
-
-
 def check_level(got, fn, args, level, where="result"):
     """A jitted fn(*args)'s result `got` against plain fn(*args), by level_tol."""
     tol, scale = level_tol(fn, args, level)

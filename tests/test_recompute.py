@@ -17,11 +17,6 @@ from pijit.graph import remat
 RNG = np.random.default_rng(24)
 
 
-@pytest.fixture(autouse=True)
-def kernel_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("PIJIT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "pijit-k"))
-
-
 def groups(fn, *args, level="O1"):
     """The fused groups' comment lines of fn's compiled entry (compiled at its first call)."""
     gc.collect()

@@ -159,7 +159,7 @@ def lower_c(kernel, op, bail: str) -> list:
         out.append(f"    PyObject *tp = PyTuple_New({len(items)});")
         for k, x in enumerate(items):
             out += ["    if (tp != NULL) {"] + ["        " + s for s in box(x, "o")]
-            out += [f"        if (o == NULL) Py_CLEAR(tp); else PyTuple_SET_ITEM(tp, {k}, o);",
+            out += [f"        if (o == NULL) Py_CLEAR(tp); else if (PyTuple_SetItem(tp, {k}, o) < 0) Py_CLEAR(tp);",
                     "    }"]
         out.append("    o = tp;")
     else:

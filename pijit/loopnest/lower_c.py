@@ -894,8 +894,13 @@ class NestKernel:
         cls = _C[str(t)][1]
         if t == T.NPBOOL:
             return [f"{dst} = Py_NewRef(PyArrayScalar_FromLong({v}));"]
-        return [f"{dst} = PyArrayScalar_New({cls});",
-                f"if ({dst} != NULL) PyArrayScalar_VAL({dst}, {cls}) = {v};"]
+        # NumPy makes the scalar from the value's bytes (PyArrayScalar_New reads the type's
+        # tp_alloc, which the limited C API kernels are compiled with does not show)
+        ctype, npy = _C[str(t)][0], _NPY[str(t)]
+        return ["{", f"    {ctype} pj_v = {v};",
+                f"    PyArray_Descr *pj_d = PyArray_DescrFromType({npy});",
+                f"    {dst} = pj_d == NULL ? NULL : PyArray_Scalar(&pj_v, pj_d, NULL);",
+                "    Py_XDECREF(pj_d);", "}"]
 
     def unbox(self, var, src: str) -> list:
         vt = self.vtypes[var]
@@ -913,19 +918,19 @@ class NestKernel:
             elif m is T.FLOAT and var in self.nest.narrow:
                 # a float32 must hold it bit for bit (range first: no overflow or underflow
                 # flag raised by the conversion)
-                out.append(f"if (PyFloat_CheckExact({src})) {{ double d = PyFloat_AS_DOUBLE("
+                out.append(f"if (PyFloat_CheckExact({src})) {{ double d = PyFloat_AsDouble("
                            f"{src}), b; if (isfinite(d) && d != 0 && !(fabs(d) >= 0x1p-126 && "
                            f"fabs(d) <= 0x1.fffffep+127)) goto entry; b = (double)(float)d; if "
                            f"(memcmp(&b, &d, sizeof d)) goto entry; v_{var} = (float)d;{tag} }}")
             elif m is T.FLOAT:
                 out.append(f"if (PyFloat_CheckExact({src})) {{ v_{var} = "
-                           f"PyFloat_AS_DOUBLE({src});{tag} }}")
+                           f"PyFloat_AsDouble({src});{tag} }}")
             elif m is T.BOOL:
                 out.append(f"if (PyBool_Check({src})) {{ v_{var} = ({src} == Py_True);{tag} }}")
             else:
-                cls = _C[str(m)][1]
-                out.append(f"if (Py_IS_TYPE({src}, &Py{cls}ArrType_Type)) {{ v_{var} = "
-                           f"PyArrayScalar_VAL({src}, {cls});{tag} }}")
+                ctype, cls = _C[str(m)]
+                out.append(f"if (Py_IS_TYPE({src}, &Py{cls}ArrType_Type)) {{ {ctype} pj_s; "
+                           f"PyArray_ScalarAsCtype({src}, &pj_s); v_{var} = pj_s;{tag} }}")
         return [" else ".join(out) + " else goto entry;"]
 
     # -- the function ------------------------------------------------------------------------
@@ -1116,7 +1121,8 @@ class NestKernel:
             L += ["    {", "        PyObject *o;"]
             L += ["        " + s for s in self.box(var, "o")]
             L += ["        if (o == NULL) { Py_DECREF(res); return NULL; }",
-                  f"        PyTuple_SET_ITEM(res, {k}, o);", "    }"]
+                  f"        if (PyTuple_SetItem(res, {k}, o) < 0) {{ Py_DECREF(res); return NULL; }}",
+                  "    }"]
         L.append("    return res;")
         # a hand-over at block b: (b, arrays..., the variables live there, None for the
         # others) to the Python form; each block boxes only its live variables, so only

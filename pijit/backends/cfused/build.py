@@ -3,9 +3,10 @@
 The source, with the module's entry point PyInit_<name> written after it, is compiled by the
 C compiler (CC, default gcc; a module in parts, see render.split_parts, by one compiler process
 per part side by side, then linked) and cached by a hash of source (and kernel_support.h,
-which it includes), flags, compiler identity, CPU flags and Python/NumPy versions. The disk cache's rules (a private
-directory, a checksum beside each module, one build per module across processes, its size)
-are in diskcache.py. The .so is loaded with importlib as an extension module (multi-phase
+which it includes), flags, compiler identity, CPU flags and NumPy's major version: not the
+Python version, since kernels use only the stable ABI (one cache for 3.11-3.13). The disk
+cache's rules (a private directory, a checksum beside each module, one build per module
+across processes, its size) are in diskcache.py. The .so is loaded with importlib as an extension module (multi-phase
 init) of METH_FASTCALL kernel functions. (cffi wrapped it once: its wrapper, type tables and
 module init cost gcc about a sixth of a small module's time, and its parser ~40 ms a process.)
 
@@ -35,7 +36,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -159,8 +159,12 @@ def _executable(name: str, env) -> str | None:
 @functools.lru_cache(maxsize=None)
 def _toolchain_id(cc: tuple) -> str:
     """What the cache key knows of the compiler and the machine: the command, where it
-    resolves to and what it says its version is, the CPU flags (-march=native), Python,
-    NumPy and the support table's header."""
+    resolves to and what it says its version is, the CPU flags (-march=native), NumPy's
+    major version and the support table's header. Not the Python version: kernels are
+    compiled for the stable ABI (toolchain.LIMITED_API), so 3.11, 3.12 and 3.13 share them;
+    nor NumPy's minor version, since NumPy keeps a module built against its headers loadable
+    by every later release of that major version and by earlier ones down to the headers'
+    default target (1.25)."""
     version = "unknown"
     try:
         p = subprocess.Popen([*cc, "--version"], stdout=subprocess.PIPE,
@@ -187,8 +191,8 @@ def _toolchain_id(cc: tuple) -> str:
         pass
     with open(toolchain.SUPPORT_HEADER) as f:     # kernels include it: part of their source
         support = f.read()
-    return "\n".join((" ".join(cc), str(shutil.which(cc[0])), version, flags, sys.version,
-                      numpy.__version__, support))
+    return "\n".join((" ".join(cc), str(shutil.which(cc[0])), version, flags,
+                      f"NumPy {numpy.__version__.split('.')[0]}", support))
 
 
 def cache_key(source: str, cc: list) -> str:

@@ -81,6 +81,11 @@ HELPERS = r"""
    no longer get inlined into every kernel (a quarter of gcc's time per kernel). */
 #define PJ_COLD __attribute__((noinline))
 
+/* Scratch memory from libc, with PyMem_RawMalloc's promise that 0 bytes is not a failure:
+   kernels are compiled against the limited C API of 3.11 (toolchain.py), which has no
+   PyMem_Raw* functions. */
+#define PJ_MALLOC(n) malloc((n) > 0 ? (size_t)(n) : 1)
+
 /* A module split into PJ_PARTS parts (module_source) is compiled once per part with
    -DPJ_PART=k and linked: the state the module's functions set is defined in part 0 and
    shared, hidden from other modules; each part has its own NumPy API table (_import_array). */
@@ -1635,7 +1640,7 @@ class GroupKernel:
         if self.write is not None:
             scratch.append(("dw", CTYPE[self.dtype(g.inputs[self.dest])], "1", row))
         for buf, ct, when, size in scratch:
-            L.append(f"    {ct} *{buf} = {when} ? ({ct} *)PyMem_RawMalloc({size}"
+            L.append(f"    {ct} *{buf} = {when} ? ({ct} *)PJ_MALLOC({size}"
                      f" * sizeof({ct})) : NULL;")
         if scratch:
             L.append("    oom = " + " || ".join(f"({when} && {buf} == NULL)"
@@ -1726,7 +1731,7 @@ class GroupKernel:
         R += self.commit()
         L += ["        " + s for s in R]
         L += ["    }",
-              *[f"    PyMem_RawFree({buf});" for buf, _, _, _ in scratch],
+              *[f"    free({buf});" for buf, _, _, _ in scratch],
               "    PJ_FE_FOLD(fperr);",
               "}"]
         if seg:     # the first element not written, in the iteration's order
@@ -1807,17 +1812,24 @@ class GroupKernel:
         else:
             L.append(f"    result = PyTuple_New({nout});")
             L.append("    if (result == NULL) goto fail;")
-            for j in range(nout):
-                L.append(f"    PyTuple_SET_ITEM(result, {j}, out[{j}]);")
+            # each output handed to the tuple (which owns it even when setting fails)
+            L += [f"    for (int j = 0; j < {nout}; j++) {{",
+                  "        PyObject *o = out[j];",
+                  "        out[j] = NULL;",
+                  "        if (PyTuple_SetItem(result, j, o) < 0) {",
+                  "            Py_CLEAR(result);",
+                  "            goto fail;",
+                  "        }",
+                  "    }"]
         return L + ["    goto done;",
                     "fail:",
                     f"    for (int j = 0; j < {nout}; j++)",
                     "        Py_XDECREF(out[j]);",
                     "done:",
-                    *[f"    PyMem_RawFree(ac{red.out});" for red in cols],
-                    *[f"    PyMem_RawFree(tsum{red.out});" for red in self.tree],
-                    *(["    PyMem_RawFree(tb);"] if self.tree else []),
-                    *(["    PyMem_RawFree(rb);"] if self.exact_rows else []),
+                    *[f"    free(ac{red.out});" for red in cols],
+                    *[f"    free(tsum{red.out});" for red in self.tree],
+                    *(["    free(tb);"] if self.tree else []),
+                    *(["    free(rb);"] if self.exact_rows else []),
                     "    return result;",
                     "}"]
 
@@ -1845,7 +1857,7 @@ def prefetch_lines(streams: list, ahead: str) -> list:
 def heap_array(var: str, ctype: str, count: str) -> list:
     """C lines allocating `count` ctype values into var, or failing the call with MemoryError
     (fail: frees what the function allocated)."""
-    return [f"{var} = ({ctype} *)PyMem_RawMalloc({count} * sizeof({ctype}));",
+    return [f"{var} = ({ctype} *)PJ_MALLOC({count} * sizeof({ctype}));",
             f"if ({var} == NULL) {{",
             "    PyErr_NoMemory();",
             "    goto fail;",
@@ -2047,7 +2059,19 @@ static PyObject *pj_fallback(int k, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_RuntimeError, "pijit: kernel fallback not set");
         return NULL;
     }
-    return PyObject_Vectorcall(fn, args, (size_t)nargs, NULL);
+    /* (PyObject_Vectorcall is not in the limited C API of 3.11: a tuple, on this slow path) */
+    PyObject *tuple = PyTuple_New(nargs);
+    if (tuple == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        if (PyTuple_SetItem(tuple, i, Py_NewRef(args[i])) < 0) {
+            Py_DECREF(tuple);
+            return NULL;
+        }
+    }
+    PyObject *result = PyObject_Call(fn, tuple, NULL);
+    Py_DECREF(tuple);
+    return result;
 }
 
 /* A writing kernel that met a flag at element `start`: NumPy computes from there. */
@@ -2067,8 +2091,9 @@ static PyObject *pj_set_fallback(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_IndexError, "group index out of range");
         return NULL;
     }
-    Py_INCREF(fn);
-    Py_XSETREF(pj_fallbacks[k], fn);
+    PyObject *old = pj_fallbacks[k];
+    pj_fallbacks[k] = Py_NewRef(fn);
+    Py_XDECREF(old);
     Py_RETURN_NONE;
 }
 
@@ -2083,7 +2108,9 @@ static PyObject *pj_set_pool(PyObject *self, PyObject *handler)
         PyErr_SetString(PyExc_TypeError, "set_pool: expected a NumPy mem_handler capsule or None");
         return NULL;
     }
-    Py_XSETREF(pj_pool, Py_NewRef(handler));
+    PyObject *old = pj_pool;
+    pj_pool = Py_NewRef(handler);
+    Py_XDECREF(old);
     Py_RETURN_NONE;
 }
 
@@ -2105,8 +2132,9 @@ static PyObject *pj_set_ufunc(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "set_ufunc: no strided loop, or one needing the GIL");
         return NULL;
     }
-    Py_INCREF(capsule);
-    Py_XSETREF(pj_ufunc_capsules[k], capsule);
+    PyObject *old = pj_ufunc_capsules[k];
+    pj_ufunc_capsules[k] = Py_NewRef(capsule);
+    Py_XDECREF(old);
     pj_ufuncs[k] = u;
     Py_RETURN_NONE;
 }

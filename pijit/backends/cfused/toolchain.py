@@ -19,8 +19,12 @@ import sysconfig
 
 CC = "gcc"          # the compiler of the precompiled header (install time)
 # -ffp-contract=off: no FMA contraction, so a*b+c rounds twice exactly like NumPy.
+# Py_LIMITED_API: kernels use only the stable ABI of CPython 3.11, so one compiled module
+# loads in every supported Python and one disk cache serves them all (build.cache_key); the
+# NumPy headers' default target keeps them loadable by every NumPy of the same major version.
+LIMITED_API = "0x030B0000"
 CFLAGS = ("-O3", "-march=native", "-fno-math-errno", "-ffp-contract=off", "-fopenmp-simd",
-          "-fPIC", "-std=gnu11", "-w")
+          "-fPIC", "-std=gnu11", "-w", "-DPy_LIMITED_API=" + LIMITED_API)
 LDFLAGS = ("-shared", "-lm")
 
 # What every kernel module includes first; kernel sources include the same headers again

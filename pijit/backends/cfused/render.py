@@ -252,6 +252,46 @@ PJ_WHERE_BITS(pj_where_f, float, uint32_t)
 
 #define PJ_WHERE_INT(T, c, a, b) ((T)(((a) & ((T)0 - (T)((c) != 0))) | ((b) & ~((T)0 - (T)((c) != 0)))))
 
+/* a / b, correctly rounded as NumPy's division, for a row value b that a whole row divides by:
+   y = 1/b once per row, then per element q = a*y and Markstein's correction q + (a - b*q)*y
+   by two FMAs, which is a/b rounded to nearest when y is 1/b rounded (P. Markstein, IBM J.
+   Res. Dev. 34(1), 1990; checked here on every float32 a in [1, 4) over 1500 divisors,
+   where a*y alone was off for a third). A vector division took as long as the rest of a
+   softmax row. The theorem needs a - b*q exact, which it is (a multiple of ulp(a) * 2^-p)
+   while |a| >= 2^-969 (float32: 2^-102), and no underflow: pj_rdiv_ok takes a b with
+   2^-1022 <= |b| < 2^60 (float32: 2^-126, 2^20; else the row divides, rdiv_or_divide),
+   so that the quotient of an |a| >= 2^-960 (float32: 2^-100; SMALL) is normal. A lane
+   with a smaller a != 0 computes with y = +-inf instead: inf - inf in the correction, whose
+   invalid flag hands the group to NumPy as any other flag does. An infinite a does the
+   same. Where b*q == a exactly (a == +-0 too) or a is NaN, q is the quotient (a +0
+   remainder would turn -0 into +0; q is a's NaN, as the division returns it). Magnitudes
+   compare as integers (pj_mag): gcc 12 vectorizes isless into a signaling compare, which
+   a NaN would make raise invalid, where NumPy's division raises nothing. */
+#define PJ_RDIV(s, T, U, MANT, BIAS, TOP, SMALL)                                    \
+static inline U pj_mag_##s(T x)     /* |x|'s bits, ordered as |x| is (a NaN's last) */ \
+{                                                                                   \
+    U u;                                                                            \
+    memcpy(&u, &x, sizeof u);                                                       \
+    return u & (((U)1 << (8 * sizeof(U) - 1)) - 1);                                 \
+}                                                                                   \
+static inline int pj_rdiv_ok_##s(T b)                                               \
+{                                                                                   \
+    const U m = pj_mag_##s(b);                                                      \
+    return m >= ((U)1 << MANT) && m < ((U)(BIAS + TOP) << MANT);                    \
+}                                                                                   \
+static inline T pj_rdiv_##s(T a, T b, T y, T yinf)                                  \
+{                                                                                   \
+    const int off = pj_mag_##s(a) - 1 < ((U)(BIAS - SMALL) << MANT) - 1;            \
+    const T q = a * (off ? yinf : y);                                               \
+    const T r = PJ_FMA_##s(-q, b, a);                                               \
+    const T qc = PJ_FMA_##s(r, y, q);                                               \
+    return (r == 0) | (r != r) ? q : qc;                                            \
+}
+#define PJ_FMA_d fma
+#define PJ_FMA_f fmaf
+PJ_RDIV(d, double, uint64_t, 52, 1023, 60, 960)
+PJ_RDIV(f, float, uint32_t, 23, 127, 20, 100)
+
 /* Routines compiled once in pijit._C (csrc/kernel_support.c), set by the module's init:
    NumPy's pairwise recursion, so an exact kernel's sum is NumPy's to the bit, and what a
    kernel does around its loops (below). */
@@ -561,7 +601,11 @@ class GroupKernel:
         ct, f = CTYPE[t], "f" if t == np.float32 else ""
         a = node.args
         if op == "div" and isinstance(a[1], Ref) and a[1].index in self.recip:
-            return f"({self.arg(a[0], t)} * r{a[1].index})"
+            x, b = self.arg(a[0], t), a[1].index
+            if not self.grp.exact:
+                return f"({x} * r{b})"
+            if not self.dividing:
+                return f"pj_rdiv_{f or 'd'}({x}, v{b}, r{b}, ri{b})"
         if op in _BINOP:
             x, y = a
             r = reciprocal(y, t) if op == "div" and not isinstance(y, Ref) else None
@@ -615,10 +659,37 @@ class GroupKernel:
                 f"({o}_d > ({ct})0 ? {o}_x : {o}_y) + {tail};"]
 
     def reciprocal(self, node) -> list:
+        """r<out>: 1 / a row value full nodes divide by; exact (O1): k<out>, whether
+        pj_rdiv takes it (rdiv_or_divide; r then 1 / 1 where it does not, raising no flag),
+        and ri<out>, infinity of r's sign (pj_rdiv's y where it hands over)."""
         if node.out not in self.recip:
             return []
-        ct = CTYPE[node.meta.dtype]
-        return [f"const {ct} r{node.out} = ({ct})1 / v{node.out};"]
+        ct, o, t = CTYPE[node.meta.dtype], f"v{node.out}", node.meta.dtype
+        if not self.grp.exact:
+            return [f"const {ct} r{node.out} = ({ct})1 / {o};"]
+        s = "f" if t == np.float32 else "d"
+        return [f"const int k{node.out} = pj_rdiv_ok_{s}({o});",
+                f"const {ct} r{node.out} = ({ct})1 / (k{node.out} ? {o} : ({ct})1);",
+                f"const {ct} ri{node.out} = r{node.out} * {c_hidden(math.inf, t)};"]
+
+    def rdiv_or_divide(self, t: int, render) -> list:
+        """Loop t as render() gives it; in an exact group whose loop t divides by row values,
+        twice: with pj_rdiv where every such value of the row is in its range (k<out>), else
+        dividing, as NumPy does (a NaN, zero or infinite row value: the row as before). One
+        loop choosing per element kept gcc from vectorizing it (a division may trap)."""
+        g = self.grp
+        ks = sorted({n.args[1].index for n in self.full[t] if g.ops.get(n.out) == "div"
+                     and isinstance(n.args[1], Ref) and n.args[1].index in self.recip})
+        if not g.exact or not ks:
+            return render()
+        fast = render()
+        self.dividing = True
+        try:
+            slow = render()
+        finally:
+            self.dividing = False
+        return [f"if ({' && '.join(f'k{b}' for b in ks)}) {{", *["    " + s for s in fast],
+                "} else {", *["    " + s for s in slow], "}"]
 
     def numpy_call(self, node) -> list:
         """C text calling NumPy's loop of `node`'s ufunc on this row: from its operands' rows
@@ -740,12 +811,15 @@ class GroupKernel:
         self.reds = [[] for _ in range(self.loops)]
         self.row_nodes = [[] for _ in range(self.loops + 1)]
         self.numpy_calls = [[] for _ in range(self.loops)]    # before loop t, per row
-        # row values full nodes divide by, at O2: multiplied by their reciprocal instead (a
-        # division per element was a fifth of layernorm)
-        self.recip = set() if g.exact else {
+        # row values full nodes divide by: multiplied by their reciprocal instead, at O2 (a
+        # division per element was a fifth of layernorm), corrected to the quotient at O1
+        # (pj_rdiv)
+        self.recip = {
             n.args[1].index for n in g.nodes
             if g.ops.get(n.out) == "div" and n.out not in g.rows and isinstance(n.args[1], Ref)
-            and n.args[1].index in g.rows and self.graph.meta(n.args[1]).dtype == n.meta.dtype}
+            and n.out not in g.numpy_loops and n.args[1].index in g.rows
+            and self.graph.meta(n.args[1]).dtype == n.meta.dtype in FLOAT}
+        self.dividing = False       # rendering rdiv_or_divide's loop that divides
         self.carried = []
         loop = {}
         for n in g.nodes:
@@ -1712,7 +1786,8 @@ class GroupKernel:
                 continue
             if ahead and t == self.loops - 1:
                 R += [s for red in self.reds[t] for s in self.red_state(red)]
-                R += ["{", *["    " + s for s in self.next_row() + self.ahead_loop()], "}"]
+                R += ["{", *["    " + s for s in self.next_row()
+                             + self.rdiv_or_divide(t, self.ahead_loop)], "}"]
                 for red in self.reds[t]:
                     R += self.red_result(red, "n") + self.reciprocal(red)
                 continue
@@ -1722,9 +1797,11 @@ class GroupKernel:
             if self.full[t] or any(self.in_loop(red) for red in self.reds[t]):
                 if prefetch is not None and t == prefetch[0]:
                     setup, lines = self.prefetch(*prefetch[1:])
-                    R += ["{", *["    " + s for s in setup + self.loop(t, lines)], "}"]
+                    loop = self.rdiv_or_divide(t, lambda: self.loop(t, lines))
+                    R += ["{", *["    " + s for s in setup + loop], "}"]
                 else:
-                    R += ["{", *["    " + s for s in self.loop(t)], "}"]
+                    R += ["{", *["    " + s for s in self.rdiv_or_divide(t, lambda: self.loop(t))],
+                          "}"]
             for red in self.reds[t]:
                 if self.row_reduce(red):
                     R += self.red_result(red, "n") + self.reciprocal(red)
@@ -1977,8 +2054,8 @@ def split_parts(units: list, jobs: int) -> list:
 # The kernels' numbered locals (v<value>, w<value>, x<input>, q<output>, ...: the prefixes the
 # renderers number, also with a suffix after "_" as in v<value>_a; no global of the module is
 # named so, which test_cfused checks).
-_LOCALS = re.compile(r"\b(M|a|ab|ac|b|bk|bm|bn|bz|c|co|d|gb|i|m|mq|nv|o|oshape|p|pf|pn|pw|q|r|rs|"
-                     r"ps|psn|ra|s|st|tsum|v|w|x|z|zs)(\d+)(?![0-9A-Za-z])")
+_LOCALS = re.compile(r"\b(M|a|ab|ac|b|bk|bm|bn|bz|c|co|d|gb|i|k|m|mq|nv|o|oshape|p|pf|pn|pw|q|r|"
+                     r"ri|rs|ps|psn|ra|s|st|tsum|v|w|x|z|zs)(\d+)(?![0-9A-Za-z])")
 
 
 def _canonical(text: str) -> str:

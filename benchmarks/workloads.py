@@ -732,6 +732,14 @@ def poly_horner(coef, xs):
     return out
 
 
+def squares_loop(x):
+    """x[i] ** 2 element by element: CPython's float ** calls pow, not always x*x."""
+    out = np.empty_like(x)
+    for i in range(len(x)):
+        out[i] = x[i] ** 2
+    return out
+
+
 def hist_floor(x, lo, hi, nbins):
     """A histogram by math.floor of each value's bin position, clamped to the last bin."""
     counts = np.zeros(nbins, dtype=np.int64)
@@ -989,6 +997,9 @@ WORKLOADS += [
       "Horner's rule per point over coef[::-1]", tags=(LOOPS,)),
     W("hist_floor", hist_floor, _make_hist, {"tiny": 50, "quick": 200_000, "full": 2_000_000},
       "histogram by math.floor of each value's bin, clamped", tags=(LOOPS,)),
+    W("squares_loop", squares_loop, _arrays(1, lo=-10.0, hi=10.0),
+      {"tiny": 50, "quick": 200_000, "full": 2_000_000},
+      "x[i] ** 2 into out element by element (pow's result, not always x*x)", tags=(LOOPS,)),
 ]
 
 SUITES = {"quick": "quick", "full": "full", "tiny": "tiny"}

@@ -285,3 +285,71 @@ def test_other_strides_and_steps(level, resumes, kernels):
     compiled(backwards, x[::-1], np.zeros(100)[::2], resumes=resumes, level=level)
     if level == "O1":
         assert all(planned(k) for k in kernels)
+
+
+# -- a float64 `** 2` in the passes: v*v where it must be pow's result, pow in the others --
+
+# pow(v, 2.0) != v*v for these (glibc's pow, within 0.54 ulp, is not correctly rounded)
+NOT_THE_PRODUCT = [-9.293955668401892, -0.029556329873226872, 9.680920944534968,
+                   -4.162010103560354, 4.661727112162666, 0.23982343760764202]
+
+
+def squares_into(x, y, out):
+    for j in range(x.shape[0]):
+        out[j] = (x[j] - y[j]) ** 2 * 0.5
+    return out
+
+
+def squares_in_place(x):
+    for j in range(x.shape[0]):
+        x[j] = x[j] ** 2
+    return x
+
+
+def squares_and_a_value(x, out, marks, c):
+    """Stores of a value set before the loop beside the square's."""
+    for j in range(x.shape[0]):
+        out[j] = x[j] ** 2
+        marks[j] = c
+    return out, marks
+
+
+def _square_inputs(n):
+    """n values (chunks of vectorize.CHUNK and a short tail), those pow does not square as
+    v*v spread over them, and some squares below the normal range or near overflow."""
+    x = np.random.default_rng(8).uniform(-10.0, 10.0, n)
+    at = np.linspace(0, n - 1, min(n, 3 * len(NOT_THE_PRODUCT))).astype(int)
+    x[at] = np.resize(NOT_THE_PRODUCT, len(at))
+    if n > 310:
+        x[300:306] = [1e-160, -3e-160, 2.0 ** 511, 1.3e154, 0.5, 3.0]
+    return x
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("n", [9, 700])
+def test_squares_run_as_passes(level, n, resumes, kernels):
+    x = _square_inputs(n)
+    assert (x * x).tobytes() != np.array([v ** 2 for v in x]).tobytes()
+    compiled(squares_into, x, np.zeros(n), np.zeros(n), resumes=resumes, level=level)
+    compiled(squares_in_place, x.copy(), resumes=resumes, level=level)
+    compiled(squares_and_a_value, x, np.zeros(n), np.zeros(n), -0.0, resumes=resumes,
+             level=level)
+    if level == "O1":
+        assert all(planned(k) for k in kernels)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_square_check_firing_in_a_chunk(level, resumes):
+    """A NumPy float square that overflows (warns) or is zero (hands over: pow(0, 2) is
+    left to Python) in a lane pow computes, or any lane: the same iteration as plain."""
+    for bad in (1.5e154, -1e200, 0.0, 1e-200, np.nan):
+        x = _square_inputs(700)
+        x[430] = bad
+        same(squares_into, x, np.zeros(700), np.zeros(700), level=level)
+        same(squares_in_place, x, level=level)
+
+
+def test_float32_squares_stay_scalar(resumes, kernels):
+    x = np.random.default_rng(8).uniform(-10.0, 10.0, 700).astype(np.float32)
+    compiled(squares_in_place, x, resumes=resumes)
+    assert not any(planned(k) for k in kernels)

@@ -228,8 +228,9 @@ def test_power_by_a_constant_in_a_loop_nest(fn, e, values, breaks):
 
 # A loop nest whose iterations are apart ran as SIMD passes (vectorize.py), where gcc called
 # a SIMD pow (libmvec, 4 ulp): x[i] ** 2 and x[i] ** 1.7 over long arrays differed from plain
-# for ~1 value in 8. Such a loop now runs as the scalar loop. x ** 2 takes v*v where that is
-# provably pow's result (lower_c.pj_square), pow elsewhere.
+# for ~1 value in 8. Such a loop now runs as the scalar loop, but for a float64 x ** 2: v*v
+# where that is provably pow's result (lower_c.pj_square_ok), pow elsewhere (in the passes:
+# the lanes where it is not are computed again by pow, vectorize.lower).
 
 def squares(x):
     out = np.empty_like(x)

@@ -24,6 +24,9 @@ by at least its itemsize per iteration. Then no iteration reads what another wri
   from the chunk's first iteration, memory untouched: the hand-over then comes at the same
   iteration and op as in plain Python.
 When a check fails the loop runs bounds.py's other unchecked copy, as it would without this.
+A float `**` keeps the loop out (gcc would call libmvec's pow, 4 ulp), but for a float64
+`v ** 2`: v*v in the passes, its lanes where that may not be pow's result run again in
+scalar code calling pow, whose values the store pass stores (lower).
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ import numpy as np
 
 from pijit.loopnest import types as T
 from pijit.loopnest.bounds import Loop, dominators, natural_loops
-from pijit.loopnest.ir import Block, Op
+from pijit.loopnest.ir import Block, Const, Op
 
 CHUNK = 256                    # iterations per pair of passes: their values stay in L1
 MIN_TRIPS = 8                  # fewer iterations left run the scalar loop (invariants read)
@@ -42,6 +45,15 @@ MAX_OFFSET = 2**20             # |c| of an index base + c the address checks han
 _KINDS = ("copy", "binop", "unop", "cmp", "load", "store", "shape")
 _DOMAINS = ("f", "i64", "int", "ci", "b", "not", "truth")
 SPEC = "PJ_SPEC;"              # the hand-over text of the passes' ops, rewritten by lower_c
+
+
+def squares(op) -> bool:
+    """`op` is a float64 `v ** 2`: lower_c computes it by pj_square, the passes by v*v where
+    pj_square_ok holds, and the other lanes (about 1 in 10) again by pj_square. A float32's
+    (pj_squaref: powf is within 0.82 ulp, so v*v is taken only within 0.15 ulp of the
+    square) would call powf in most lanes: its loop stays scalar."""
+    return op.kind == "binop" and op.op == "pow" and op.domain[:2] == ("f", T.F64) \
+        and isinstance(op.args[1], Const) and float(op.args[1].value) == 2.0
 
 
 @dataclass(frozen=True)
@@ -126,7 +138,8 @@ def _eligible(by_id, head, loops, dom, types, origin, live_in):
                 return None
             if op.kind in ("binop", "unop", "cmp") and op.domain[0] not in _DOMAINS:
                 return None
-            if op.kind == "binop" and op.op == "pow" and op.domain[0] == "f":
+            if op.kind == "binop" and op.op == "pow" and op.domain[0] == "f" \
+                    and not squares(op):
                 return None     # gcc would call a SIMD pow (libmvec: 4 ulp), not C's pow
             if op.dst is not None:
                 defined.add(op.dst)
@@ -238,12 +251,20 @@ def check_c(k, base) -> str:
 
 
 _SPEC = re.compile(r"if \((.*)\) " + re.escape(SPEC))
+# lower_c's pj_square call of a `v ** 2`, in the SIMD passes v*v with its lane's test
+_SQUARE = re.compile(r"double r = pj_square\(v, w\);")
 
 
 def lower(k, vec: Vector, target: dict) -> list:
     """The C of the passes after a pre-header's loads: chunks of the iterator's elements
     left, each checked (when some op of the body checks) and then stored; a chunk whose check
-    fired goes to the loop as it was, from its first element."""
+    fired goes to the loop as it was, from its first element.
+
+    A body with a float `v ** 2` (pj_square: pow where v*v may not be its result, a call
+    gcc cannot vectorize) takes v*v in the check pass and marks the lanes pj_square_ok
+    fails; those alone run again as scalar code calling pj_square (its checks ORed in
+    too). The check passes keep the values to store (pj_sv*), which the store pass writes:
+    every lane's value is then pow's, and its checks ran on pow's result."""
     head = k.blocks_by_id[vec.head]
     _, it, elem, _, exit_ = head.term
     exit_ = target.get(exit_, exit_)
@@ -251,27 +272,40 @@ def lower(k, vec: Vector, target: dict) -> list:
     ops = [op for x in vec.order for op in k.blocks_by_id[x].ops]
     local = [elem] + [op.dst for op in ops if op.dst is not None]
     decls = " ".join(f"npy_{T.carrier(k.vtypes[v])} v_{v};" for v in dict.fromkeys(local))
-    start = f"v_{elem} = {itv}_cur + pj_q * {itv}_step;"
     # the check pass's flag as wide as the lanes of the values stored (their checks'
     # masks): an int flag cost each vector of double checks four shuffles to narrow
     # (lu_nopivot's update: 593k -> 525k instructions a call)
     flag = "int64_t" if any(np.dtype(k.nest.arrays[op.args[0]][0]).itemsize == 8
                             for op in ops if op.kind == "store") else "int32_t"
+    square = any(squares(op) for op in ops)
+    # the stored values the check passes keep, by store op: those the body computes (a
+    # constant or a value set before the loop is the same in every pass)
+    kept = {n: op.args[-1] for n, op in enumerate(ops)
+            if square and op.kind == "store" and op.args[-1] in local}
 
-    def body(store: bool) -> tuple:
-        """(the pass's lines, whether any op checks something)"""
+    def body(store: bool, fast: bool = True) -> tuple:
+        """(the pass's lines, whether any op checks something); `fast`: squares by v*v"""
         lines = []
-        for op in ops:
+        for n, op in enumerate(ops):
             if op.kind == "store" and not store:
                 dtype = k.nest.arrays[op.args[0]][0]
                 lines += ["{"] + k.store_value(op.args[-1], dtype, SPEC) + ["    (void)sv;", "}"]
+                if n in kept:
+                    lines.append(f"pj_sv{n}[pj_q] = {k.val(kept[n])};")
             else:
+                if n in kept:
+                    lines.append(f"v_{kept[n]} = pj_sv{n}[pj_q];")
                 lines += k.op(op, vec.head, SPEC)
         out, checks = [], False
         for s in lines:
             s, n = _SPEC.subn(r"(void)(\1);" if store else rf"pj_bad |= -({flag})(\1);", s)
             if SPEC in s:
                 raise AssertionError(f"a hand-over the passes cannot take: {s}")
+            if fast:        # the store pass's squares are dead: it stores pj_sv*
+                s = _SQUARE.sub("double r = v * v;" if store else
+                                f"double r = v * v; pj_slow |= -({flag})!pj_square_ok(v, r);", s)
+                if "pj_square" in s.replace("pj_square_ok(", ""):
+                    raise AssertionError(f"a square the passes cannot take: {s}")
             checks = checks or n > 0
             out.append("            " + s)
         return out, checks
@@ -281,22 +315,47 @@ def lower(k, vec: Vector, target: dict) -> list:
            f"    case 0: goto b{exit_};", f"    case -1: goto b{vec.head};", "    }",
            f"    pj_n = ({itv}_step == 1 ? pj_last - {itv}_cur : "
            f"(pj_last - {itv}_cur) / {itv}_step) + 1;",
-           f"    if (pj_n < {MIN_TRIPS}) goto b{vec.head};",
-           "    for (;;) {",
-           f"        pj_m = pj_n < {CHUNK} ? pj_n : {CHUNK};"]
+           f"    if (pj_n < {MIN_TRIPS}) goto b{vec.head};"]
+    if square:
+        out += [f"    {flag} pj_slows[{CHUNK}];"]
+        out += [f"    npy_{T.carrier(k.vtypes[x])} pj_sv{n}[{CHUNK}];" for n, x in kept.items()]
     # the check pass runs when some op's C checks something (whatever Op.bails says)
     check, checks = body(False)
-    if checks:
-        out += [f"        {flag} pj_bad = 0;",
-                "        #pragma omp simd reduction(|:pj_bad)",
-                "        for (pj_q = 0; pj_q < pj_m; pj_q++) {",
-                f"            {decls}", f"            {start}"] + check + \
-               ["        }", f"        if (pj_bad) goto b{vec.head};"]
-    out += ["        #pragma omp simd",
-            "        for (pj_q = 0; pj_q < pj_m; pj_q++) {",
-            f"            {decls}", f"            {start}"] + body(True)[0] + \
-           ["        }",
-            f"        if (pj_n == pj_m) goto b{exit_};",
-            f"        pj_n -= pj_m; {itv}_cur += pj_m * {itv}_step;",
-            "    }", "    }"]
+    if square and not checks:
+        raise AssertionError("a square's pass without checks")
+    slow, stored = (body(False, fast=False)[0] if square else []), body(True)[0]
+
+    def chunks(step: str) -> list:
+        """The loop over chunks, the iterator advancing by `step` (C)."""
+        start = f"v_{elem} = {itv}_cur + pj_q * {step};"
+        out = ["    for (;;) {", f"        pj_m = pj_n < {CHUNK} ? pj_n : {CHUNK};"]
+        if checks:
+            # pj_any: some lane's square is computed again by pow (its flag in pj_slow)
+            ored = ["pj_bad", "pj_any"] if square else ["pj_bad"]
+            lane = f" {flag} pj_slow = 0;" if square else ""
+            out += [f"        {flag} " + ", ".join(f"{v} = 0" for v in ored) + ";",
+                    f"        #pragma omp simd reduction(|:{', '.join(ored)})",
+                    "        for (pj_q = 0; pj_q < pj_m; pj_q++) {",
+                    f"            {decls}{lane}", f"            {start}"] + check
+            if square:
+                out += ["            pj_slows[pj_q] = pj_slow; pj_any |= pj_slow;", "        }",
+                        "        if (pj_any && !pj_bad)",
+                        "        for (pj_q = 0; pj_q < pj_m; pj_q++) {",
+                        "            if (!pj_slows[pj_q]) continue;",
+                        f"            {decls}", f"            {start}"] + slow
+            out += ["        }", f"        if (pj_bad) goto b{vec.head};"]
+        return out + ["        #pragma omp simd",
+                      "        for (pj_q = 0; pj_q < pj_m; pj_q++) {",
+                      f"            {decls}", f"            {start}"] + stored + \
+                     ["        }",
+                      f"        if (pj_n == pj_m) goto b{exit_};",
+                      f"        pj_n -= pj_m; {itv}_cur += pj_m * {step};",
+                      "    }"]
+
+    # a step of 1 (range(n) hands its step to the kernel as a value) in a copy of its own:
+    # its elements' addresses are then contiguous to gcc, which loads them as vectors
+    # instead of element by element (out[i] = x[i] ** 2 over exact squares: 18.4 -> 17.3
+    # instructions an element, callgrind, -march=x86-64-v3); gcc drops the copy a
+    # constant step never enters
+    out += [f"    if ({itv}_step == 1)"] + chunks("INT64_C(1)") + chunks(f"{itv}_step") + ["    }"]
     return out

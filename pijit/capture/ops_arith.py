@@ -16,8 +16,8 @@ from pijit.capture.evaluate import NotKnown, capture_values
 from pijit.capture.graph_break import Reason
 from pijit.capture.registry import handler
 from pijit.capture.ops_stack import to_bool, truth
-from pijit.capture.values import (ConstValue, GraphValue, ListValue, TupleValue, describe,
-                                  is_immutable, node_arg)
+from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, TupleValue,
+                                  describe, is_immutable, node_arg)
 from pijit.graph.ir import Meta
 from pijit.capture.wrap import ObjectValue
 from pijit.quiet import warnings_as
@@ -89,7 +89,26 @@ def CONTAINS_OP(cap, instr):
         result = fold(cap, operator.contains, (container.value, item.value))
         cap.push(ConstValue(result.value != bool(instr.arg)))
         return
+    if isinstance(container, DictValue):        # its keys are known: guarded or built here
+        cap.push(ConstValue((dict_key(cap, item) in container.items) != bool(instr.arg)))
+        return
     cap.unsupported(Reason.UNSUPPORTED_OP, "`in` on values known only at run time")
+
+
+# Key types whose hash and == run no user code, so a lookup in a DictValue's items (a real
+# dict keyed by the same objects: its hashing, 1 == True included) is the lookup the
+# program makes.
+_PLAIN_KEYS = (str, int, bool, bytes, type(None))
+
+
+def dict_key(cap, key):
+    """The constant behind a key looked up in a dict capture knows key by key (its keys are
+    guarded, or the function built it), else a break: a run-time key, or one whose hash may
+    run user code."""
+    if isinstance(key, ConstValue) and (type(key.value) in _PLAIN_KEYS or (
+            type(key.value) is tuple and all(type(k) in _PLAIN_KEYS for k in key.value))):
+        return key.value
+    cap.unsupported(Reason.UNSUPPORTED_OP, f"dict lookup of a {describe(key)} key")
 
 
 def _py_int(value) -> bool:

@@ -18,7 +18,7 @@ from pijit.capture import call_table, dynamic_lists, numpy_rules
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.inline import inline_call, inline_made, is_library
 from pijit.capture.ops_arith import fold
-from pijit.capture.ops_build import own_list, sequence_items
+from pijit.capture.ops_build import dict_get, own_list, sequence_items
 from pijit.capture.registry import handler
 from pijit.capture.sources import AttrSource
 from pijit.capture.ops_load_store import load_local, push_attr, shape_dim_value
@@ -250,6 +250,8 @@ def _call_method(cap, method: MethodValue, args, kwargs):
             not any(contains_graph_value(v) for v in list(args) + list(kwargs.values())):
         bound = getattr(obj.value, method.name)
         return _fold_call(cap, bound, method.name, args, kwargs)
+    if isinstance(obj, DictValue) and method.name == "get":
+        return dict_get(cap, obj, args, kwargs)
     if isinstance(obj, ListValue) and method.name == "append" and len(args) == 1 and not kwargs:
         if isinstance(obj, LazyListValue):    # a list the caller can see
             cap.effects.check(cap, "list.append")

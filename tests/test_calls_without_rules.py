@@ -1,8 +1,9 @@
-"""Calls real library code makes that had no capture rule and broke the graph (issue 21):
-`dict.get` and `in` on a dict capture knows key by key (an options dict, a dict the function
-builds), ... Each test compares plain and jitted runs (results bits, mutated inputs,
-exceptions) and asserts how the call ran: one graph and no break where the rule applies,
-a break where it must not."""
+"""Calls real library code makes that had no capture rule and broke the graph (issues 18 and
+21): `dict.get` and `in` on a dict capture knows key by key (an options dict, a dict the
+function builds); tuple()/list() of a generator they consume at once; divmod of Python ints;
+sum() of a list whose length changes between calls. Each test compares plain and jitted runs
+(results bits, mutated inputs, exceptions) and asserts how the call ran: one graph and no
+break where the rule applies, a break where it must not."""
 from __future__ import annotations
 
 import numpy as np

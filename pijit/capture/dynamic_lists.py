@@ -39,6 +39,7 @@ import numpy as np
 
 from pijit.capture import numpy_rules
 from pijit.capture.graph_break import Reason
+from pijit.capture.opaque import opaque_call
 from pijit.capture.values import ConstValue, GraphValue
 from pijit.capture.wrap import DynamicListValue
 from pijit.guards import items_dtype
@@ -71,6 +72,8 @@ def special(cap, target, args: list, kwargs: dict):
                                              _INT, cap.lineno), _INT)
     if any(target is f for f in _CONVERSIONS):
         return _conversion(cap, target, args, kwargs)
+    if target is sum and len(args) == 1 and not kwargs:
+        return _python_sum(cap, args[0])
     return None
 
 
@@ -156,6 +159,18 @@ def _conversion(cap, target, args, kwargs):
     ref = cap.graph.add_node("array", np.array, (source.ref,), {"dtype": dtype}, meta,
                              cap.lineno)
     return GraphValue(ref, meta)
+
+
+def _python_sum(cap, lst):
+    """sum(lst) of a list whose items tell float64 (floats, np.float64s, ints beside them):
+    Python's own sum of the list, called by the graph where the program calls it (3.12+
+    sums floats compensated), as an opaque node checking its result's type (float, or
+    np.float64 when the first item is one; the int 0 of an empty list: a mismatch, which
+    runs the call plain). Other lists (ints, whose sum may leave int64) break, as before."""
+    if items_dtype(lst.obj) != np.float64:
+        return None
+    cap.builder.guard(lst.source, "items", np.dtype(np.float64))
+    return opaque_call(cap, sum, [_input(cap, lst)], {}, "pure")
 
 
 def _asarray(cap, lst) -> GraphValue:

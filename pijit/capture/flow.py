@@ -35,6 +35,14 @@ _POPS_AND_PUSHES = {"LOAD_METHOD": (1, 2)}
 _CLEANUP_HANDLER = frozenset({"SWAP", "POP_TOP", "STORE_FAST"})
 
 
+def _stopiteration_guard(item) -> bool:
+    """3.12+: a generator's handler turning a StopIteration raised in its body into
+    RuntimeError (PEP 479) and re-raising; without an exception it has no effect, as a
+    comprehension's cleanup (capture/generators.py walks such bodies)."""
+    return item.name == "CALL_INTRINSIC_1" and \
+        getattr(item.arg, "name", None) == "INTRINSIC_STOPITERATION_ERROR"
+
+
 @dataclass(frozen=True)
 class Loop:
     """A loop spanning positions [start, end]; start includes the GET_ITER of a for loop."""
@@ -484,7 +492,7 @@ class Flow:
                 if item.name == "RERAISE":
                     found = (first, self._close_try_blocks(first, pos))
                     break
-                if item.name not in _CLEANUP_HANDLER:
+                if item.name not in _CLEANUP_HANDLER and not _stopiteration_guard(item):
                     break
         self._cleanup[id(try_begin)] = found if found is not False else None
         return self._cleanup[id(try_begin)]

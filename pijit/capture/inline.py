@@ -18,9 +18,11 @@ from dataclasses import dataclass
 
 from pijit import eval_frame
 from pijit._compat import GENERATOR_LIKE
+from pijit.capture.generators import consumed_at_once
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.sources import AttrSource, ConstSource, DictItemSource, ItemSource
-from pijit.capture.values import ConstValue, DictValue, FunctionValue, TupleValue, is_immutable
+from pijit.capture.values import (ConstValue, DictValue, FunctionValue, ListValue, TupleValue,
+                                  is_immutable)
 
 _LIBRARY_DIRS = tuple(sorted({sysconfig.get_paths()[k] for k in
                               ("stdlib", "platstdlib", "purelib", "platlib")}))
@@ -108,15 +110,21 @@ def _guard_definition(cap, func, fn_source):
 def inline_made(cap, fv: FunctionValue, args: list, kwargs: dict):
     """Call a function made during capture (lambda, comprehension, nested def)."""
     code = fv.code
+    generator = consumed_at_once(cap, fv)
     if cap.depth >= cap.config.MAX_INLINE_DEPTH or code.co_cellvars or \
-            code.co_flags & GENERATOR_LIKE:
+            (code.co_flags & GENERATOR_LIKE and not generator):
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"{code.co_qualname}: cannot inline")
     kwdefaults = dict(fv.kwdefaults.items) if isinstance(fv.kwdefaults, DictValue) else {}
     bound = bind_arguments(cap, code, code.co_qualname, args, kwargs, list(fv.defaults),
                            kwdefaults)
     cells = tuple(types.CellType() for _ in code.co_freevars)   # reads go through CellRefs
     func = types.FunctionType(code, cap.func.__globals__, code.co_name, None, cells)
-    return _run(cap, cap.inline_frame(func, None, bound, fv.closure), func, None)
+    child = cap.inline_frame(func, None, bound, fv.closure)
+    if not generator:
+        return _run(cap, child, func, None)
+    child.yielded = []          # its items, for the consumer the next instruction calls
+    _run(cap, child, func, None)
+    return ListValue(child.yielded, frame=cap, body=cap.bodies[-1] if cap.bodies else None)
 
 
 def _run(cap, child, func, callee):

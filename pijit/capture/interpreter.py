@@ -131,6 +131,7 @@ class FrameCapture:
         self.kw_names: tuple = ()
         self.lineno = self.code.co_firstlineno
         self.ret: Value | None = None
+        self.yielded: list | None = None    # a consumed generator's items (generators.py)
         self.bindings: list[Binding] = []
         self.binding_marks = {}         # position -> len(bindings) when the walk got there
         self.inlines: list[InlineCall] = [] if parent is None else parent.inlines

@@ -16,8 +16,8 @@ from pijit.capture.evaluate import NotKnown, capture_values
 from pijit.capture.graph_break import Reason
 from pijit.capture.registry import handler
 from pijit.capture.ops_stack import to_bool, truth
-from pijit.capture.values import (ConstValue, GraphValue, ListValue, TupleValue, describe,
-                                  is_immutable, node_arg)
+from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, TupleValue,
+                                  describe, is_immutable, node_arg)
 from pijit.graph.ir import Meta
 from pijit.capture.wrap import ObjectValue
 from pijit.quiet import warnings_as
@@ -89,10 +89,35 @@ def CONTAINS_OP(cap, instr):
         result = fold(cap, operator.contains, (container.value, item.value))
         cap.push(ConstValue(result.value != bool(instr.arg)))
         return
+    if isinstance(container, DictValue):        # its keys are known: guarded or built here
+        cap.push(ConstValue((dict_key(cap, item) in container.items) != bool(instr.arg)))
+        return
+    if isinstance(container, (TupleValue, ListValue)) and \
+            all(isinstance(v, ConstValue) for v in container.items):
+        # (axes given as a tuple: `i not in axes`) the items' own `in`: identity, then ==
+        items = tuple(dict_key(cap, v) for v in container.items)
+        cap.push(ConstValue((dict_key(cap, item) in items) != bool(instr.arg)))
+        return
     cap.unsupported(Reason.UNSUPPORTED_OP, "`in` on values known only at run time")
 
 
-def _py_int(value) -> bool:
+# Key types whose hash and == run no user code, so a lookup in a DictValue's items (a real
+# dict keyed by the same objects: its hashing, 1 == True included) is the lookup the
+# program makes.
+_PLAIN_KEYS = (str, int, bool, bytes, type(None))
+
+
+def dict_key(cap, key):
+    """The constant behind a key looked up in a dict capture knows key by key (its keys are
+    guarded, or the function built it) or in a tuple or list it knows item by item, else a
+    break: a run-time key, or one whose hash or == may run user code."""
+    if isinstance(key, ConstValue) and (type(key.value) in _PLAIN_KEYS or (
+            type(key.value) is tuple and all(type(k) in _PLAIN_KEYS for k in key.value))):
+        return key.value
+    cap.unsupported(Reason.UNSUPPORTED_OP, f"dict lookup of a {describe(key)} key")
+
+
+def py_int(value) -> bool:
     if isinstance(value, GraphValue):
         return value.meta.pytype in (int, bool)
     return isinstance(value, ConstValue) and type(value.value) in (int, bool)
@@ -125,7 +150,7 @@ def apply_operator(cap, name, fn, operands):
         operands = dynamic_lists.operands(cap, operands)
         if any(isinstance(v, ObjectValue) for v in operands):
             cap.unsupported(Reason.UNSUPPORTED_VALUE, f"operator {name} with an opaque object")
-        if name == "pow" and _py_int(operands[0]) and _py_int(operands[1]) and \
+        if name == "pow" and py_int(operands[0]) and py_int(operands[1]) and \
                 isinstance(operands[1], GraphValue):
             return int_power(cap, *operands)
         result = cap.add_op(numpy_rules.lookup_operator(name), operands, {})

@@ -7,7 +7,7 @@ import operator
 from pijit.capture import numpy_rules, writes
 from pijit.capture.graph_break import Reason
 from pijit.capture.index_facts import index_key
-from pijit.capture.ops_arith import apply_operator, fold
+from pijit.capture.ops_arith import apply_operator, dict_key, fold
 from pijit.capture.opaque import index_helper
 from pijit.capture.registry import handler
 from pijit.capture.values import (ConstValue, DictValue, GraphValue, ListValue, SliceValue,
@@ -179,6 +179,17 @@ def subscript(cap, container, key):
             cap.unsupported(Reason.UNSUPPORTED_OP, f"key {key.value!r} missing")
         return container.items[key.value]
     cap.unsupported(Reason.UNSUPPORTED_VALUE, f"subscript of a {describe(container)}")
+
+
+def dict_get(cap, container: DictValue, args: list, kwargs: dict):
+    """`d.get(key[, default])`: the item, or the default (None), as dict.get gives it. Other
+    argument counts and keywords break (plain Python raises dict.get's TypeError)."""
+    if kwargs or not 1 <= len(args) <= 2:
+        cap.unsupported(Reason.UNSUPPORTED_CALL, "dict.get with these arguments")
+    key = dict_key(cap, args[0])
+    if key in container.items:
+        return container.items[key]
+    return args[1] if len(args) == 2 else ConstValue(None)
 
 
 @handler("STORE_SUBSCR")

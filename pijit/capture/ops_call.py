@@ -15,10 +15,11 @@ import numpy as np
 
 from pijit import _compat, eval_frame
 from pijit.capture import call_table, dynamic_lists, numpy_rules
+from pijit.capture.generators import container_call
 from pijit.capture.graph_break import GraphBreak, Reason
 from pijit.capture.inline import inline_call, inline_made, is_library
-from pijit.capture.ops_arith import fold
-from pijit.capture.ops_build import own_list, sequence_items
+from pijit.capture.ops_arith import apply_operator, fold, py_int
+from pijit.capture.ops_build import dict_get, own_list, sequence_items
 from pijit.capture.registry import handler
 from pijit.capture.sources import AttrSource
 from pijit.capture.ops_load_store import load_local, push_attr, shape_dim_value
@@ -145,6 +146,9 @@ def call_value(cap, fn, args: list, kwargs: dict):
         return _super(cap, args)
     if target in (zip, enumerate, reversed, iter):
         return iterator_call(cap, target, args, kwargs)
+    made = container_call(cap, target, args, kwargs)
+    if made is not None:
+        return made
     if target is range and cap.config.loop_nodes and \
             any(isinstance(a, GraphValue) for a in args):
         return symbolic_range(cap, args, kwargs)
@@ -250,6 +254,8 @@ def _call_method(cap, method: MethodValue, args, kwargs):
             not any(contains_graph_value(v) for v in list(args) + list(kwargs.values())):
         bound = getattr(obj.value, method.name)
         return _fold_call(cap, bound, method.name, args, kwargs)
+    if isinstance(obj, DictValue) and method.name == "get":
+        return dict_get(cap, obj, args, kwargs)
     if isinstance(obj, ListValue) and method.name == "append" and len(args) == 1 and not kwargs:
         if isinstance(obj, LazyListValue):    # a list the caller can see
             cap.effects.check(cap, "list.append")
@@ -417,6 +423,11 @@ def _builtin_on_graph(cap, target, args, kwargs):
             return ConstValue(pytype)
         if target is isinstance and len(args) == 2 and isinstance(args[1], ConstValue):
             return ConstValue(issubclass(pytype, args[1].value))
+    if target is divmod and len(args) == 2 and not kwargs and all(py_int(v) for v in args):
+        # Python ints: (a // b, a % b) exactly, and a zero divisor raises from the // with
+        # divmod's own message (floats' differ: "float divmod()")
+        return TupleValue([apply_operator(cap, "floordiv", operator.floordiv, tuple(args)),
+                           apply_operator(cap, "mod", operator.mod, tuple(args))])
     if target in SCALAR_CONVERSIONS and len(args) == 1 and not kwargs \
             and isinstance(args[0], GraphValue):
         meta = args[0].meta

@@ -246,6 +246,8 @@ def test_kernel_modules_use_only_the_stable_abi(tmp_path, monkeypatch):
     paths whose API the limited one lacks in its fast form: a tuple of outputs, a fallback
     call, NumPy scalars boxed for a list and unboxed from an argument, a float argument."""
     from pijit.backends.cfused import toolchain
+    # macros and inline functions leave no symbol: only the flag keeps them the stable ABI's
+    assert f"-DPy_LIMITED_API={toolchain.LIMITED_API}" in toolchain.CFLAGS
     monkeypatch.setenv("PIJIT_CACHE_DIR", str(tmp_path / "cache"))
     build.forget_loaded()
 

@@ -168,6 +168,41 @@ def writes_argument(target, n_positional: int, kwargs: dict) -> str | None:
     return None
 
 
+# Where `out` is among the arguments (after self) of the ndarray methods that have one, from
+# their docstrings' signatures (a.clip(min, max, out)): C methods have no __signature__.
+_METHOD_OUT = {"all": 1, "any": 1, "argmax": 1, "argmin": 1, "choose": 1, "clip": 2,
+               "compress": 2, "cumprod": 2, "cumsum": 2, "dot": 1, "max": 1, "mean": 2,
+               "min": 1, "prod": 2, "round": 1, "std": 2, "sum": 2, "take": 2, "trace": 4,
+               "var": 2}
+# NumPy warns (DeprecationWarning) when these get a third positional argument: out= would
+# drop the warning.
+_WARN_ON_POSITIONAL_OUT = frozenset(id(f) for f in (np.maximum, np.minimum))
+
+
+def out_by_keyword(target, args: list, kwargs: dict, method: str | None = None):
+    """(args, kwargs) of the same call with an output array given by position
+    (np.negative(x, x), np.clip(x, lo, hi, x), a.max(0, o)) given as out= instead: the
+    rules and graph passes read out= only, and took the positional one for an operand, so
+    the write was lost. method: the name of an ndarray method called with args (self
+    excluded). None when capture cannot say the call in that form (several outputs, more
+    arguments after out, out given twice, a call NumPy warns of): it breaks there."""
+    if method is not None:
+        position = _METHOD_OUT.get(method)
+    elif isinstance(target, np.ufunc):
+        position = target.nin
+        if len(args) > position and (id(target) in _WARN_ON_POSITIONAL_OUT or
+                                     len(args) != position + target.nout):
+            return None
+    else:
+        params = _parameters(target)
+        position = params.index("out") if "out" in params else None
+    if position is None or len(args) <= position:
+        return args, kwargs
+    if len(args) != position + 1 or "out" in kwargs:
+        return None
+    return list(args[:position]), {**kwargs, "out": args[position]}
+
+
 _PARAMS: dict = {}
 
 

@@ -83,6 +83,17 @@ def test_a_ufuncs_positional_out_is_its_out(fn, arg, ops, level):
     assert rep.graph_break_count == 0
 
 
+def no_output_by_position(x):
+    return np.sum(x, 0, None, None, True) * 2, np.add(x, 1.0, None) + 1, \
+        x.sum(0, None, None, True)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_a_positional_out_of_none_is_no_output(level):
+    assert_same(no_output_by_position, X34, breaks=0, ops=["sum", "add"],
+                jit_kwargs=_config(level))
+
+
 def clip_in_place(x):
     y = x * 3
     np.clip(x, -1, 1, x)

@@ -18,6 +18,8 @@ import types
 
 import numpy as np
 
+from pijit.capture.values import ConstValue
+
 # NumPy functions that are not pure: they write into an argument, read or write files,
 # change or read global state, print, iterate or call Python objects they are given.
 _NOT_PURE_NUMPY = frozenset({
@@ -196,8 +198,9 @@ def out_by_keyword(target, args: list, kwargs: dict, method: str | None = None):
     else:
         params = _parameters(target)
         position = params.index("out") if "out" in params else None
-    if position is None or len(args) <= position:
-        return args, kwargs
+    if position is None or len(args) <= position or \
+            isinstance(args[position], ConstValue) and args[position].value is None:
+        return args, kwargs         # no output array (np.sum(x, 0, None, None, True))
     if len(args) != position + 1 or "out" in kwargs:
         return None
     return list(args[:position]), {**kwargs, "out": args[position]}

@@ -164,10 +164,33 @@ def writes_argument(target, n_positional: int, kwargs: dict) -> str | None:
             return "out= writes into an existing array"
         if key.startswith("overwrite") and value is not False:
             return f"{key}= may write into its input"
-    params = _parameters(target)
-    if "out" in params and params.index("out") < n_positional:
+    position = _out_position(target)
+    if position is not None and position < n_positional:
         return "out= writes into an existing array"
     return None
+
+
+_OUT_POSITION: dict = {}
+
+
+def _out_position(target) -> int | None:
+    """Where target takes `out` by position (np.clip(a, lo, hi, out): 3), or None (no such
+    parameter, a keyword-only one as np.einsum(*operands, out=None)'s, no signature)."""
+    key = id(target)
+    if key not in _OUT_POSITION:
+        position = None
+        try:
+            params = list(inspect.signature(target).parameters.values())
+        except (TypeError, ValueError):
+            params = []
+        for k, p in enumerate(params):
+            if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                break
+            if p.name == "out":
+                position = k
+                break
+        _OUT_POSITION[key] = (target, position)     # (target kept alive: ids stay unique)
+    return _OUT_POSITION[key][1]
 
 
 # Where `out` is among the arguments (after self) of the ndarray methods that have one, from
@@ -196,25 +219,10 @@ def out_by_keyword(target, args: list, kwargs: dict, method: str | None = None):
                                      len(args) != position + target.nout):
             return None
     else:
-        params = _parameters(target)
-        position = params.index("out") if "out" in params else None
+        position = _out_position(target)
     if position is None or len(args) <= position or \
             isinstance(args[position], ConstValue) and args[position].value is None:
         return args, kwargs         # no output array (np.sum(x, 0, None, None, True))
     if len(args) != position + 1 or "out" in kwargs:
         return None
     return list(args[:position]), {**kwargs, "out": args[position]}
-
-
-_PARAMS: dict = {}
-
-
-def _parameters(target) -> list:
-    key = id(target)
-    if key not in _PARAMS:
-        try:
-            names = list(inspect.signature(target).parameters)
-        except (TypeError, ValueError):
-            names = []
-        _PARAMS[key] = names
-    return _PARAMS[key]

@@ -164,12 +164,12 @@ def call_value(cap, fn, args: list, kwargs: dict):
         _builtin_on_graph(cap, target, args, kwargs)
     if special is not None:
         return special
-    args, kwargs = _out_by_keyword(cap, target, args, kwargs)
     rule = numpy_rules.lookup_call(target)
-    if rule is None:
+    if rule is None:    # (an opaque call breaks on a positional out: writes_argument)
         if kind == "pure":
             return opaque_call(cap, target, args, kwargs, kind)
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"{_qualname(target)} with values known only at run time")
+    args, kwargs = _out_by_keyword(cap, target, args, kwargs)
     if target is np.var or target is np.std:
         value = var_or_std(cap, rule.name, list(args), kwargs)
         if value is not None:

@@ -18,6 +18,8 @@ import types
 
 import numpy as np
 
+from pijit.capture.values import ConstValue
+
 # NumPy functions that are not pure: they write into an argument, read or write files,
 # change or read global state, print, iterate or call Python objects they are given.
 _NOT_PURE_NUMPY = frozenset({
@@ -162,21 +164,65 @@ def writes_argument(target, n_positional: int, kwargs: dict) -> str | None:
             return "out= writes into an existing array"
         if key.startswith("overwrite") and value is not False:
             return f"{key}= may write into its input"
-    params = _parameters(target)
-    if "out" in params and params.index("out") < n_positional:
+    position = _out_position(target)
+    if position is not None and position < n_positional:
         return "out= writes into an existing array"
     return None
 
 
-_PARAMS: dict = {}
+_OUT_POSITION: dict = {}
 
 
-def _parameters(target) -> list:
+def _out_position(target) -> int | None:
+    """Where target takes `out` by position (np.clip(a, lo, hi, out): 3), or None (no such
+    parameter, a keyword-only one as np.einsum(*operands, out=None)'s, no signature)."""
     key = id(target)
-    if key not in _PARAMS:
+    if key not in _OUT_POSITION:
+        position = None
         try:
-            names = list(inspect.signature(target).parameters)
+            params = list(inspect.signature(target).parameters.values())
         except (TypeError, ValueError):
-            names = []
-        _PARAMS[key] = names
-    return _PARAMS[key]
+            params = []
+        for k, p in enumerate(params):
+            if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                break
+            if p.name == "out":
+                position = k
+                break
+        _OUT_POSITION[key] = (target, position)     # (target kept alive: ids stay unique)
+    return _OUT_POSITION[key][1]
+
+
+# Where `out` is among the arguments (after self) of the ndarray methods that have one, from
+# their docstrings' signatures (a.clip(min, max, out)): C methods have no __signature__.
+_METHOD_OUT = {"all": 1, "any": 1, "argmax": 1, "argmin": 1, "choose": 1, "clip": 2,
+               "compress": 2, "cumprod": 2, "cumsum": 2, "dot": 1, "max": 1, "mean": 2,
+               "min": 1, "prod": 2, "round": 1, "std": 2, "sum": 2, "take": 2, "trace": 4,
+               "var": 2}
+# NumPy warns (DeprecationWarning) when these get a third positional argument: out= would
+# drop the warning.
+_WARN_ON_POSITIONAL_OUT = frozenset(id(f) for f in (np.maximum, np.minimum))
+
+
+def out_by_keyword(target, args: list, kwargs: dict, method: str | None = None):
+    """(args, kwargs) of the same call with an output array given by position
+    (np.negative(x, x), np.clip(x, lo, hi, x), a.max(0, o)) given as out= instead: the
+    rules and graph passes read out= only, and took the positional one for an operand, so
+    the write was lost. method: the name of an ndarray method called with args (self
+    excluded). None when capture cannot say the call in that form (several outputs, more
+    arguments after out, out given twice, a call NumPy warns of): it breaks there."""
+    if method is not None:
+        position = _METHOD_OUT.get(method)
+    elif isinstance(target, np.ufunc):
+        position = target.nin
+        if len(args) > position and (id(target) in _WARN_ON_POSITIONAL_OUT or
+                                     len(args) != position + target.nout):
+            return None
+    else:
+        position = _out_position(target)
+    if position is None or len(args) <= position or \
+            isinstance(args[position], ConstValue) and args[position].value is None:
+        return args, kwargs         # no output array (np.sum(x, 0, None, None, True))
+    if len(args) != position + 1 or "out" in kwargs:
+        return None
+    return list(args[:position]), {**kwargs, "out": args[position]}

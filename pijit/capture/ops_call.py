@@ -169,10 +169,11 @@ def call_value(cap, fn, args: list, kwargs: dict):
     if special is not None:
         return special
     rule = numpy_rules.lookup_call(target)
-    if rule is None:
+    if rule is None:    # (an opaque call breaks on a positional out: writes_argument)
         if kind == "pure":
             return opaque_call(cap, target, args, kwargs, kind)
         cap.unsupported(Reason.UNSUPPORTED_CALL, f"{_qualname(target)} with values known only at run time")
+    args, kwargs = _out_by_keyword(cap, target, args, kwargs)
     if target is np.var or target is np.std:
         value = var_or_std(cap, rule.name, list(args), kwargs)
         if value is not None:
@@ -187,6 +188,15 @@ def call_value(cap, fn, args: list, kwargs: dict):
     # A rule that cannot be exact here (np.unique, np.where(cond): shapes that depend on
     # the data; an axis known only at run time): the real function as an opaque node.
     return opaque_call(cap, target, args, kwargs, kind)
+
+
+def _out_by_keyword(cap, target, args, kwargs, method=None):
+    """call_table.out_by_keyword, breaking where it cannot say the call with out=."""
+    said = call_table.out_by_keyword(target, args, kwargs, method)
+    if said is None:
+        cap.unsupported(Reason.SIDE_EFFECT, f"{method or _qualname(target)}: an output "
+                        "array given by position")
+    return said
 
 
 def _listed(target, callables) -> bool:
@@ -232,6 +242,8 @@ def _not_inlined_library(cap, target) -> bool:
 def _call_method(cap, method: MethodValue, args, kwargs):
     obj = method.obj
     if isinstance(obj, GraphValue):
+        if obj.meta.is_array:
+            args, kwargs = _out_by_keyword(cap, None, args, kwargs, method.name)
         rule = numpy_rules.lookup_method(obj.meta, method.name)
         pure = method.name in call_table.PURE_ARRAY_METHODS and not obj.meta.is_pyscalar
         if rule is None and not pure:

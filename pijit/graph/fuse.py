@@ -569,6 +569,27 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
         gdeps[gid] = set()
         return gid
 
+    def external(node, refs, cands) -> set:
+        """The groups a node joining `cands` reads from outside them, those of `cands` too."""
+        outside = [r for r in refs if r.index not in member_of
+                   or find(member_of[r.index]) not in cands]
+        of = getattr(node.fn, "of", None) if getattr(node.fn, "recomputes", None) else None
+        if of is not None:      # a recomputed value runs after its original (schedule)
+            outside.append(Ref(of))
+        ext = set().union(*(gdeps[c] for c in cands)) if cands else set()
+        for r in outside:
+            ext |= value_deps(r)
+        return ext
+
+    def warns_late(cands, before) -> bool:
+        """Whether a member of the groups `cands` may warn before (in node order) one of the
+        groups `before` does: merged with the node, those groups would run after `before`,
+        and give their warnings after its, where NumPy gives them first."""
+        first = min((warns[n.out] for c in cands for n in groups[c].nodes if n.out in warns),
+                    default=None)
+        return first is not None and any(warns.get(n.out, -1) > first
+                                         for b in before for n in groups[b].nodes)
+
     def open_group(ref):
         g = member_of.get(ref.index)
         return None if g is None or find(g) in closed else find(g)
@@ -696,6 +717,7 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
 
     unused = unused_values(graph)
     position = {n.out: k for k, n in enumerate(graph.nodes)}
+    warns = {n.out: position[n.out] for n in graph.nodes if may_warn(graph, n)}
     producer = {n.out: n for n in graph.nodes}
     for node in graph.nodes:
         if join_write(node):
@@ -752,13 +774,14 @@ def find_groups(graph: Graph, exact: bool = False, numpy_loops=frozenset()) -> l
         if row and red is None and uses_numpy_loop(graph, node, op, exact):
             left_to_numpy(node, refs)
             continue        # NumPy's loops run over full rows only
-        outside = [r for r in refs if r.index not in member_of
-                   or find(member_of[r.index]) not in cands]
-        ext = set().union(*(gdeps[c] for c in cands)) if cands else set()
-        for r in outside:
-            ext |= value_deps(r)
-        if cands and closure(ext) & cands:
-            # Merging would need a cycle: start a new group instead.
+        ext = external(node, refs, cands)
+        if cands and warns_late(cands, closure(ext)):
+            # join only the groups whose warnings may come after those it reads
+            cands = {c for c in cands if not warns_late({c}, closure(ext))}
+            ext = external(node, refs, cands)
+        if cands and (closure(ext) & cands or warns_late(cands, closure(ext))):
+            # Merging would need a cycle, or give warnings in another order than NumPy's:
+            # start a new group instead.
             if row:
                 left_to_numpy(node, refs)
                 continue

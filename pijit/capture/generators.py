@@ -19,7 +19,7 @@ from bytecode import Instr
 from pijit import _compat
 from pijit.capture.graph_break import Reason
 from pijit.capture.registry import handler
-from pijit.capture.ops_build import make_tuple, sequence_items
+from pijit.capture.ops_build import make_tuple, new_list, sequence_items
 from pijit.capture.values import (ConstValue, FunctionValue, ListValue, NullValue,
                                   TupleValue)
 
@@ -54,7 +54,7 @@ def container_call(cap, target, args: list, kwargs: dict):
     items = sequence_items(cap, args[0])
     if target is tuple:
         return make_tuple(items)
-    return ListValue(items, frame=cap, body=cap.bodies[-1] if cap.bodies else None)
+    return new_list(cap, items)
 
 
 def _collecting(cap) -> list:

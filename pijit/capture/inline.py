@@ -20,9 +20,9 @@ from pijit import eval_frame
 from pijit._compat import GENERATOR_LIKE
 from pijit.capture.generators import consumed_at_once
 from pijit.capture.graph_break import GraphBreak, Reason
+from pijit.capture.ops_build import new_list
 from pijit.capture.sources import AttrSource, ConstSource, DictItemSource, ItemSource
-from pijit.capture.values import (ConstValue, DictValue, FunctionValue, ListValue, TupleValue,
-                                  is_immutable)
+from pijit.capture.values import ConstValue, DictValue, FunctionValue, TupleValue, is_immutable
 
 _LIBRARY_DIRS = tuple(sorted({sysconfig.get_paths()[k] for k in
                               ("stdlib", "platstdlib", "purelib", "platlib")}))
@@ -124,7 +124,7 @@ def inline_made(cap, fv: FunctionValue, args: list, kwargs: dict):
         return _run(cap, child, func, None)
     child.yielded = []          # its items, for the consumer the next instruction calls
     _run(cap, child, func, None)
-    return ListValue(child.yielded, frame=cap, body=cap.bodies[-1] if cap.bodies else None)
+    return new_list(cap, child.yielded)
 
 
 def _run(cap, child, func, callee):

@@ -44,8 +44,7 @@ def BUILD_TUPLE(cap, instr):
 
 @handler("BUILD_LIST")
 def BUILD_LIST(cap, instr):
-    cap.push(ListValue(cap.popn(instr.arg), frame=cap,
-                       body=cap.bodies[-1] if cap.bodies else None))
+    cap.push(new_list(cap, cap.popn(instr.arg)))
 
 
 @handler("LIST_EXTEND")
@@ -58,6 +57,13 @@ def LIST_EXTEND(cap, instr):
 def LIST_APPEND(cap, instr):
     item = cap.pop()
     own_list(cap, cap.stack[-instr.arg]).items.append(item)
+
+
+def new_list(cap, items: list) -> ListValue:
+    """A list this frame builds (a display, a slice of its own list, list() of items capture
+    knows, a consumed generator's items): own_list lets it change in the loop body it was
+    built in."""
+    return ListValue(items, frame=cap, body=cap.bodies[-1] if cap.bodies else None)
 
 
 def own_list(cap, target) -> ListValue:
@@ -172,7 +178,7 @@ def subscript(cap, container, key):
         if type(key.value) is not slice:
             return item
         if isinstance(container, ListValue):      # a new list, this frame's to mutate
-            return ListValue(list(item), frame=cap, body=cap.bodies[-1] if cap.bodies else None)
+            return new_list(cap, list(item))
         return make_tuple(item)
     if isinstance(container, DictValue):
         if key.value not in container.items:

@@ -2157,6 +2157,11 @@ static PyObject *pj_fallback(int k, PyObject *const *args, Py_ssize_t nargs)
 """
 
 MODULE = r"""
+/* Py_XSETREF, which the limited C API (toolchain.py) does not have: dst takes src's
+   reference, then the old value is released (its destructor may see dst set already). */
+#define PJ_XSETREF(dst, src) \
+    do { PyObject *pj_old = (PyObject *)(dst); (dst) = (src); Py_XDECREF(pj_old); } while (0)
+
 static PyObject *pj_set_fallback(PyObject *self, PyObject *args)
 {
     int k;
@@ -2168,9 +2173,7 @@ static PyObject *pj_set_fallback(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_IndexError, "group index out of range");
         return NULL;
     }
-    PyObject *old = pj_fallbacks[k];
-    pj_fallbacks[k] = Py_NewRef(fn);
-    Py_XDECREF(old);
+    PJ_XSETREF(pj_fallbacks[k], Py_NewRef(fn));
     Py_RETURN_NONE;
 }
 
@@ -2185,9 +2188,7 @@ static PyObject *pj_set_pool(PyObject *self, PyObject *handler)
         PyErr_SetString(PyExc_TypeError, "set_pool: expected a NumPy mem_handler capsule or None");
         return NULL;
     }
-    PyObject *old = pj_pool;
-    pj_pool = Py_NewRef(handler);
-    Py_XDECREF(old);
+    PJ_XSETREF(pj_pool, Py_NewRef(handler));
     Py_RETURN_NONE;
 }
 
@@ -2209,9 +2210,7 @@ static PyObject *pj_set_ufunc(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "set_ufunc: no strided loop, or one needing the GIL");
         return NULL;
     }
-    PyObject *old = pj_ufunc_capsules[k];
-    pj_ufunc_capsules[k] = Py_NewRef(capsule);
-    Py_XDECREF(old);
+    PJ_XSETREF(pj_ufunc_capsules[k], Py_NewRef(capsule));
     pj_ufuncs[k] = u;
     Py_RETURN_NONE;
 }

@@ -10,6 +10,8 @@ import json
 import os
 import sys
 
+from benchmarks import peers     # no NumPy import: safe before the thread variables are set
+
 THREAD_VARS = ("PIJIT_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                "MKL_NUM_THREADS", "NUMEXPR_NUM_THREADS", "NUMBA_NUM_THREADS")
 BACKENDS = ("numpy", "pijit", "pijit_O2", "numexpr", "numba", "torch", "jax")
@@ -37,6 +39,11 @@ def parser():
     p.add_argument("--threads", type=int, default=1, metavar="N",
                    help="threads for BLAS/OpenMP/pijit (sets %s before NumPy is imported; "
                         "default 1)" % ", ".join(THREAD_VARS[:3]))
+    p.add_argument("--peer-limit", type=float, default=peers.FIRST_CALL_LIMIT_S,
+                   metavar="S",
+                   help="stop a peer's first call (its compile) after S seconds and report "
+                        "it as timed out (default %(default)g; torch.compile unrolls Python "
+                        "loops over elements trip by trip)")
     p.add_argument("--unset-openblas-env", action="store_true",
                    help="remove OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE for this run")
     p.add_argument("--json", metavar="OUT.json", help="write every measured field as JSON")
@@ -141,6 +148,7 @@ def main(argv=None):
                                repeat=args.repeat, threads=args.threads,
                                bandwidth=not args.no_bandwidth,
                                pin_allocator=not args.no_pin_allocator,
+                               peer_limit_s=args.peer_limit,
                                progress=None if args.no_progress else _progress())
     results["config"]["sizes"] = sizes
     print(report.table(results))

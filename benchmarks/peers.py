@@ -17,6 +17,10 @@ import os
 import types
 
 PEERS = ("numexpr", "numba", "torch", "jax")
+# A peer's first call (its compile) is stopped after this long and reported as timed out:
+# torch.compile unrolls a Python loop over array elements trip by trip, and on a 200k-trip
+# loop it traced for over 20 minutes, which hung the whole run with no output.
+FIRST_CALL_LIMIT_S = 60.0
 _MODULES = {"numexpr": "numexpr", "numba": "numba", "torch": "torch", "jax": "jax"}
 
 

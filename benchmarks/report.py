@@ -33,7 +33,7 @@ def _status(rec):
     if not rec:
         return "-"
     return {"ok": "-", "not installed": "n/i", "not applicable": "n/a",
-            "mismatch": "WRONG", "error": "ERROR"}.get(rec["status"], rec["status"])
+            "mismatch": "WRONG", "error": "ERROR", "timed out": "timeout"}.get(rec["status"], rec["status"])
 
 
 def _busy(rec) -> bool:
@@ -139,11 +139,14 @@ def notes(results):
     missing = [p for p, a in results["peers"].items() if not a["installed"]]
     if missing:
         out.append(f"peers not installed: {', '.join(missing)}")
-    for w in results["workloads"]:
-        for name, rec in w["variants"].items():
-            if rec["status"] in ("mismatch", "error"):
-                out.append(f"{rec['status'].upper()}: {w['name']} [{name}]: {rec['error']}")
-    return out
+    return out + failures(results)
+
+
+def failures(results):
+    """One line per variant that has no speed because it failed, was wrong or was stopped."""
+    return [f"{rec['status'].upper()}: {w['name']} [{name}]: {rec['error']}"
+            for w in results["workloads"] for name, rec in w["variants"].items()
+            if rec["status"] in ("mismatch", "error", "timed out")]
 
 
 def markdown(results) -> str:

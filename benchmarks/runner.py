@@ -28,9 +28,11 @@ import copy
 import math
 import os
 import platform
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from itertools import repeat as _repeat
@@ -236,6 +238,40 @@ def _fresh_inputs(inputs):
     return copy.deepcopy(inputs)
 
 
+class _TimeLimit:
+    """Stops the code run under it after `seconds` by raising FirstCallTimeout in this thread
+    (SIGALRM: the peers compile in Python, where the handler runs between bytecodes).
+    `expired` says whether it fired, since a peer may wrap the exception in one of its own
+    (torch.compile raises TorchRuntimeError from it). No limit off the main thread, where
+    signals cannot be delivered, or when `seconds` is None."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.expired = False
+
+    def __enter__(self):
+        self._armed = (self.seconds is not None
+                       and threading.current_thread() is threading.main_thread())
+        if self._armed:
+            self._previous = signal.signal(signal.SIGALRM, self._expire)
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        return self
+
+    def _expire(self, signum, frame):
+        self.expired = True
+        raise FirstCallTimeout(f"first call stopped after {self.seconds:g} s")
+
+    def __exit__(self, *exc):
+        if self._armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._previous)
+        return False
+
+
+class FirstCallTimeout(Exception):
+    """A peer's first call ran past its limit."""
+
+
 def _variant_record(status="ok", error=None):
     return {"status": status, "error": error, "check": None, "first_call_s": None,
             "steady": None, "calls_per_sample": None, "cores": None, "speedup": None,
@@ -265,7 +301,8 @@ def _pijit_report(pijit, jfn, inputs, rec):
 
 
 def measure_workload(workload, scale, backends, *, threads=1, repeat=None, budget_s=1.5,
-                     target_s=0.002, bandwidth=None, installed=None, warmup_s=WARMUP_S):
+                     target_s=0.002, bandwidth=None, installed=None, warmup_s=WARMUP_S,
+                     peer_limit_s=peers_mod.FIRST_CALL_LIMIT_S):
     import pijit
     installed = installed or {}
     pristine = workload.inputs(scale)
@@ -299,6 +336,7 @@ def measure_workload(workload, scale, backends, *, threads=1, repeat=None, budge
             continue
         own = _fresh_inputs(pristine)
         call_inputs = convert(own) if convert else own
+        limit = _TimeLimit(None)
         to_np = to_numpy or (lambda x: x)
         try:
             if name == "pijit":
@@ -316,10 +354,15 @@ def measure_workload(workload, scale, backends, *, threads=1, repeat=None, budge
                 if check["ok"]:
                     check = compare(reference, out2, strict_dtype=True)
             else:
-                rec["first_call_s"], out = timed_call(fn, call_inputs)
+                limit = _TimeLimit(None if name in OWN else peer_limit_s)
+                with limit:
+                    rec["first_call_s"], out = timed_call(fn, call_inputs)
                 check = compare(reference, to_np(out), strict_dtype=name in OWN)
         except Exception as exc:
-            rec.update(status="error", error=f"{type(exc).__name__}: {exc}")
+            if limit.expired:
+                rec.update(status="timed out", error=f"first call stopped after {peer_limit_s:g} s")
+            else:
+                rec.update(status="error", error=f"{type(exc).__name__}: {exc}")
             continue
         rec["check"] = check
         if not check["ok"]:
@@ -475,7 +518,8 @@ def _warm_pijit():
 
 
 def run_suite(workloads, *, suite="quick", tiny=False, backends=ALL_BACKENDS, repeat=None,
-              threads=1, bandwidth=True, progress=None, pin_allocator=True):
+              threads=1, bandwidth=True, progress=None, pin_allocator=True,
+              peer_limit_s=peers_mod.FIRST_CALL_LIMIT_S):
     from benchmarks import bandwidth as bw_mod
     scale = "tiny" if tiny else suite
     budget_s, target_s, bw_n, warmup_s = SCALE_SETTINGS[scale]
@@ -502,7 +546,7 @@ def run_suite(workloads, *, suite="quick", tiny=False, backends=ALL_BACKENDS, re
         results["workloads"].append(measure_workload(
             w, scale, backends, threads=threads, repeat=repeat, budget_s=budget_s,
             target_s=target_s, bandwidth=results["bandwidth"], installed=results["peers"],
-            warmup_s=warmup_s))
+            warmup_s=warmup_s, peer_limit_s=peer_limit_s))
     results["wall_time_s"] = time.perf_counter() - t0
     import os
     results["env"]["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None

@@ -159,6 +159,44 @@ def test_wrong_result_is_a_failure_not_a_speed(monkeypatch):
     assert res["variants"]["numpy"]["status"] == "ok"
 
 
+@pytest.mark.parametrize("wrapped", [False, True])
+def test_a_peer_whose_first_call_runs_too_long_is_stopped_and_reported(monkeypatch, wrapped):
+    """A peer that compiles for ever (torch.compile unrolling a long element loop) must not
+    hang the run: it is stopped and reported as timed out, also when it wraps the stop in an
+    exception of its own, as torch.compile does."""
+    import time as time_mod
+
+    from benchmarks import report, runner
+    w = workloads.select("tiny")[0]
+
+    def forever(*args):
+        deadline = time_mod.monotonic() + 10
+        while time_mod.monotonic() < deadline:      # Python code: the alarm can land
+            pass
+        raise AssertionError("the limit did not stop the first call")
+
+    def peer(*args):
+        try:
+            return forever(*args)
+        except runner.FirstCallTimeout as exc:
+            if wrapped:
+                raise RuntimeError("the peer's own error") from exc
+            raise
+
+    monkeypatch.setattr(runner.peers_mod, "prepare",
+                        lambda name, workload, threads: (peer, None, None))
+    start = time_mod.monotonic()
+    res = measure_workload(w, "tiny", ["numpy", "numba"], repeat=1, peer_limit_s=0.5,
+                           installed={"numba": {"installed": True}})
+    assert time_mod.monotonic() - start < 8
+    rec = res["variants"]["numba"]
+    assert rec["status"] == "timed out" and rec["speedup"] is None, rec
+    assert rec["error"] == "first call stopped after 0.5 s"
+    assert res["variants"]["numpy"]["status"] == "ok"
+    assert report.failures({"workloads": [res]}) == [
+        f"TIMED OUT: {w.name} [numba]: first call stopped after 0.5 s"]
+
+
 def test_compare_tolerances():
     a64 = np.linspace(1, 2, 100)
     assert compare(a64, a64.copy(), strict_dtype=True)["exact"]

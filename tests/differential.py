@@ -357,6 +357,21 @@ def count_handbacks(monkeypatch) -> list:
     return handed
 
 
+def run_sizes(fn, make, sizes, jit_config):
+    """fn plain and jitted on make(n) for each n of sizes, each call on fresh copies, every
+    outcome compared (assert_same_outcome): what varies is the input's size, so the jitted
+    function goes dynamic after the first call. Returns the jitted function."""
+    jitted = pijit.jit(fn, jit_config=jit_config)
+    pijit.reset(jitted)
+    for n in sizes:
+        args = make(n)
+        want_args, got_args = clone(args), clone(args)
+        want = run_plain(fn, want_args, {})
+        got = run_observed(jitted, got_args, {})
+        assert_same_outcome(got, want, list(got_args), list(want_args), f"size {n}")
+    return jitted
+
+
 def assert_same(fn, *args, graphs=1, breaks=0, ops=None, jit_kwargs=None, kwargs=None,
                 calls=2):
     """Run fn plain and jitted (`calls` times, on deep copies) and compare results, mutated

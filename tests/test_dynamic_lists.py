@@ -20,23 +20,16 @@ from pijit.explain import report
 from pijit.graph.opaque import OpaqueCall, OpaqueMismatch
 from pijit.guards import Guard, items_dtype, to_program
 
-from differential import assert_same_outcome, clone, run_observed, run_plain
+from differential import run_sizes
 from test_hook import _graph_mode  # noqa: F401 - autouse: GRAPH_MODE, hook left uninstalled
 
 LEVELS = ["O0", "O1"]
 
 
 def run_lengths(fn, make, lengths, level="O1"):
-    """fn plain and jitted on make(n) for each n (fresh copies each), every outcome
-    compared; the jitted function's stats after the last call, with its break reasons."""
-    jitted = pijit.jit(fn, jit_config={"jit_level": level})
-    pijit.reset(jitted)
-    for n in lengths:
-        args = make(n)
-        want_args, got_args = clone(args), clone(args)
-        want = run_plain(fn, want_args, {})
-        got = run_observed(jitted, got_args, {})
-        assert_same_outcome(got, want, list(got_args), list(want_args), f"length {n}")
+    """The jitted function's stats after run_sizes over these list lengths, with its break
+    reasons."""
+    jitted = run_sizes(fn, make, lengths, {"jit_level": level})
     stats = pijit.stats(jitted)
     stats["reasons"] = [b["reason"] for b in report(jitted.fn.__code__).break_reasons]
     return stats

@@ -24,7 +24,7 @@ import pijit
 from pijit import cache
 from pijit.explain import report
 
-from differential import assert_same, assert_same_outcome, clone, run_observed, run_plain
+from differential import assert_same, clone, run_plain, run_sizes
 from test_hook import _graph_mode  # noqa: F401 - autouse: GRAPH_MODE, hook left uninstalled
 
 LEVELS = ["O0", "O1"]
@@ -234,16 +234,8 @@ def _floats(n):
 
 
 def run_lengths(fn, make, level):
-    """fn plain and jitted on make(n) for each n of LENGTHS (the list goes dynamic after
-    the first call), every outcome compared; the newest entry's report."""
-    jitted = pijit.jit(fn, jit_config={"jit_level": level, "adaptive": False})
-    pijit.reset(jitted)
-    for n in LENGTHS:
-        args = make(n)
-        want_args, got_args = clone(args), clone(args)
-        want = run_plain(fn, want_args, {})
-        got = run_observed(jitted, got_args, {})
-        assert_same_outcome(got, want, list(got_args), list(want_args), f"length {n}")
+    """run_sizes over LENGTHS; the newest entry's report."""
+    jitted = run_sizes(fn, make, LENGTHS, {"jit_level": level, "adaptive": False})
     stats = pijit.stats(jitted)
     assert stats["cache_hits"] >= len(LENGTHS) - 3, stats
     return report(jitted.fn.__code__)
